@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs everything uscope needs to build, test and benchmark, from Debian 12's apt only.
+set -euo pipefail
+export DEBIAN_FRONTEND=noninteractive
+packages=(
+  # build
+  cmake g++ make pkg-config clang llvm bpftool libbpf-dev
+  libelf-dev libdw-dev libcapstone-dev liblzma-dev libiberty-dev zlib1g-dev
+  libcli11-dev libfmt-dev nlohmann-json3-dev libexpected-dev libprotobuf-dev protobuf-compiler
+  libgtest-dev libgmock-dev libclang-rt-14-dev
+  # fixtures and real targets the tests attach to
+  systemtap-sdt-dev binutils elfutils xz-utils python3.11 openjdk-17-jdk-headless golang-go
+  libssl3 openssl
+  # peers for benchmarks
+  bpftrace
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "installing: ${missing[*]}" >&2
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi

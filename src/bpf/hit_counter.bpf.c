@@ -1,0 +1,29 @@
+// SPDX-License-Identifier: GPL-2.0
+// Counts hits per attach site. The bpf cookie of each uprobe link is the site's index into `hits`,
+// so one program serves any number of sites without recompiling.
+#include "vmlinux.h"
+
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+#include "hit_counter.h"
+
+const volatile __u32 target_tgid = 0; /* 0: every process */
+
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, HIT_COUNTER_DEFAULT_SITES); /* resized before load */
+  __type(key, __u32);
+  __type(value, __u64);
+} hits SEC(".maps");
+
+SEC("uprobe")
+int count_hit(struct pt_regs *ctx) {
+  if (target_tgid && (bpf_get_current_pid_tgid() >> 32) != target_tgid) return 0;
+  __u32 site = (__u32)bpf_get_attach_cookie(ctx);
+  __u64 *n = bpf_map_lookup_elem(&hits, &site);
+  if (n) *n += 1;
+  return 0;
+}
+
+char LICENSE[] SEC("license") = "GPL";

@@ -1,0 +1,111 @@
+#pragma once
+// ELF model on elfutils' libelf: sections, segments, symbols, notes, build-id, debuglink and the
+// virtual address <-> file offset mapping used to attach uprobes (the kernel wants file offsets).
+#include <libelf.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "util/result.h"
+
+namespace uscope {
+
+struct ElfSection {
+  std::string name;
+  uint32_t type = 0;   // SHT_*
+  uint64_t flags = 0;  // SHF_*
+  uint64_t addr = 0;
+  uint64_t offset = 0;
+  uint64_t size = 0;
+  size_t index = 0;
+};
+
+struct ElfSegment {
+  uint32_t type = 0;   // PT_*
+  uint32_t flags = 0;  // PF_*
+  uint64_t vaddr = 0;
+  uint64_t offset = 0;
+  uint64_t filesz = 0;
+  uint64_t memsz = 0;
+};
+
+enum class SymbolBinding { Local, Global, Weak, Unique };
+enum class SymbolKind { Function, Object, Other };
+// Where a symbol came from: the file's own tables, its MiniDebugInfo, or a separate debug file.
+enum class SymbolSource { Symtab, Dynsym, MiniDebugInfo, DebugFile };
+
+struct ElfSymbol {
+  std::string name;  // as in the table (mangled)
+  uint64_t addr = 0;
+  uint64_t size = 0;
+  SymbolBinding binding = SymbolBinding::Global;
+  SymbolKind kind = SymbolKind::Other;
+  SymbolSource source = SymbolSource::Symtab;
+  bool defined = true;  // false for undefined (imported) dynsym entries
+};
+
+struct ElfNote {
+  uint32_t type = 0;
+  std::string owner;
+  std::span<const uint8_t> desc;  // points into the ElfFile's data; valid while it lives
+  uint64_t section_addr = 0;      // sh_addr of the section holding the note (0 if from a segment)
+};
+
+struct Debuglink {
+  std::string filename;
+  uint32_t crc = 0;
+};
+
+class ElfFile {
+ public:
+  // Opens and parses `path` (may be a /proc/PID/root/... or /proc/PID/map_files/... path).
+  // `display_path` is what users see (defaults to `path`).
+  static Result<ElfFile> open(const std::string& path, std::string display_path = {});
+  // Parses an in-memory image (MiniDebugInfo, fuzzing). The bytes are owned by the ElfFile.
+  static Result<ElfFile> from_memory(std::vector<uint8_t> bytes, std::string display_path);
+
+  ElfFile(ElfFile&&) noexcept;
+  ElfFile& operator=(ElfFile&&) noexcept;
+  ~ElfFile();
+
+  const std::string& path() const;          // path used to open the file
+  const std::string& display_path() const;  // path shown to users
+  bool is_64bit() const;
+  uint16_t machine() const;  // EM_*
+  uint16_t type() const;     // ET_EXEC, ET_DYN, ...
+  bool is_pie() const;       // ET_DYN with a PT_INTERP or DF_1_PIE
+  bool is_shared_library() const;
+
+  const std::vector<ElfSection>& sections() const;
+  std::optional<ElfSection> section(std::string_view name) const;
+  // Bytes of a section (decompressed if SHF_COMPRESSED). Empty span for SHT_NOBITS.
+  Result<std::span<const uint8_t>> section_data(const ElfSection& s) const;
+  const std::vector<ElfSegment>& segments() const;
+
+  // PT_LOAD based translation; nullopt when the address/offset is in no loaded segment.
+  std::optional<uint64_t> vaddr_to_offset(uint64_t vaddr) const;
+  std::optional<uint64_t> offset_to_vaddr(uint64_t offset) const;
+  // Lowest PT_LOAD vaddr aligned down to its p_align (what ld.so subtracts for the load bias).
+  uint64_t base_vaddr() const;
+
+  std::optional<std::string> build_id() const;  // lowercase hex of NT_GNU_BUILD_ID
+  std::optional<Debuglink> debuglink() const;   // .gnu_debuglink
+
+  // Every entry of .symtab and .dynsym, in table order; no filtering, no demangling.
+  Result<std::vector<ElfSymbol>> symbols() const;
+  // Notes of all SHT_NOTE sections (or PT_NOTE segments when there are no section headers)
+  // whose owner matches `owner` (empty matches all).
+  Result<std::vector<ElfNote>> notes(std::string_view owner = {}) const;
+
+ private:
+  struct Impl;
+  explicit ElfFile(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace uscope

@@ -1,0 +1,78 @@
+#pragma once
+// A running process as a tracer sees it: /proc/PID/maps parsed into mappings, grouped into the
+// objects mapped, each openable through /proc/PID/map_files (works when the file was deleted or
+// lives in another mount namespace) or /proc/PID/root.
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "util/result.h"
+
+namespace uscope {
+
+struct Mapping {
+  uint64_t start = 0;
+  uint64_t end = 0;
+  uint64_t offset = 0;  // file offset of start
+  std::string perms;    // "r-xp"
+  uint32_t dev_major = 0;
+  uint32_t dev_minor = 0;
+  uint64_t inode = 0;
+  std::string path;      // as shown in maps, without " (deleted)"; may be "[heap]" or empty
+  bool deleted = false;  // maps said "(deleted)"
+
+  bool executable() const { return perms.size() > 2 && perms[2] == 'x'; }
+  bool is_file() const { return inode != 0 && !path.empty() && path[0] == '/'; }
+};
+
+// Parses the text of /proc/PID/maps. Malformed lines are an error naming the line number.
+Result<std::vector<Mapping>> parse_proc_maps(std::string_view text);
+
+// One file mapped into a process (all mappings with the same device+inode+path).
+struct MappedObject {
+  std::string path;       // path as the process sees it
+  std::string open_path;  // path uscope opens: /proc/PID/map_files/<start>-<end> or /proc/PID/root/...
+  uint64_t inode = 0;
+  uint32_t dev_major = 0;
+  uint32_t dev_minor = 0;
+  bool deleted = false;
+  std::vector<Mapping> mappings;  // in address order
+
+  // Runtime address of file offset `offset`, or nullopt if that part of the file is not mapped.
+  std::optional<uint64_t> address_of_offset(uint64_t offset) const;
+  // File offset of runtime address `addr`, or nullopt if not in this object.
+  std::optional<uint64_t> offset_of_address(uint64_t addr) const;
+};
+
+class Process {
+ public:
+  // Reads /proc/PID/maps; fails with a clear message if the PID does not exist or is not readable.
+  static Result<Process> open(pid_t pid);
+  // For tests: a process model from maps text, with `proc_root` standing in for /proc.
+  static Result<Process> from_maps(pid_t pid, std::string_view maps_text,
+                                   std::string proc_root = "/proc");
+
+  pid_t pid() const { return pid_; }
+  const std::vector<Mapping>& mappings() const { return mappings_; }
+  // File-backed objects, in order of first mapping (main executable first).
+  const std::vector<MappedObject>& objects() const { return objects_; }
+  // The main executable (/proc/PID/exe), if it is mapped.
+  const MappedObject* main_object() const;
+  const MappedObject* object_containing(uint64_t addr) const;
+  std::string comm() const;  // /proc/PID/comm without newline, "" if gone
+
+ private:
+  pid_t pid_ = 0;
+  std::string proc_root_;
+  std::vector<Mapping> mappings_;
+  std::vector<MappedObject> objects_;
+};
+
+// True if the process still exists (kill(pid, 0) or /proc/PID present).
+bool process_alive(pid_t pid);
+
+}  // namespace uscope

@@ -1,0 +1,50 @@
+#pragma once
+// Function symbols of one object, merged from every source that has them (.symtab, .dynsym,
+// MiniDebugInfo, separate debug file), deduplicated and demangled.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "discover/debug_info.h"
+#include "discover/elf_file.h"
+
+namespace uscope {
+
+struct FunctionSymbol {
+  std::string name;       // mangled, as in the symbol table
+  std::string demangled;  // C++ (Itanium) or Rust (legacy and v0) demangled; == name otherwise
+  uint64_t addr = 0;      // link-time virtual address
+  uint64_t offset = 0;    // file offset of addr (what a uprobe attaches to)
+  uint64_t size = 0;
+  SymbolBinding binding = SymbolBinding::Global;
+  SymbolSource source = SymbolSource::Symtab;
+};
+
+// Demangles Itanium C++ (_Z...) and Rust (_R... v0, and legacy _ZN...17h<hash>E with the hash
+// dropped) names; returns the input unchanged when it is not mangled.
+std::string demangle(const std::string& name);
+
+class SymbolTable {
+ public:
+  // Collects defined function symbols (STT_FUNC / STT_GNU_IFUNC with a nonzero address) from the
+  // ELF and, when its own tables lack a .symtab, from MiniDebugInfo and a separate debug file.
+  static Result<SymbolTable> load(const ElfFile& elf, const DebugSearchPaths& paths = {});
+
+  // Sorted by address; one entry per (address, name); aliases at one address are all kept.
+  const std::vector<FunctionSymbol>& functions() const { return functions_; }
+
+  // Exact match on mangled or demangled name.
+  std::vector<const FunctionSymbol*> find(std::string_view name) const;
+  // Glob over mangled and demangled names.
+  std::vector<const FunctionSymbol*> match(std::string_view glob) const;
+  // Function containing addr (link-time address), for symbolization.
+  const FunctionSymbol* containing(uint64_t addr) const;
+  // Every distinct name (demangled where it differs), for "closest names" suggestions.
+  std::vector<std::string> names() const;
+
+ private:
+  std::vector<FunctionSymbol> functions_;
+};
+
+}  // namespace uscope
