@@ -1,1 +1,42 @@
-int main() { return 0; }
+#include <fmt/core.h>
+
+#include <CLI/CLI.hpp>
+#include <exception>
+
+#include "cli/command.h"
+
+namespace uscope::cli {
+
+int report_error(const std::string& message, int code) {
+  fmt::print(stderr, "uscope: {}\n", message);
+  return code;
+}
+
+}  // namespace uscope::cli
+
+int main(int argc, char** argv) {
+  using namespace uscope::cli;
+  CLI::App app{"uscope: instrument and profile user-space programs with eBPF"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "uscope 0.1");
+  Run run;
+  add_list_command(app, run);
+  add_check_command(app, run);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return kExitUsage;
+  }
+  try {
+    return run ? run() : kExitUsage;
+  } catch (const std::exception& e) {
+    return report_error(e.what());
+  }
+}

@@ -1,0 +1,52 @@
+// A small "order service" to try uscope on: named functions with arguments worth seeing, and USDT
+// probes (one guarded by a semaphore, so it costs nothing until a tracer attaches).
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/sdt.h>
+#include <time.h>
+#include <unistd.h>
+
+// Semaphore for demo:order__done: the kernel raises it while a uprobe with a ref_ctr is attached.
+__extension__ unsigned short demo_order__done_semaphore __attribute__((unused))
+__attribute__((section(".probes")));
+
+#define ORDER_DONE_ENABLED() __builtin_expect(demo_order__done_semaphore, 0)
+
+static const char* const kItems[] = {"espresso", "flat white", "croissant", "bagel", "tea"};
+
+__attribute__((noinline)) long price_of(const char* item, size_t len) {
+  long cents = 150;
+  for (size_t i = 0; i < len; ++i) cents += (unsigned char)item[i] % 7;
+  return cents;
+}
+
+__attribute__((noinline)) long process_order(int id, const char* item, size_t len, int quantity) {
+  DTRACE_PROBE3(demo, order__start, id, item, quantity);
+  long total = price_of(item, len) * quantity;
+  if (ORDER_DONE_ENABLED()) {
+    // Work only worth doing when someone watches: formatting a summary.
+    char summary[64];
+    snprintf(summary, sizeof(summary), "%d x %s", quantity, item);
+    DTRACE_PROBE3(demo, order__done, id, summary, total);
+  }
+  return total;
+}
+
+int main(int argc, char** argv) {
+  // uscope-demo [ORDERS] [INTERVAL_MS]: 0 orders = run until killed.
+  long orders = argc > 1 ? strtol(argv[1], NULL, 10) : 0;
+  long interval_ms = argc > 2 ? strtol(argv[2], NULL, 10) : 100;
+  long revenue = 0;
+  for (long i = 0; orders == 0 || i < orders; ++i) {
+    const char* item = kItems[i % (sizeof(kItems) / sizeof(kItems[0]))];
+    revenue += process_order((int)i, item, strlen(item), (int)(i % 3) + 1);
+    if (interval_ms > 0) {
+      struct timespec ts = {interval_ms / 1000, (interval_ms % 1000) * 1000000L};
+      nanosleep(&ts, NULL);
+    }
+  }
+  printf("revenue %ld\n", revenue);
+  return 0;
+}

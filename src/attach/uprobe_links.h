@@ -1,0 +1,51 @@
+#pragma once
+// Attaching one BPF program to many uprobe sites and detaching all of them on every exit path.
+// Sites go through the kernel's uprobe_multi link when it has one (one syscall for thousands of
+// sites) and through one perf-event-backed libbpf link per site otherwise.
+#include <bpf/libbpf.h>
+#include <sys/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "util/result.h"
+#include "util/unique_fd.h"
+
+namespace uscope {
+
+struct AttachSite {
+  std::string path;             // file to probe (may be /proc/PID/map_files/... or /proc/PID/root/...)
+  uint64_t offset = 0;          // file offset of the probed instruction
+  uint64_t ref_ctr_offset = 0;  // file offset of a USDT semaphore, 0 = none
+  uint64_t cookie = 0;          // bpf_get_attach_cookie() value: the site's index in uscope's maps
+  bool retprobe = false;
+};
+
+struct LinkDeleter {
+  void operator()(bpf_link* l) const { bpf_link__destroy(l); }
+};
+using LinkPtr = std::unique_ptr<bpf_link, LinkDeleter>;
+
+class UprobeLinks {
+ public:
+  // `pid` -1 probes every process mapping the file; otherwise only that process.
+  explicit UprobeLinks(pid_t pid = -1) : pid_(pid) {}
+
+  // One libbpf uprobe link per site.
+  Result<void> attach_each(bpf_program* prog, const std::vector<AttachSite>& sites);
+  // One uprobe_multi link per (path, retprobe) group; `prog` must have been loaded with
+  // expected_attach_type BPF_TRACE_UPROBE_MULTI.
+  Result<void> attach_multi(bpf_program* prog, const std::vector<AttachSite>& sites);
+
+  size_t link_count() const { return links_.size() + multi_links_.size(); }
+  void detach_all();
+
+ private:
+  pid_t pid_;
+  std::vector<LinkPtr> links_;
+  std::vector<UniqueFd> multi_links_;
+};
+
+}  // namespace uscope

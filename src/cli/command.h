@@ -1,0 +1,23 @@
+#pragma once
+// Each subcommand lives in its own file and registers itself on the root CLI11 app; the callback
+// it returns runs after parsing and gives the exit code.
+#include <CLI/CLI.hpp>
+
+#include <functional>
+
+namespace uscope::cli {
+
+using Run = std::function<int()>;
+
+// Exit codes shared by every subcommand.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailure = 1;  // the target or the kernel said no
+inline constexpr int kExitUsage = 2;    // the command line was wrong
+
+void add_list_command(CLI::App& app, Run& run);
+void add_check_command(CLI::App& app, Run& run);
+
+// Prints "uscope: <message>" to stderr and returns `code`.
+int report_error(const std::string& message, int code = kExitFailure);
+
+}  // namespace uscope::cli

@@ -1,0 +1,158 @@
+// `uscope list`: what can be probed in a file, a library or a running process — functions with
+// addresses, file offsets, sizes and bindings, and USDT probes with locations, semaphores and
+// argument specs (as written and as parsed).
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cli/command.h"
+#include "discover/elf_file.h"
+#include "discover/library_names.h"
+#include "discover/process.h"
+#include "discover/symbol_table.h"
+#include "discover/target.h"
+#include "discover/usdt.h"
+#include "sink/list_output.h"
+#include "util/names.h"
+
+namespace uscope::cli {
+
+namespace {
+
+struct ListOptions {
+  pid_t pid = 0;
+  std::vector<std::string> positionals;  // [TARGET] [PATTERN]
+  bool json = false;
+  bool only_functions = false;
+  bool only_usdt = false;
+};
+
+// A pattern with ':' is a USDT provider:name glob; otherwise it matches function names and USDT
+// probe names.
+bool usdt_matches(const std::string& pattern, const UsdtProbe& p) {
+  if (pattern.empty()) return true;
+  if (pattern.find(':') != std::string::npos) return glob_match(pattern, p.provider + ":" + p.name);
+  return glob_match(pattern, p.name);
+}
+
+// Splits the positionals into target and pattern. With -p, one word is a pattern unless it is a
+// path or names a library the process maps.
+void split_positionals(const ListOptions& o, const Process* process, std::string& target,
+                       std::string& pattern) {
+  const auto& pos = o.positionals;
+  if (pos.size() >= 2) {
+    target = pos[0];
+    pattern = pos[1];
+  } else if (pos.size() == 1) {
+    bool is_target = !process || pos[0].find('/') != std::string::npos;
+    if (process && !is_target && !has_glob_chars(pos[0]) && is_library_short_name(pos[0]))
+      is_target = static_cast<bool>(resolve_library(pos[0], *process));
+    (is_target ? target : pattern) = pos[0];
+  }
+}
+
+int run_list(const ListOptions& o) {
+  std::optional<Process> process;
+  if (o.pid) {
+    auto p = Process::open(o.pid);
+    if (!p) return report_error(p.error().message);
+    process = std::move(*p);
+  }
+  std::string target, pattern;
+  split_positionals(o, process ? &*process : nullptr, target, pattern);
+  if (!process && target.empty())
+    return report_error("name a file or library to list, or give -p PID", kExitUsage);
+
+  std::vector<ObjectRef> objects;
+  if (process && target.empty()) {
+    objects = process_objects(*process);
+  } else {
+    auto ref = resolve_object(target, process ? &*process : nullptr);
+    if (!ref) return report_error(ref.error().message);
+    objects.push_back(std::move(*ref));
+  }
+  bool usdt_only_pattern = pattern.find(':') != std::string::npos;
+  bool want_functions = !o.only_usdt && !usdt_only_pattern;
+  bool want_usdt = !o.only_functions;
+
+  ListPrinter printer(o.json ? ListPrinter::Format::JsonLines : ListPrinter::Format::Text);
+  std::vector<std::string> all_names;  // for "closest" suggestions when nothing matched
+  size_t matched = 0;
+  for (const auto& obj : objects) {
+    auto elf = ElfFile::open(obj.open_path, obj.display_path);
+    if (!elf) {
+      if (process && objects.size() > 1) {
+        if (!process_alive(process->pid()))
+          return report_error(fmt::format("process {} exited during the scan", process->pid()));
+        continue;  // a mapped non-ELF file (locale archive, font cache, ...)
+      }
+      return report_error(elf.error().message);
+    }
+    ListedObject listed{obj.display_path, elf->is_pie(), elf->is_shared_library(),
+                        elf->build_id(), {}, {}};
+    if (want_functions) {
+      auto syms = SymbolTable::load(*elf);
+      if (!syms) return report_error(syms.error().message);
+      for (const auto& f : syms->functions()) {
+        if (pattern.empty() || glob_match(pattern, f.demangled) || glob_match(pattern, f.name))
+          listed.functions.push_back(&f);
+      }
+      if (!pattern.empty() && listed.functions.empty()) {
+        auto names = syms->names();
+        all_names.insert(all_names.end(), names.begin(), names.end());
+      }
+      matched += listed.functions.size();
+      listed.symbols = std::move(*syms);  // keeps the pointers above alive (vector not moved)
+    }
+    if (want_usdt) {
+      auto probes = read_usdt_probes(*elf);
+      if (!probes) return report_error(probes.error().message);
+      for (auto& p : *probes) {
+        if (usdt_matches(pattern, p)) {
+          listed.probes.push_back(std::move(p));
+        } else if (!pattern.empty()) {
+          all_names.push_back(p.provider + ":" + p.name);
+        }
+      }
+      matched += listed.probes.size();
+    }
+    printer.print(listed);
+  }
+  if (matched == 0) {
+    std::string what = usdt_only_pattern ? "USDT probe" : want_usdt ? "function or USDT probe"
+                                                                    : "function";
+    std::string where = objects.size() == 1 ? objects[0].display_path
+                                            : fmt::format("process {}", o.pid);
+    if (pattern.empty()) return report_error(fmt::format("{} has no {}s", where, what));
+    std::sort(all_names.begin(), all_names.end());
+    all_names.erase(std::unique(all_names.begin(), all_names.end()), all_names.end());
+    auto close = closest_names(pattern, all_names);
+    return report_error(fmt::format("no {} matches '{}' in {}{}{}", what, pattern, where,
+                                    close.empty() ? "" : "; closest: ", join(close)));
+  }
+  printer.finish();
+  return kExitOk;
+}
+
+}  // namespace
+
+void add_list_command(CLI::App& app, Run& run) {
+  auto opts = std::make_shared<ListOptions>();
+  auto* cmd = app.add_subcommand(
+      "list", "List the functions and USDT probes of a file, a library or a process");
+  cmd->add_option("-p,--pid", opts->pid, "List every object mapped into process PID");
+  cmd->add_option("target_pattern", opts->positionals,
+                  "[TARGET] [PATTERN]: a path or library short name (c, ssl, libssl.so.3), then a "
+                  "glob over function names or USDT provider:name")
+      ->expected(0, 2);
+  cmd->add_flag("--json", opts->json, "JSON Lines, one object per function or probe");
+  cmd->add_flag("--functions", opts->only_functions, "Only functions");
+  cmd->add_flag("--usdt", opts->only_usdt, "Only USDT probes");
+  cmd->callback([&run, opts] { run = [opts] { return run_list(*opts); }; });
+}
+
+}  // namespace uscope::cli

@@ -1,0 +1,62 @@
+#include "collect/hit_counts.h"
+
+#include <bpf/bpf.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "attach/bpf_features.h"
+#include "attach/uprobe_multi.h"
+#include "hit_counter.skel.h"
+
+namespace uscope {
+
+void HitCounts::SkelDeleter::operator()(hit_counter* s) const { hit_counter__destroy(s); }
+
+HitCounts::HitCounts(std::unique_ptr<hit_counter, SkelDeleter> skel, size_t sites, pid_t tgid)
+    : skel_(std::move(skel)), sites_(sites), links_(tgid > 0 ? tgid : -1) {}
+HitCounts::HitCounts(HitCounts&&) noexcept = default;
+HitCounts& HitCounts::operator=(HitCounts&&) noexcept = default;
+// links_ is declared after skel_, so the links are destroyed before the programs they use.
+HitCounts::~HitCounts() = default;
+
+Result<HitCounts> HitCounts::attach(const std::vector<AttachSite>& sites, pid_t tgid,
+                                    bool use_multi) {
+  if (sites.empty()) return fail("no sites to count");
+  std::unique_ptr<hit_counter, SkelDeleter> skel(hit_counter__open());
+  if (!skel) return fail_errno(errno, "cannot open BPF object: {}", std::strerror(errno));
+  skel->rodata->target_tgid = tgid > 0 ? static_cast<uint32_t>(tgid) : 0;
+  bpf_map__set_max_entries(skel->maps.hits, static_cast<uint32_t>(sites.size()));
+  bool multi = use_multi && probe_bpf_features().uprobe_multi;
+  if (multi)
+    bpf_program__set_expected_attach_type(skel->progs.count_hit_multi,
+                                          static_cast<bpf_attach_type>(kBpfTraceUprobeMulti));
+  else
+    bpf_program__set_autoload(skel->progs.count_hit_multi, false);
+  if (int err = hit_counter__load(skel.get()))
+    return fail_errno(-err, "cannot load BPF program: {}", std::strerror(-err));
+  HitCounts hc(std::move(skel), sites.size(), tgid);
+  auto r = multi ? hc.links_.attach_multi(hc.skel_->progs.count_hit_multi, sites)
+                 : hc.links_.attach_each(hc.skel_->progs.count_hit, sites);
+  if (!r) return tl::unexpected(r.error());
+  hc.used_multi_ = multi;
+  return hc;
+}
+
+Result<std::vector<uint64_t>> HitCounts::read() const {
+  int ncpu = libbpf_num_possible_cpus();
+  if (ncpu <= 0) return fail("cannot count possible CPUs");
+  std::vector<uint64_t> per_cpu(static_cast<size_t>(ncpu));
+  std::vector<uint64_t> out(sites_);
+  int fd = bpf_map__fd(skel_->maps.hits);
+  for (uint32_t i = 0; i < sites_; ++i) {
+    if (bpf_map_lookup_elem(fd, &i, per_cpu.data()))
+      return fail_errno(errno, "cannot read hit counter {}: {}", i, std::strerror(errno));
+    for (uint64_t v : per_cpu) out[i] += v;
+  }
+  return out;
+}
+
+}  // namespace uscope

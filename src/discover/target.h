@@ -1,0 +1,28 @@
+#pragma once
+// The TARGET a user names (a path, a library short name, or nothing for "the main binary of the
+// process") resolved to the object files uscope opens and attaches to.
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "discover/process.h"
+#include "util/result.h"
+
+namespace uscope {
+
+struct ObjectRef {
+  std::string display_path;  // what the user sees: the path as the process or the user named it
+  std::string open_path;     // what uscope opens and gives the kernel
+  bool deleted = false;      // mapped from a file that no longer exists
+};
+
+// Without a process: `target` is a path (must exist) or a short name looked up in ld.so.cache.
+// With one: a path or a short name among the process's mapped objects ("" = its main binary);
+// a path not mapped by the process is an error naming what is mapped.
+Result<ObjectRef> resolve_object(std::string_view target, const Process* process);
+
+// The file-backed objects of a process that are worth looking into (skips /dev, /memfd, ...).
+std::vector<ObjectRef> process_objects(const Process& process);
+
+}  // namespace uscope

@@ -1,0 +1,84 @@
+#pragma once
+// The probe language of `trace`, `count` and `latency`: bcc trace's grammar
+//   [p|r|u]:[target]:function[+offset] [(predicate)] ["format"[, arg, ...]]
+// parsed into an AST the planner turns into BPF fetch recipes. Errors carry the column.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "util/result.h"
+
+namespace uscope {
+
+enum class ProbeKind { Entry, Return, Usdt };
+
+// An expression over what a probe can see. Kept small on purpose: everything here must be
+// evaluable by the one generic BPF program (no compiler at run time).
+struct Expr {
+  enum class Op {
+    Arg,       // argN (1-based), `index`
+    Retval,    // retval (return probes)
+    Entry,     // $entry(argN): argument N saved at entry, read at return; `index`
+    Pid,       // $pid (thread group id)
+    Tid,       // $tid
+    Cpu,       // $cpu
+    Comm,      // $comm (string)
+    Uid,       // $uid
+    Int,       // integer literal, `value`
+    String,    // string literal, `text` (only as an operand of == / != against a string)
+    Str,       // str(ptr[, len]): NUL-terminated string at ptr, at most len bytes (len may be an
+               // expression such as arg2, or an integer); children[0] = ptr, children[1] = len
+    Deref,     // *ptr or *(u32*)ptr: reads `width` bytes at children[0], `is_signed`
+    Unary,     // `op_text` in {"-", "!", "~"}, children[0]
+    Binary,    // `op_text` in {"+","-","*","/","%","&","|","^","<<",">>",
+               //   "==","!=","<","<=",">",">=","&&","||"}, children[0], children[1]
+  };
+  Op op = Op::Int;
+  int index = 0;
+  int64_t value = 0;
+  std::string text;
+  std::string op_text;
+  int width = 8;
+  bool is_signed = false;
+  std::vector<Expr> children;
+  int column = 0;  // 1-based column in the whole spec where this expression starts
+};
+
+// One conversion of the format string, e.g. "%lu".
+struct FormatConversion {
+  char conv = 'd';      // one of d i u x X p s c
+  std::string length;   // "", "l", "ll", "h", "hh", "z"
+  std::string flags;    // flags/width/precision as written, e.g. "-08"
+  int column = 0;       // column of the '%' in the whole spec
+};
+
+struct ProbeSpec {
+  ProbeKind kind = ProbeKind::Entry;
+  std::string target;    // path, library short name, or "" (main binary of -p/-c)
+  std::string provider;  // USDT provider; "" lets the planner search all providers
+  std::string function;  // symbol name, glob (count/latency), or USDT probe name
+  uint64_t offset = 0;   // func+offset
+  std::optional<Expr> predicate;
+  std::string format;                       // without quotes, escapes (\n \t \" \\) decoded
+  std::vector<FormatConversion> conversions;  // parsed from `format`
+  std::vector<Expr> args;                   // one per conversion
+  std::string text;                         // the spec as given
+  int function_column = 0;
+};
+
+// Parses one `trace` spec. Errors: "probe spec column 14: expected ')' ..." style messages that
+// quote the spec and point at the column; format/argument count or type mismatches too (e.g.
+// "%s" with $pid, retval on an entry probe, $entry on an entry probe, arg7).
+Result<ProbeSpec> parse_probe_spec(std::string_view text);
+
+// Parses a `count`/`latency` pattern: "[p:|u:]target:glob" or "glob" (bcc funccount's form);
+// no predicate or format. kind is Entry unless "u:" is given.
+Result<ProbeSpec> parse_probe_pattern(std::string_view text);
+
+// Renders an error message that quotes `text` with a caret under `column` (two lines).
+std::string caret_message(std::string_view text, int column, std::string_view message);
+
+}  // namespace uscope

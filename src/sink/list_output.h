@@ -1,0 +1,43 @@
+#pragma once
+// Rendering of `uscope list`: aligned text grouped by object for people, JSON Lines for programs.
+#include <cstdio>
+#include <nlohmann/json_fwd.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "discover/symbol_table.h"
+#include "discover/usdt.h"
+
+namespace uscope {
+
+struct ListedObject {
+  std::string path;
+  bool pie = false;
+  bool shared_library = false;
+  std::optional<std::string> build_id;
+  std::vector<const FunctionSymbol*> functions;  // point into `symbols`
+  std::vector<UsdtProbe> probes;
+  SymbolTable symbols;
+};
+
+// "u64 rax", "s32 *(rbp-0x8)", "u64 *(rax+rdx*8)", "s32 $5": how a USDT argument is fetched.
+std::string describe_usdt_arg(const UsdtArg& a);
+nlohmann::json usdt_arg_json(const UsdtArg& a);
+
+class ListPrinter {
+ public:
+  enum class Format { Text, JsonLines };
+  explicit ListPrinter(Format f, std::FILE* out = stdout) : format_(f), out_(out) {}
+  void print(const ListedObject& o);
+  void finish() { std::fflush(out_); }
+
+ private:
+  void print_text(const ListedObject& o);
+  void print_json(const ListedObject& o);
+  Format format_;
+  std::FILE* out_;
+  bool first_object_ = true;
+};
+
+}  // namespace uscope

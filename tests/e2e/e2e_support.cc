@@ -1,0 +1,157 @@
+#include "e2e_support.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <set>
+
+namespace uscope::e2e {
+
+namespace {
+
+std::vector<char*> c_argv(const std::vector<std::string>& argv) {
+  std::vector<char*> v;
+  for (const auto& a : argv) v.push_back(const_cast<char*>(a.c_str()));
+  v.push_back(nullptr);
+  return v;
+}
+
+int decode_status(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return -1;
+}
+
+}  // namespace
+
+CommandResult run(const std::vector<std::string>& argv, int timeout_s) {
+  int out[2], err[2];
+  if (pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC)) return {};
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(out[1], 1);
+    dup2(err[1], 2);
+    int devnull = open("/dev/null", O_RDONLY);
+    dup2(devnull, 0);
+    auto v = c_argv(argv);
+    execvp(v[0], v.data());
+    _exit(127);
+  }
+  close(out[1]);
+  close(err[1]);
+  CommandResult r;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+  std::array<pollfd, 2> fds{{{out[0], POLLIN, 0}, {err[0], POLLIN, 0}}};
+  int open_fds = 2;
+  while (open_fds > 0) {
+    int left = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                    deadline - std::chrono::steady_clock::now())
+                                    .count());
+    if (left <= 0) {
+      kill(pid, SIGKILL);
+      break;
+    }
+    if (poll(fds.data(), fds.size(), left) <= 0) continue;
+    for (size_t i = 0; i < fds.size(); ++i) {
+      if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP))) continue;
+      char buf[65536];
+      ssize_t n = read(fds[i].fd, buf, sizeof(buf));
+      if (n <= 0) {
+        close(fds[i].fd);
+        fds[i].fd = -1;
+        --open_fds;
+      } else {
+        (i == 0 ? r.out : r.err).append(buf, static_cast<size_t>(n));
+      }
+    }
+  }
+  for (auto& f : fds)
+    if (f.fd >= 0) close(f.fd);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  r.exit_code = decode_status(status);
+  return r;
+}
+
+CommandResult uscope(const std::vector<std::string>& args, int timeout_s) {
+  std::vector<std::string> argv{USCOPE_BIN};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return run(argv, timeout_s);
+}
+
+std::string shell(const std::string& cmd) { return run({"/bin/sh", "-c", cmd}).out; }
+
+GatedProcess::GatedProcess(const std::vector<std::string>& argv) {
+  int in[2], out[2];
+  if (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC)) return;
+  pid_ = fork();
+  if (pid_ == 0) {
+    dup2(in[0], 0);
+    dup2(out[1], 1);
+    auto v = c_argv(argv);
+    execv(v[0], v.data());
+    _exit(127);
+  }
+  close(in[0]);
+  close(out[1]);
+  stdin_w_ = in[1];
+  stdout_r_ = out[0];
+}
+
+GatedProcess::~GatedProcess() {
+  if (pid_ > 0 && !reaped_) {
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+  }
+  if (stdin_w_ >= 0) close(stdin_w_);
+  if (stdout_r_ >= 0) close(stdout_r_);
+}
+
+void GatedProcess::start() {
+  char go = 'g';
+  ASSERT_EQ(write(stdin_w_, &go, 1), 1);
+}
+
+int GatedProcess::wait(std::string* out) {
+  std::string text;
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(stdout_r_, buf, sizeof(buf))) > 0) text.append(buf, static_cast<size_t>(n));
+  int status = 0;
+  waitpid(pid_, &status, 0);
+  reaped_ = true;
+  if (out) *out = text;
+  return decode_status(status);
+}
+
+std::vector<int> bpf_links_of_programs(const std::string& prefix) {
+  auto progs = nlohmann::json::parse(shell("bpftool -j prog list"), nullptr, false);
+  auto links = nlohmann::json::parse(shell("bpftool -j link list"), nullptr, false);
+  std::set<int> prog_ids;
+  if (progs.is_array())
+    for (const auto& p : progs)
+      if (p.value("name", "").rfind(prefix, 0) == 0) prog_ids.insert(p.value("id", -1));
+  std::vector<int> out;
+  if (links.is_array())
+    for (const auto& l : links)
+      if (prog_ids.count(l.value("prog_id", -2))) out.push_back(l.value("id", -1));
+  return out;
+}
+
+std::string fixture(const std::string& relative) {
+  return std::string(USCOPE_FIXTURE_DIR) + "/" + relative;
+}
+
+void require_root() {
+  ASSERT_EQ(geteuid(), 0u) << "end-to-end tests attach BPF programs and must run as root";
+}
+
+}  // namespace uscope::e2e
