@@ -17,6 +17,7 @@ struct LdCacheEntry {
   std::string soname;  // "libssl.so.3"
   std::string path;    // "/lib/x86_64-linux-gnu/libssl.so.3"
   uint32_t flags = 0;  // FLAG_* from glibc's cache (x86-64 libs are 0x0303)
+  uint64_t hwcap = 0;  // nonzero for glibc-hwcaps/ variants; resolve_library prefers 0
 };
 
 // Parses ld.so.cache bytes (glibc's "glibc-ld.so.cache1.1" format, also when it follows the old

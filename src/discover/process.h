@@ -34,8 +34,9 @@ Result<std::vector<Mapping>> parse_proc_maps(std::string_view text);
 
 // One file mapped into a process (all mappings with the same device+inode+path).
 struct MappedObject {
-  std::string path;       // path as the process sees it
-  std::string open_path;  // path uscope opens: /proc/PID/map_files/<start>-<end> or /proc/PID/root/...
+  std::string path;  // path as the process sees it
+  // Path uscope opens: /proc/PID/map_files/<start>-<end> or /proc/PID/root/...
+  std::string open_path;
   uint64_t inode = 0;
   uint32_t dev_major = 0;
   uint32_t dev_minor = 0;
@@ -70,6 +71,8 @@ class Process {
   std::string proc_root_;
   std::vector<Mapping> mappings_;
   std::vector<MappedObject> objects_;
+  // Index into objects_, found once at construction: the process may exit before it is asked.
+  size_t main_index_ = 0;
 };
 
 // True if the process still exists (kill(pid, 0) or /proc/PID present).
