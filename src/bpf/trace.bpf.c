@@ -1,0 +1,383 @@
+// SPDX-License-Identifier: GPL-2.0
+// The one generic tracing program: every uprobe/uretprobe/USDT site runs the recipe its bpf
+// cookie names (see trace.h).
+#include "vmlinux.h"
+
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+#include "trace.h"
+
+const volatile __u32 target_tgid = 0; /* 0: every process */
+
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(max_entries, 1); /* resized to the number of recipes before load */
+  __type(key, __u32);
+  __type(value, struct uscope_recipe);
+} recipes SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, TRACE_NUM_COUNTERS); /* resized: TRACE_NUM_COUNTERS per recipe */
+  __type(key, __u32);
+  __type(value, __u64);
+} counters SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_RINGBUF);
+  __uint(max_entries, 1 << 22);
+} events SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_LRU_HASH);
+  __uint(max_entries, 65536);
+  __type(key, struct uscope_entry_key);
+  __type(value, struct uscope_entry_value);
+} entries SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_STACK_TRACE);
+  __uint(max_entries, 16384);
+  __uint(key_size, sizeof(__u32));
+  __uint(value_size, 127 * sizeof(__u64));
+} stacks SEC(".maps");
+
+/* Masks an index so that the verifier sees the bound even when clang drops a redundant AND. */
+#define BOUNDED(x, pow2)                                    \
+  ({                                                        \
+    __u64 __v = (x);                                        \
+    asm volatile("%0 &= %1" : "+r"(__v) : "i"((pow2) - 1)); \
+    __v;                                                    \
+  })
+
+#define DROP_ERROR 1    /* malformed recipe or event too big */
+#define DROP_FILTERED 2 /* predicate false */
+
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, TRACE_HIST_BUCKETS); /* resized: TRACE_HIST_BUCKETS per recipe */
+  __type(key, __u32);
+  __type(value, __u64);
+} latency SEC(".maps");
+
+/* Working state of one run, per CPU: too big for the 512-byte BPF stack. */
+struct scratch {
+  __u64 regs[TRACE_NUM_REGS];
+  __u64 stack[TRACE_STACK];
+  __u64 slots[TRACE_ENTRY_SLOTS];
+  __u32 recipe;
+  __u32 sp;
+  __u32 pos;
+  __u32 drop;
+  __u32 read_errors;
+  __u32 pad;
+  char tmp[TRACE_POOL];
+  struct uscope_event ev; /* ev and data are written out together */
+  __u8 data[TRACE_MAX_DATA + TRACE_MAX_STR + 16];
+};
+
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, struct scratch);
+} scratches SEC(".maps");
+
+static __always_inline void count(__u32 recipe, __u32 counter) {
+  __u32 key = recipe * TRACE_NUM_COUNTERS + counter;
+  __u64 *n = bpf_map_lookup_elem(&counters, &key);
+  if (n) *n += 1;
+}
+
+static __always_inline __u64 pop(struct scratch *s) {
+  __u32 sp = s->sp;
+  if (sp == 0 || sp > TRACE_STACK) {
+    s->drop = DROP_ERROR;
+    return 0;
+  }
+  sp--;
+  s->sp = sp;
+  return s->stack[BOUNDED(sp, TRACE_STACK)];
+}
+
+static __always_inline void push(struct scratch *s, __u64 v) {
+  __u32 sp = s->sp;
+  if (sp >= TRACE_STACK) {
+    s->drop = DROP_ERROR;
+    return;
+  }
+  s->stack[BOUNDED(sp, TRACE_STACK)] = v;
+  s->sp = sp + 1;
+}
+
+static __always_inline __u64 extend(__u64 v, __u32 size, __u32 is_signed) {
+  switch (size) {
+    case 1: return is_signed ? (__u64)(__s64)(__s8)v : (__u8)v;
+    case 2: return is_signed ? (__u64)(__s64)(__s16)v : (__u16)v;
+    case 4: return is_signed ? (__u64)(__s64)(__s32)v : (__u32)v;
+    default: return v;
+  }
+}
+
+static __always_inline __u64 deref(struct scratch *s, __u64 addr, __u32 size) {
+  __u64 v = 0;
+  long err;
+  switch (size) {
+    case 1: err = bpf_probe_read_user(&v, 1, (void *)addr); break;
+    case 2: err = bpf_probe_read_user(&v, 2, (void *)addr); break;
+    case 4: err = bpf_probe_read_user(&v, 4, (void *)addr); break;
+    default: err = bpf_probe_read_user(&v, 8, (void *)addr); break;
+  }
+  if (err) s->read_errors++;
+  return v;
+}
+
+static __always_inline void emit_u64(struct scratch *s, __u64 v) {
+  __u32 pos = s->pos;
+  if (pos > TRACE_MAX_DATA - 8) {
+    s->drop = DROP_ERROR;
+    return;
+  }
+  *(__u64 *)&s->data[pos] = v;
+  s->pos = pos + 8;
+}
+
+/* Appends a u32 length and the bytes of a user string (NUL-terminated unless `exact`). */
+static __always_inline void emit_str(struct scratch *s, __u64 addr, __u64 max, int exact) {
+  __u32 pos = s->pos;
+  if (pos > TRACE_MAX_DATA - 4) {
+    s->drop = DROP_ERROR;
+    return;
+  }
+  __u32 room = TRACE_MAX_DATA - 4 - pos;
+  if (max > room) max = room;
+  if (max > TRACE_MAX_STR - 1) max = TRACE_MAX_STR - 1;
+  long n = 0;
+  if (max > 0) {
+    if (exact) {
+      n = bpf_probe_read_user(&s->data[pos + 4], max & (TRACE_MAX_STR - 1), (void *)addr);
+      n = n ? n : (long)max;
+    } else {
+      /* _str counts the NUL; store the length without it */
+      n = bpf_probe_read_user_str(&s->data[pos + 4], (max + 1) & (TRACE_MAX_STR - 1),
+                                  (void *)addr);
+      if (n > 0) n--;
+    }
+  }
+  if (n < 0) {
+    s->read_errors++;
+    n = 0;
+  }
+  *(__u32 *)&s->data[pos] = (__u32)n;
+  s->pos = pos + 4 + ((__u32)n & (TRACE_MAX_STR - 1));
+}
+
+static __always_inline void emit_comm(struct scratch *s) {
+  __u32 pos = s->pos;
+  if (pos > TRACE_MAX_DATA - 4 - TRACE_COMM_LEN) {
+    s->drop = DROP_ERROR;
+    return;
+  }
+  __u32 n = 0;
+  for (; n < TRACE_COMM_LEN && s->ev.comm[n]; n++) s->data[pos + 4 + n] = s->ev.comm[n];
+  *(__u32 *)&s->data[pos] = n;
+  s->pos = pos + 4 + n;
+}
+
+/* Compares the string at `src` (user memory, or comm when `comm`) with pool[off, off+len). */
+static __always_inline __u64 str_equal(struct scratch *s, const struct uscope_recipe *r,
+                                       __u64 src, __u32 off, __u32 len, int comm) {
+  if (len >= TRACE_POOL) return 0;
+  if (comm) {
+    __builtin_memcpy(s->tmp, s->ev.comm, TRACE_COMM_LEN);
+    s->tmp[TRACE_COMM_LEN] = 0;
+  } else if (bpf_probe_read_user_str(s->tmp, (len + 1) & (TRACE_POOL - 1), (void *)src) < 0) {
+    s->read_errors++;
+    return 0;
+  }
+  for (__u32 i = 0; i < TRACE_POOL; i++) {
+    char want = i < len ? r->pool[(off + i) & (TRACE_POOL - 1)] : 0;
+    if (s->tmp[i & (TRACE_POOL - 1)] != want) return 0;
+    if (i >= len) return 1;
+  }
+  return 0;
+}
+
+static long step(__u32 i, void *unused) {
+  __u32 zero = 0;
+  struct scratch *s = bpf_map_lookup_elem(&scratches, &zero);
+  if (!s) return 1;
+  __u32 ri = s->recipe;
+  const struct uscope_recipe *r = bpf_map_lookup_elem(&recipes, &ri);
+  if (!r || i >= TRACE_MAX_OPS || s->drop) return 1;
+  const struct uscope_op *op = &r->ops[BOUNDED(i, TRACE_MAX_OPS)];
+  __u64 a, b;
+  switch (op->code) {
+    case TOP_END: return 1;
+    case TOP_REG: push(s, s->regs[op->a < TRACE_NUM_REGS ? op->a : 0]); break;
+    case TOP_CONST: push(s, (__u64)op->imm); break;
+    case TOP_PID: push(s, bpf_get_current_pid_tgid() >> 32); break;
+    case TOP_TID: push(s, (__u32)bpf_get_current_pid_tgid()); break;
+    case TOP_CPU: push(s, bpf_get_smp_processor_id()); break;
+    case TOP_UID: push(s, (__u32)bpf_get_current_uid_gid()); break;
+    case TOP_ENTRY: push(s, s->slots[op->a & (TRACE_ENTRY_SLOTS - 1)]); break;
+    case TOP_SAVE: s->slots[op->a & (TRACE_ENTRY_SLOTS - 1)] = pop(s); break;
+    case TOP_DEREF: a = pop(s); push(s, extend(deref(s, a, op->a), op->a, op->b)); break;
+    case TOP_EXT: push(s, extend(pop(s), op->a, op->b)); break;
+#define BINARY(code, expr) \
+  case code:               \
+    b = pop(s);            \
+    a = pop(s);            \
+    push(s, (expr));       \
+    break;
+    BINARY(TOP_ADD, a + b)
+    BINARY(TOP_SUB, a - b)
+    BINARY(TOP_MUL, a * b)
+    BINARY(TOP_DIV, b ? a / b : 0)
+    BINARY(TOP_MOD, b ? a % b : 0)
+    BINARY(TOP_AND, a & b)
+    BINARY(TOP_OR, a | b)
+    BINARY(TOP_XOR, a ^ b)
+    BINARY(TOP_SHL, a << (b & 63))
+    BINARY(TOP_SHR, a >> (b & 63))
+    BINARY(TOP_SAR, (__u64)((__s64)a >> (b & 63)))
+    BINARY(TOP_EQ, a == b)
+    BINARY(TOP_NE, a != b)
+    BINARY(TOP_LT, a < b)
+    BINARY(TOP_LE, a <= b)
+    BINARY(TOP_GT, a > b)
+    BINARY(TOP_GE, a >= b)
+    BINARY(TOP_SLT, (__s64)a < (__s64)b)
+    BINARY(TOP_SLE, (__s64)a <= (__s64)b)
+    BINARY(TOP_SGT, (__s64)a > (__s64)b)
+    BINARY(TOP_SGE, (__s64)a >= (__s64)b)
+    BINARY(TOP_LAND, a && b)
+    BINARY(TOP_LOR, a || b)
+#undef BINARY
+    case TOP_NOT: push(s, !pop(s)); break;
+    case TOP_NEG: push(s, -pop(s)); break;
+    case TOP_BITNOT: push(s, ~pop(s)); break;
+    case TOP_STREQ: a = pop(s); push(s, str_equal(s, r, a, op->a, op->b, 0)); break;
+    case TOP_COMMEQ: push(s, str_equal(s, r, 0, op->a, op->b, 1)); break;
+    case TOP_FILTER:
+      if (!pop(s)) {
+        s->drop = DROP_FILTERED;
+        return 1;
+      }
+      break;
+    case TOP_EMIT: emit_u64(s, pop(s)); break;
+    case TOP_EMIT_STR:
+      b = op->a ? pop(s) : (__u64)op->imm;
+      if (op->a && b > (__u64)op->imm) b = (__u64)op->imm;
+      a = pop(s);
+      emit_str(s, a, b, op->a);
+      break;
+    case TOP_EMIT_COMM: emit_comm(s); break;
+    default: s->drop = DROP_ERROR; return 1;
+  }
+  return 0;
+}
+
+/* Bucket b holds durations in [2^b, 2^(b+1)) ns; bucket 0 also holds 0. */
+static __always_inline __u32 log2_bucket(__u64 v) {
+  __u32 b = 0;
+  for (int shift = 32; shift > 0; shift >>= 1) {
+    if (v >= (1ULL << shift)) {
+      v >>= shift;
+      b += shift;
+    }
+  }
+  return b & (TRACE_HIST_BUCKETS - 1);
+}
+
+static __always_inline int run(struct pt_regs *ctx) {
+  __u64 pid_tgid = bpf_get_current_pid_tgid();
+  if (target_tgid && (pid_tgid >> 32) != target_tgid) return 0;
+  __u32 ri = (__u32)bpf_get_attach_cookie(ctx);
+  const struct uscope_recipe *r = bpf_map_lookup_elem(&recipes, &ri);
+  __u32 zero = 0;
+  struct scratch *s = bpf_map_lookup_elem(&scratches, &zero);
+  if (!r || !s) return 0;
+  count(ri, TC_HITS);
+
+  __builtin_memcpy(s->regs, ctx, sizeof(struct pt_regs));
+  s->recipe = ri;
+  s->sp = 0;
+  s->pos = 0;
+  s->drop = 0;
+  s->read_errors = 0;
+  s->ev.ts = bpf_ktime_get_ns();
+  s->ev.duration_ns = 0;
+  s->ev.tgid = pid_tgid >> 32;
+  s->ev.tid = (__u32)pid_tgid;
+  s->ev.probe_id = r->probe_id;
+  s->ev.cpu = bpf_get_smp_processor_id();
+  s->ev.user_stack_id = -1;
+  bpf_get_current_comm(s->ev.comm, sizeof(s->ev.comm));
+
+  __u32 flags = r->flags;
+  if (flags & TRACE_F_RETURN) {
+    /* After `ret`, rsp is the entry rsp + 8 (the return address was popped). */
+    struct uscope_entry_key key = {pid_tgid, s->regs[UREG_RSP] - 8, r->probe_id, 0};
+    struct uscope_entry_value *saved = bpf_map_lookup_elem(&entries, &key);
+    if (saved) {
+      __builtin_memcpy(s->slots, saved->slots, sizeof(s->slots));
+      s->ev.duration_ns = s->ev.ts - saved->ts;
+      bpf_map_delete_elem(&entries, &key);
+    } else if (flags & TRACE_F_NEEDS_ENTRY) {
+      count(ri, TC_NO_ENTRY);
+      return 0;
+    }
+    if (flags & TRACE_F_HISTOGRAM) {
+      __u32 bucket = log2_bucket(s->ev.duration_ns);
+      __u32 key = ri * TRACE_HIST_BUCKETS + bucket;
+      __u64 *n = bpf_map_lookup_elem(&latency, &key);
+      if (n) *n += 1;
+      count(ri, TC_MATCHED);
+      return 0;
+    }
+  }
+
+  bpf_loop(r->n_ops, step, NULL, 0);
+  if (s->read_errors) count(ri, TC_READ_ERRORS);
+  if (s->drop == DROP_FILTERED) {
+    count(ri, TC_FILTERED);
+    return 0;
+  }
+  if (s->drop) {
+    count(ri, TC_LOST);
+    return 0;
+  }
+
+  if (flags & TRACE_F_SAVE_ENTRY) {
+    struct uscope_entry_key key = {pid_tgid, s->regs[UREG_RSP] - (__s64)r->sp_delta,
+                                  r->probe_id, 0};
+    struct uscope_entry_value *v = (struct uscope_entry_value *)s->data; /* scratch space */
+    v->ts = s->ev.ts;
+    __builtin_memcpy(v->slots, s->slots, sizeof(v->slots));
+    if (bpf_map_update_elem(&entries, &key, v, BPF_ANY)) count(ri, TC_ENTRY_SAVE_FAILED);
+    return 0;
+  }
+
+  if (flags & TRACE_F_STACK)
+    s->ev.user_stack_id = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
+  __u32 len = s->pos;
+  if (len > TRACE_MAX_DATA) len = TRACE_MAX_DATA;
+  s->ev.data_len = len;
+  if (bpf_ringbuf_output(&events, &s->ev, sizeof(s->ev) + len, 0))
+    count(ri, TC_LOST);
+  else
+    count(ri, TC_EMITTED);
+  return 0;
+}
+
+/* Attached through one perf-event uprobe/uretprobe link per site. */
+SEC("uprobe")
+int trace_single(struct pt_regs *ctx) { return run(ctx); }
+
+/* Attached through uprobe_multi links (expected attach type set by user space before load). */
+SEC("uprobe")
+int trace_multi(struct pt_regs *ctx) { return run(ctx); }
+
+char LICENSE[] SEC("license") = "GPL";
