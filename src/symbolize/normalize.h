@@ -1,0 +1,37 @@
+#pragma once
+// Address normalization, the first half of symbolization (after blazesym): a runtime address of a
+// process -> the object that maps it and the file offset there. It needs only the process's maps,
+// never the object's contents, so it is cheap and kept apart from the symbol lookup that follows.
+#include <cstdint>
+#include <string>
+
+#include "discover/process.h"
+
+namespace uscope {
+
+// Why an address has no function name. A miss is an answer, not an error: stacks routinely hold
+// addresses of JIT code, stripped objects and processes that exited before their stack was read.
+enum class FrameMiss {
+  None,            // resolved
+  Unmapped,        // no mapping of the process contains the address
+  NoSymbols,       // mapped, but nothing to look it up in: anonymous memory, [vdso], an object
+                   // that could not be opened or has no function symbols
+  UnknownAddress,  // the object has symbols but none contains the address
+  ProcessGone,     // the process exited before its maps could be read
+  NoAccess,        // the process exists but its maps are not readable (permissions)
+};
+
+struct NormalizedAddress {
+  // The file holding the address; null for unmapped addresses and memory no file backs.
+  // Points into the Process passed to normalize(); valid while it is neither destroyed nor moved.
+  const MappedObject* object = nullptr;
+  // Object path as the process maps it, or the mapping's pseudo name ("[vdso]", "[heap]",
+  // "[stack]", "[anon]" for nameless memory); "" when unmapped.
+  std::string name;
+  uint64_t file_offset = 0;          // valid only when object != nullptr
+  FrameMiss miss = FrameMiss::None;  // None, Unmapped, or NoSymbols for non-file memory
+};
+
+NormalizedAddress normalize(const Process& process, uint64_t address);
+
+}  // namespace uscope

@@ -1,0 +1,84 @@
+#pragma once
+// Runtime addresses of a process -> function names, in two steps kept apart as blazesym does:
+// normalization (address -> object + file offset, normalize.h) and symbolization (file offset ->
+// link-time address -> function). Processes' maps and objects' symbol tables are cached, so that
+// stacks arriving in bulk from the kernel cost a lookup each, not a parse each.
+#include <sys/types.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+
+#include "discover/debug_info.h"
+#include "discover/process.h"
+#include "symbolize/normalize.h"
+
+namespace uscope {
+
+struct Frame {
+  uint64_t address = 0;  // runtime address, as given (never the adjusted lookup address)
+  std::string object;    // path as the process maps it, a pseudo name ("[vdso]"), "" if unmapped
+  uint64_t file_offset = 0;      // of `address` in `object`; 0 when `object` is no file
+  std::string build_id;          // lowercase hex; "" when absent or the object could not be opened
+  std::string function;          // demangled; "" when missed
+  uint64_t function_offset = 0;  // address - function start
+  FrameMiss miss = FrameMiss::None;
+
+  // "malloc+0x14 (/usr/lib/x86_64-linux-gnu/libc.so.6)", "0x7f12... ([unknown] in [vdso])",
+  // "0x10 [unmapped]".
+  std::string describe() const;
+};
+
+struct SymbolizerOptions {
+  // Where separate debug files are looked for when an object has no .symtab of its own.
+  DebugSearchPaths debug;
+};
+
+// Not thread-safe: one per consumer thread, or guard it.
+class Symbolizer {
+ public:
+  explicit Symbolizer(SymbolizerOptions options = {});
+  Symbolizer(Symbolizer&&) noexcept;
+  Symbolizer& operator=(Symbolizer&&) noexcept;
+  ~Symbolizer();
+
+  // A user stack, innermost frame first. Entries after the first are return addresses, which
+  // point after their call and may already lie in the next function, so they are looked up at
+  // address - 1; so is the first when `first_is_ip` is false (a stack whose IP was dropped).
+  // An address outside the cached maps (a library dlopen()ed since) re-reads them, at most once
+  // per call. Frames come back in input order, one per address.
+  std::vector<Frame> symbolize(pid_t pid, std::span<const uint64_t> addresses, bool first_is_ip);
+  // One exact address (an instruction pointer, a probe site).
+  Frame symbolize(pid_t pid, uint64_t address);
+  // Against a snapshot the caller already holds (or builds with Process::from_maps); the
+  // process's maps are neither cached nor re-read, only the objects' symbols are.
+  std::vector<Frame> symbolize(const Process& process, std::span<const uint64_t> addresses,
+                               bool first_is_ip);
+
+  // Drops the cached maps of `pid`: call it when the process exits or exec()s, since the same
+  // PID then names different (or no) mappings. Objects' symbols stay cached; other processes
+  // map the same files.
+  void forget(pid_t pid);
+
+ private:
+  struct LoadedObject;
+  // dev major, dev minor, inode: one file however many processes map it, under whatever path.
+  using ObjectKey = std::tuple<uint32_t, uint32_t, uint64_t>;
+
+  const LoadedObject& load(const MappedObject& object);
+  Frame resolve(const NormalizedAddress& n, uint64_t address, uint64_t lookup);
+
+  SymbolizerOptions options_;
+  std::unordered_map<pid_t, Process> processes_;
+  std::map<ObjectKey, std::unique_ptr<LoadedObject>> objects_;
+};
+
+// Human-readable name of a miss, as describe() prints it ("unmapped", "process gone", ...).
+const char* to_string(FrameMiss miss);
+
+}  // namespace uscope

@@ -1,0 +1,295 @@
+#include "symbolize/symbolizer.h"
+
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace fs = std::filesystem;
+using namespace uscope;
+
+// Functions of this test binary, found through its .symtab (it is not stripped). extern "C" keeps
+// the names unmangled; noinline+used keeps a body at a known address.
+extern "C" __attribute__((noinline, used)) int uscope_symtest_target(int x) {
+  volatile int acc = x;
+  for (int i = 0; i < x; ++i) acc = acc * 3 + i;
+  return acc;
+}
+
+// Throws instead of returning, so that its caller's call is the caller's last instruction and the
+// return address lies past the caller's end.
+extern "C" [[noreturn]] __attribute__((noinline, used)) void uscope_symtest_noreturn(
+    uint64_t* ret) {
+  *ret = reinterpret_cast<uint64_t>(__builtin_return_address(0));
+  throw 1;
+}
+
+extern "C" __attribute__((noinline, used)) void uscope_symtest_calls_noreturn(uint64_t* ret) {
+  uscope_symtest_noreturn(ret);
+}
+
+// Hand-written assembly without a .size directive: a size-0 symbol in .symtab.
+asm(R"(
+  .text
+  .globl uscope_symtest_nosize
+  .type uscope_symtest_nosize, @function
+uscope_symtest_nosize:
+  nop
+  nop
+  nop
+  nop
+  ret
+)");
+extern "C" void uscope_symtest_nosize();
+
+namespace {
+
+uint64_t addr_of(const void* p) {
+  return reinterpret_cast<uint64_t>(p);
+}
+template <class F>
+uint64_t fn_addr(F* f) {
+  return reinterpret_cast<uint64_t>(f);
+}
+
+// A PID that certainly names no process: a child we have already reaped.
+pid_t reaped_pid() {
+  pid_t child = fork();
+  if (child == 0) _exit(0);
+  int status = 0;
+  waitpid(child, &status, 0);
+  return child;
+}
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    std::string tmpl = (fs::temp_directory_path() / "uscope-sym-XXXXXX").string();
+    path = mkdtemp(tmpl.data());
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+// dlopen()s a private copy of a fixture library, so the mapping is new to this process even if
+// another test already loaded the fixture.
+struct LoadedCopy {
+  TempDir dir;
+  fs::path path;
+  void* handle = nullptr;
+  LoadedCopy(const std::string& fixture, const std::string& name) {
+    path = dir.path / name;
+    fs::copy_file(fixture, path);
+    handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  }
+  ~LoadedCopy() {
+    if (handle) dlclose(handle);
+  }
+  uint64_t symbol(const char* name) const { return addr_of(dlsym(handle, name)); }
+};
+
+}  // namespace
+
+TEST(symbolizer, resolves_own_function_from_symtab) {
+  Symbolizer s;
+  Frame f = s.symbolize(getpid(), fn_addr(&uscope_symtest_target));
+  ASSERT_EQ(f.miss, FrameMiss::None) << f.describe();
+  EXPECT_EQ(f.function, "uscope_symtest_target");
+  EXPECT_EQ(f.function_offset, 0u);
+  EXPECT_EQ(f.object, fs::read_symlink("/proc/self/exe").string());
+  EXPECT_FALSE(f.build_id.empty());
+  EXPECT_EQ(f.describe(), "uscope_symtest_target (" + f.object + ")");
+}
+
+TEST(symbolizer, resolves_libc_function_by_runtime_address) {
+  Symbolizer s;
+  Frame f = s.symbolize(getpid(), fn_addr(&malloc));
+  ASSERT_EQ(f.miss, FrameMiss::None) << f.describe();
+  // malloc has aliases (__libc_malloc); the undecorated name is the one reported.
+  EXPECT_EQ(f.function, "malloc");
+  EXPECT_EQ(f.function_offset, 0u);
+  EXPECT_TRUE(f.object.ends_with("/libc.so.6")) << f.object;
+  EXPECT_FALSE(f.build_id.empty());
+  EXPECT_NE(f.file_offset, 0u);
+}
+
+TEST(symbolizer, resolves_ifunc_implementation_or_reports_unknown_address) {
+  // &strlen is what the IFUNC resolver chose (__strlen_avx2, ...): a local symbol only a .symtab
+  // (libc's debug file) names. Without one the address is known to be libc's, but unnamed.
+  Symbolizer s;
+  Frame f = s.symbolize(getpid(), fn_addr(&strlen));
+  EXPECT_TRUE(f.object.ends_with("/libc.so.6")) << f.object;
+  if (f.miss == FrameMiss::None) {
+    EXPECT_NE(f.function.find("strlen"), std::string::npos) << f.function;
+  } else {
+    EXPECT_EQ(f.miss, FrameMiss::UnknownAddress) << f.describe();
+  }
+}
+
+TEST(symbolizer, reports_offset_of_address_inside_function) {
+  Symbolizer s;
+  uint64_t inside = fn_addr(&uscope_symtest_target) + 3;
+  Frame f = s.symbolize(getpid(), inside);
+  ASSERT_EQ(f.miss, FrameMiss::None) << f.describe();
+  EXPECT_EQ(f.function, "uscope_symtest_target");
+  EXPECT_EQ(f.function_offset, 3u);
+  EXPECT_EQ(f.address, inside);
+  EXPECT_EQ(f.describe(), "uscope_symtest_target+0x3 (" + f.object + ")");
+}
+
+TEST(symbolizer, extends_size_zero_symbol_to_next_symbol) {
+  Symbolizer s;
+  Frame f = s.symbolize(getpid(), fn_addr(&uscope_symtest_nosize) + 2);
+  ASSERT_EQ(f.miss, FrameMiss::None) << f.describe();
+  EXPECT_EQ(f.function, "uscope_symtest_nosize");
+  EXPECT_EQ(f.function_offset, 2u);
+}
+
+TEST(symbolizer, unmapped_address_is_a_miss_not_an_error) {
+  long page = sysconf(_SC_PAGESIZE);
+  void* p = mmap(nullptr, page, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(p, MAP_FAILED);
+  ASSERT_EQ(munmap(p, page), 0);
+  Symbolizer s;
+  Frame f = s.symbolize(getpid(), addr_of(p) + 8);
+  EXPECT_EQ(f.miss, FrameMiss::Unmapped);
+  EXPECT_EQ(f.object, "");
+  EXPECT_EQ(f.function, "");
+  EXPECT_EQ(f.describe(), fmt::format("{:#x} [unmapped]", addr_of(p) + 8));
+}
+
+TEST(symbolizer, names_memory_no_file_backs) {
+  Symbolizer s;
+  uint64_t vdso = getauxval(AT_SYSINFO_EHDR);
+  if (vdso != 0) {
+    Frame f = s.symbolize(getpid(), vdso + 0x10);
+    EXPECT_EQ(f.miss, FrameMiss::NoSymbols);
+    EXPECT_EQ(f.object, "[vdso]");
+    EXPECT_EQ(f.describe(), fmt::format("{:#x} ([unknown] in [vdso])", vdso + 0x10));
+  }
+  long page = sysconf(_SC_PAGESIZE);
+  void* p = mmap(nullptr, page, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(p, MAP_FAILED);
+  Frame anon = s.symbolize(getpid(), addr_of(p));
+  munmap(p, page);
+  EXPECT_EQ(anon.miss, FrameMiss::NoSymbols);
+  EXPECT_EQ(anon.object, "[anon]");
+}
+
+TEST(symbolizer, process_that_does_not_exist_is_process_gone) {
+  Symbolizer s;
+  std::vector<uint64_t> stack = {0x401000, 0x402000};
+  auto frames = s.symbolize(reaped_pid(), stack, true);
+  ASSERT_EQ(frames.size(), 2u);
+  for (size_t i = 0; i < frames.size(); ++i) {
+    EXPECT_EQ(frames[i].miss, FrameMiss::ProcessGone);
+    EXPECT_EQ(frames[i].address, stack[i]);
+  }
+  EXPECT_EQ(frames[0].describe(), "0x401000 [process gone]");
+}
+
+TEST(symbolizer, rereads_maps_for_library_dlopened_after_first_call) {
+  Symbolizer s;
+  // Caches this process's maps before the library exists in them.
+  ASSERT_EQ(s.symbolize(getpid(), fn_addr(&uscope_symtest_target)).miss, FrameMiss::None);
+
+  LoadedCopy lib(std::string(USCOPE_FIXTURE_DIR) + "/elf/libfixture.so", "libsymtest-late.so");
+  ASSERT_NE(lib.handle, nullptr) << dlerror();
+  uint64_t exported = lib.symbol("shlib_exported");
+  ASSERT_NE(exported, 0u);
+
+  // Frame 1 is a return address: looked up one byte earlier, still inside the target.
+  std::vector<uint64_t> addrs = {exported, fn_addr(&uscope_symtest_target) + 3};
+  auto frames = s.symbolize(getpid(), addrs, true);
+  ASSERT_EQ(frames.size(), 2u);
+  EXPECT_EQ(frames[0].miss, FrameMiss::None) << frames[0].describe();
+  EXPECT_EQ(frames[0].function, "shlib_exported");
+  EXPECT_EQ(frames[0].object, lib.path.string());
+  EXPECT_EQ(frames[1].function, "uscope_symtest_target");
+}
+
+TEST(symbolizer, resolves_function_in_deleted_library) {
+  LoadedCopy lib(std::string(USCOPE_FIXTURE_DIR) + "/process/libprocess_tiny.so",
+                 "libsymtest-deleted.so");
+  ASSERT_NE(lib.handle, nullptr) << dlerror();
+  uint64_t answer = lib.symbol("uscope_tiny_answer");
+  ASSERT_NE(answer, 0u);
+  fs::remove(lib.path);
+
+  Symbolizer s;
+  Frame f = s.symbolize(getpid(), answer);
+  EXPECT_EQ(f.object, lib.path.string());
+  // Only /proc/PID/map_files reaches a deleted file, and it needs CAP_SYS_ADMIN.
+  if (f.miss == FrameMiss::NoSymbols) GTEST_SKIP() << "map_files not readable: " << f.describe();
+  ASSERT_EQ(f.miss, FrameMiss::None) << f.describe();
+  EXPECT_EQ(f.function, "uscope_tiny_answer");
+}
+
+TEST(symbolizer, looks_up_return_addresses_one_byte_earlier) {
+  uint64_t ret = 0;
+  try {
+    uscope_symtest_calls_noreturn(&ret);
+  } catch (int) {
+  }
+  ASSERT_NE(ret, 0u);
+  Symbolizer s;
+
+  // Taken as an exact address, the return address lies past the caller's last instruction.
+  Frame exact = s.symbolize(getpid(), ret);
+  EXPECT_NE(exact.function, "uscope_symtest_calls_noreturn") << exact.describe();
+
+  // As frame 1 of a stack it is a return address: looked up inside the call, printed as given.
+  std::vector<uint64_t> stack = {fn_addr(&uscope_symtest_noreturn), ret};
+  auto frames = s.symbolize(getpid(), stack, true);
+  ASSERT_EQ(frames.size(), 2u);
+  EXPECT_EQ(frames[0].function, "uscope_symtest_noreturn");
+  EXPECT_EQ(frames[0].function_offset, 0u);
+  ASSERT_EQ(frames[1].miss, FrameMiss::None) << frames[1].describe();
+  EXPECT_EQ(frames[1].function, "uscope_symtest_calls_noreturn");
+  EXPECT_EQ(frames[1].address, ret);
+  EXPECT_EQ(frames[1].function_offset, ret - fn_addr(&uscope_symtest_calls_noreturn));
+  EXPECT_EQ(frames[1].file_offset, exact.file_offset);
+
+  // Without first_is_ip the first entry is a return address too.
+  std::vector<uint64_t> no_ip = {ret};
+  EXPECT_EQ(s.symbolize(getpid(), no_ip, false)[0].function, "uscope_symtest_calls_noreturn");
+  // An IP at a function's first byte is not moved into the function before it.
+  std::vector<uint64_t> ip = {fn_addr(&uscope_symtest_target)};
+  EXPECT_EQ(s.symbolize(getpid(), ip, true)[0].function, "uscope_symtest_target");
+}
+
+TEST(symbolizer, object_that_cannot_be_opened_is_no_symbols_with_its_name) {
+  TempDir dir;
+  auto p = Process::from_maps(
+      4242, "7f0000000000-7f0000002000 r-xp 00001000 fd:01 99999999 /nonexistent/libgone.so\n",
+      dir.path.string());
+  ASSERT_TRUE(p) << p.error().message;
+  Symbolizer s;
+  std::vector<uint64_t> addrs = {0x7f0000000010, 0x7f0000005000};
+  auto frames = s.symbolize(*p, addrs, true);
+  ASSERT_EQ(frames.size(), 2u);
+  EXPECT_EQ(frames[0].miss, FrameMiss::NoSymbols);
+  EXPECT_EQ(frames[0].object, "/nonexistent/libgone.so");
+  EXPECT_EQ(frames[0].file_offset, 0x1010u);
+  EXPECT_EQ(frames[0].describe(), "0x7f0000000010 ([unknown] in /nonexistent/libgone.so)");
+  EXPECT_EQ(frames[1].miss, FrameMiss::Unmapped);
+}
+
+TEST(symbolizer, forget_drops_cached_maps) {
+  Symbolizer s;
+  ASSERT_EQ(s.symbolize(getpid(), fn_addr(&uscope_symtest_target)).miss, FrameMiss::None);
+  s.forget(getpid());
+  // Re-reads the maps and still resolves: forgetting is about the PID, not the objects.
+  Frame f = s.symbolize(getpid(), fn_addr(&malloc));
+  EXPECT_EQ(f.function, "malloc");
+}
