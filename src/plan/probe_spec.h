@@ -53,6 +53,8 @@ struct FormatConversion {
   std::string length;   // "", "l", "ll", "h", "hh", "z"
   std::string flags;    // flags/width/precision as written, e.g. "-08"
   int column = 0;       // column of the '%' in the whole spec
+  size_t format_pos = 0;  // where the conversion starts in the decoded `format`
+  size_t format_len = 0;  // its length there ("%lu" = 3)
 };
 
 struct ProbeSpec {

@@ -1,0 +1,88 @@
+#pragma once
+// Internals of the probe-spec parser shared by its lexer, expression parser and format checker.
+// Not part of the planner's contract: that is probe_spec.h.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "plan/probe_spec.h"
+#include "util/result.h"
+
+namespace uscope::probe_detail {
+
+// Specs come from the command line and from fuzzers alike; these bounds keep a hostile one from
+// costing a deep stack (the planner and Expr's destructor recurse too) or unbounded work.
+inline constexpr int kMaxDepth = 64;
+inline constexpr size_t kMaxSpecBytes = 4096;
+inline constexpr int kMaxFormatWidth = 1024;
+
+// "probe spec column N: <what>; <fix>".
+tl::unexpected<Error> spec_error(int column, std::string_view what, std::string_view fix);
+
+// User text fit for a one-line message: control bytes escaped, long text cut short.
+std::string printable(std::string_view s);
+
+inline bool is_space(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+}
+inline bool is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
+inline bool is_ident_start(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+}
+inline bool is_ident_char(char c) {
+  return is_ident_start(c) || is_digit(c);
+}
+inline int column_of(size_t pos) {
+  return static_cast<int>(pos) + 1;
+}
+
+struct Token {
+  enum class Kind { End, Int, String, Ident, Punct };
+  Kind kind = Kind::End;
+  std::string text;          // identifier ("$pid" keeps its '$'), punctuator, decoded string,
+                             // or an integer literal as written
+  uint64_t value = 0;        // Int (character literals too)
+  int column = 0;            // where the token starts
+  std::vector<int> columns;  // String: source column of each decoded byte, for format errors
+};
+
+// Lexes on demand, so a syntax error is reported before a lexical one further right. Copyable:
+// copying is how the parser looks one token ahead.
+class Lexer {
+ public:
+  Lexer(std::string_view text, size_t pos) : text_(text), pos_(pos) {}
+  Result<Token> next();
+
+ private:
+  Result<Token> number(Token tok);
+  Result<Token> identifier(Token tok);
+  Result<Token> string_literal(Token tok);
+  Result<Token> char_literal(Token tok);
+  Result<Token> punctuator(Token tok);
+
+  std::string_view text_;
+  size_t pos_;
+};
+
+// "'x'" or "the end of the spec", for "expected ... but found ..." messages.
+std::string describe(const Token& tok);
+// "arg1", "$comm", "an expression with '+'", for type errors.
+std::string describe(const Expr& e);
+bool is_string(const Expr& e);
+int expr_height(const Expr& e);
+
+// Everything after the function: [(predicate)] ["format"[, arg, ...]] starting at `pos`.
+Result<void> parse_probe_body(std::string_view text, size_t pos, ProbeSpec& spec);
+
+// Conversions of a decoded format string token.
+Result<std::vector<FormatConversion>> parse_format(const Token& format);
+
+// Matches spec.args against spec.conversions (count and types); wraps pointers printed with %s
+// into str() so the planner sees Op::Str for every %s.
+Result<void> check_format_args(ProbeSpec& spec);
+
+}  // namespace uscope::probe_detail
