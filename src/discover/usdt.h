@@ -27,17 +27,21 @@ struct UsdtArg {
   Kind kind = Kind::Constant;
   int size = 8;            // bytes read: 1, 2, 4 or 8
   bool is_signed = false;  // from the sign of N
-  int64_t constant = 0;    // Kind::Constant
+  bool is_float = false;   // `Nf@`: sys/sdt.h marks floating-point arguments (often in %xmm/dN)
+  int64_t constant = 0;    // Kind::Constant (added to `symbol`'s address for `$sym+8`)
   std::string base_reg;    // canonical 64-bit name: "rax", "rbp", "rip", "x0", "sp"
+                           // (float registers: "xmm0" on x86_64, "v0" for aarch64's d0/s0)
   std::string index_reg;   // Kind::Indexed
   int scale = 1;           // Kind::Indexed: 1, 2, 4 or 8
   int64_t offset = 0;      // displacement for Memory/Indexed/Absolute
   std::string symbol;      // symbolic displacement (e.g. "foo" in foo(%rip)), empty if numeric
+                           // (Absolute with an empty base_reg: AT&T absolute address `foo+8`)
   std::string text;        // the spec as written, e.g. "-4@%eax"
 };
 
 // Parses the whole space-separated argument string of one probe. Errors name the column.
-Result<std::vector<UsdtArg>> parse_usdt_args(std::string_view spec, UsdtArch arch = UsdtArch::X86_64);
+Result<std::vector<UsdtArg>> parse_usdt_args(std::string_view spec,
+                                             UsdtArch arch = UsdtArch::X86_64);
 
 // One NT_STAPSDT record as stored (link-time addresses, not yet adjusted).
 struct UsdtNoteRecord {
@@ -53,9 +57,9 @@ struct UsdtNoteRecord {
 Result<UsdtNoteRecord> parse_stapsdt_note(std::span<const uint8_t> desc, bool is_64bit);
 
 struct UsdtLocation {
-  uint64_t addr = 0;         // adjusted link-time address of the probe instruction
-  uint64_t offset = 0;       // file offset of addr
-  uint64_t semaphore = 0;    // adjusted link-time address of the semaphore, 0 = none
+  uint64_t addr = 0;              // adjusted link-time address of the probe instruction
+  uint64_t offset = 0;            // file offset of addr
+  uint64_t semaphore = 0;         // adjusted link-time address of the semaphore, 0 = none
   uint64_t semaphore_offset = 0;  // file offset of the semaphore (uprobe ref_ctr_offset)
   std::string args_text;
   std::vector<UsdtArg> args;
@@ -69,7 +73,9 @@ struct UsdtProbe {
 };
 
 // Every probe of `elf`, grouped by provider:name in note order; addresses adjusted for prelink by
-// (actual .stapsdt.base address - base recorded in the note).
+// (actual .stapsdt.base address - base recorded in the note). A malformed note, or a probe or
+// semaphore outside every PT_LOAD's file image, fails the whole file (as in libbpf); a bad argument
+// spec only sets that location's args_error.
 Result<std::vector<UsdtProbe>> read_usdt_probes(const ElfFile& elf);
 
 }  // namespace uscope
