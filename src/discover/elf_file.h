@@ -21,7 +21,7 @@ struct ElfSection {
   uint64_t flags = 0;  // SHF_*
   uint64_t addr = 0;
   uint64_t offset = 0;
-  uint64_t size = 0;
+  uint64_t size = 0;  // sh_size as stored (the compressed size for SHF_COMPRESSED)
   size_t index = 0;
 };
 
@@ -78,7 +78,8 @@ class ElfFile {
   bool is_64bit() const;
   uint16_t machine() const;  // EM_*
   uint16_t type() const;     // ET_EXEC, ET_DYN, ...
-  bool is_pie() const;       // ET_DYN with a PT_INTERP or DF_1_PIE
+  // ET_DYN with DF_1_PIE, or with a PT_INTERP and no DT_SONAME (libc.so.6 has a PT_INTERP).
+  bool is_pie() const;
   bool is_shared_library() const;
 
   const std::vector<ElfSection>& sections() const;
@@ -96,10 +97,11 @@ class ElfFile {
   std::optional<std::string> build_id() const;  // lowercase hex of NT_GNU_BUILD_ID
   std::optional<Debuglink> debuglink() const;   // .gnu_debuglink
 
-  // Every entry of .symtab and .dynsym, in table order; no filtering, no demangling.
+  // Every entry of .symtab and .dynsym (except the null entry 0), in table order; no filtering,
+  // no demangling.
   Result<std::vector<ElfSymbol>> symbols() const;
-  // Notes of all SHT_NOTE sections (or PT_NOTE segments when there are no section headers)
-  // whose owner matches `owner` (empty matches all).
+  // Notes of all SHT_NOTE sections (or of PT_NOTE segments when there is no SHT_NOTE section,
+  // e.g. no section headers) whose owner matches `owner` (empty matches all).
   Result<std::vector<ElfNote>> notes(std::string_view owner = {}) const;
 
  private:

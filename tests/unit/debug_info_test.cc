@@ -1,0 +1,188 @@
+// Separate debug file lookup (build-id, debuglink with CRC) and MiniDebugInfo / xz decoding.
+#include "discover/debug_info.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+namespace uscope {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string fixture(const std::string& name) {
+  return std::string(USCOPE_FIXTURE_DIR) + "/elf/" + name;
+}
+
+std::vector<uint8_t> read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+void write_file(const std::string& path, const std::vector<uint8_t>& bytes) {
+  fs::create_directories(fs::path(path).parent_path());
+  std::ofstream(path, std::ios::binary)
+      .write(reinterpret_cast<const char*>(bytes.data()), static_cast<long>(bytes.size()));
+}
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = (fs::temp_directory_path() / "uscope-debug-XXXXXX").string();
+    path_ = mkdtemp(tmpl.data());
+  }
+  ~TempDir() { fs::remove_all(path_); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+std::string build_id_path(const std::string& root, const std::string& id) {
+  return root + "/.build-id/" + id.substr(0, 2) + "/" + id.substr(2) + ".debug";
+}
+
+// A copy of dbg_stripped alone in <tmp>/bin, so the fixture's own dbg.debug is not beside it.
+std::string isolated_stripped(const TempDir& dir) {
+  const std::string bin = dir.path() + "/bin/dbg_stripped";
+  write_file(bin, read_file(fixture("dbg_stripped")));
+  return bin;
+}
+
+DebugSearchPaths roots(std::vector<std::string> r) {
+  DebugSearchPaths p;
+  p.debug_roots = std::move(r);
+  return p;
+}
+
+TEST(debug_info, finds_debug_file_by_build_id) {
+  auto elf = ElfFile::open(fixture("dbg_stripped"));
+  ASSERT_TRUE(elf) << elf.error().message;
+  ASSERT_TRUE(elf->build_id());
+  const std::string root = fixture("debugroot");
+  const auto found = find_debug_file(*elf, roots({"/nonexistent", root}));
+  EXPECT_EQ(found, build_id_path(root, *elf->build_id()));
+  ASSERT_TRUE(found);
+  auto dbg = ElfFile::open(*found);
+  ASSERT_TRUE(dbg);
+  EXPECT_EQ(dbg->build_id(), elf->build_id());
+}
+
+TEST(debug_info, finds_debug_file_by_debuglink_beside_the_file) {
+  auto elf = ElfFile::open(fixture("dbg_stripped"));
+  ASSERT_TRUE(elf);
+  EXPECT_EQ(find_debug_file(*elf, roots({"/nonexistent"})), fixture("dbg.debug"));
+}
+
+TEST(debug_info, finds_debug_file_by_debuglink_in_dot_debug_and_under_root) {
+  TempDir dir;
+  const std::string bin = isolated_stripped(dir);
+  auto elf = ElfFile::open(bin);
+  ASSERT_TRUE(elf);
+  EXPECT_FALSE(find_debug_file(*elf, roots({dir.path() + "/root"})));
+
+  // <root>/<dir of the file>/<debuglink>, as Debian's /usr/lib/debug/usr/bin/... layout.
+  const std::string under_root =
+      dir.path() + "/root" + fs::canonical(dir.path()).string() + "/bin/dbg.debug";
+  write_file(under_root, read_file(fixture("dbg.debug")));
+  EXPECT_EQ(find_debug_file(*elf, roots({dir.path() + "/root"})), under_root);
+
+  // <dir>/.debug/<debuglink> comes before the debug roots.
+  const std::string dot_debug = dir.path() + "/bin/.debug/dbg.debug";
+  write_file(dot_debug, read_file(fixture("dbg.debug")));
+  const auto found = find_debug_file(*elf, roots({dir.path() + "/root"}));
+  ASSERT_TRUE(found);
+  EXPECT_EQ(fs::canonical(*found), fs::canonical(dot_debug));
+}
+
+TEST(debug_info, rejects_debuglink_file_with_wrong_crc) {
+  TempDir dir;
+  const std::string bin = isolated_stripped(dir);
+  auto elf = ElfFile::open(bin);
+  ASSERT_TRUE(elf);
+  auto bytes = read_file(fixture("dbg.debug"));
+  bytes.push_back(0);  // same ELF, different CRC32
+  write_file(dir.path() + "/bin/dbg.debug", bytes);
+  EXPECT_FALSE(find_debug_file(*elf, roots({})));
+  write_file(dir.path() + "/bin/dbg.debug", read_file(fixture("dbg.debug")));
+  EXPECT_TRUE(find_debug_file(*elf, roots({})));
+}
+
+TEST(debug_info, rejects_build_id_file_of_another_build) {
+  TempDir dir;
+  const std::string bin = isolated_stripped(dir);
+  auto elf = ElfFile::open(bin);
+  ASSERT_TRUE(elf && elf->build_id());
+  write_file(build_id_path(dir.path() + "/root", *elf->build_id()),
+             read_file(fixture("hello_nopie")));
+  EXPECT_FALSE(find_debug_file(*elf, roots({dir.path() + "/root"})));
+}
+
+TEST(debug_info, applies_root_prefix) {
+  TempDir dir;
+  auto elf = ElfFile::open(fixture("dbg_stripped"));
+  ASSERT_TRUE(elf && elf->build_id());
+  const std::string in_container = build_id_path(dir.path() + "/usr/lib/debug", *elf->build_id());
+  write_file(in_container, read_file(fixture("dbg.debug")));
+  DebugSearchPaths paths = roots({"/usr/lib/debug"});
+  paths.root_prefix = dir.path();
+  EXPECT_EQ(find_debug_file(*elf, paths), in_container);
+}
+
+TEST(debug_info, opens_minidebuginfo) {
+  auto elf = ElfFile::open(fixture("mini_stripped"));
+  ASSERT_TRUE(elf);
+  auto mini = open_minidebuginfo(*elf);
+  ASSERT_TRUE(mini) << mini.error().message;
+  ASSERT_TRUE(*mini);
+  const ElfFile& inner = **mini;
+  EXPECT_TRUE(inner.section(".symtab"));
+  auto syms = inner.symbols();
+  ASSERT_TRUE(syms);
+  EXPECT_TRUE(std::any_of(syms->begin(), syms->end(), [](const ElfSymbol& s) {
+    return s.name == "mini_local_helper" && s.kind == SymbolKind::Function;
+  }));
+  // The recipe leaves out what .dynsym already has.
+  EXPECT_FALSE(std::any_of(syms->begin(), syms->end(),
+                           [](const ElfSymbol& s) { return s.name == "mini_exported"; }));
+
+  auto plain = ElfFile::open(fixture("hello_pie"));
+  auto none = open_minidebuginfo(*plain);
+  ASSERT_TRUE(none);
+  EXPECT_FALSE(*none);
+}
+
+TEST(debug_info, xz_decompress_round_trips_and_is_bounded) {
+  TempDir dir;
+  std::vector<uint8_t> data(100000);
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<uint8_t>((i * 7919) >> 5);
+  write_file(dir.path() + "/d", data);
+  ASSERT_EQ(std::system(("xz -k " + dir.path() + "/d").c_str()), 0);
+  const auto xz = read_file(dir.path() + "/d.xz");
+
+  auto out = xz_decompress(xz);
+  ASSERT_TRUE(out) << out.error().message;
+  EXPECT_EQ(*out, data);
+
+  auto capped = xz_decompress(xz, 1000);
+  ASSERT_FALSE(capped);
+  EXPECT_EQ(capped.error().message, "xz: decompressed data exceeds the limit of 1000 bytes");
+
+  auto cut = xz_decompress(std::span<const uint8_t>(xz).first(xz.size() / 2));
+  ASSERT_FALSE(cut);
+  EXPECT_EQ(cut.error().message, "xz: truncated xz data");
+
+  const std::string text = "this is plain text, long enough to hold an xz stream header";
+  const std::vector<uint8_t> garbage(text.begin(), text.end());
+  auto bad = xz_decompress(garbage);
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().message, "xz: not xz data");
+}
+
+}  // namespace
+}  // namespace uscope
