@@ -1,0 +1,65 @@
+#pragma once
+// What a uprobe hit costs at a given instruction on x86-64, and where an entry probe can sit
+// instead of the function's first instruction when that one would be single-stepped.
+//
+// The kernel handles a uprobe trap either by emulating the probed instruction in the trap
+// handler (nops, push reg, relative jmp/call/jcc: ~0.3-1 us per hit on the reference VM) or by
+// single-stepping a copy of it out of line (everything else: ~15-40 us per hit). gcc's
+// -fcf-protection makes `endbr64` the first instruction of most functions, and endbr64 is
+// single-stepped, so the instruction after it (typically `push rbp` or a `jcc`) is often a far
+// cheaper site that sees the same argument registers. site_cost.cc holds the measured table.
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "util/result.h"
+
+namespace uscope {
+
+enum class SiteCost {
+  Emulated,       // handled inside the trap: cheap
+  SingleStepped,  // copied to the XOL page and single-stepped: ~20x dearer
+  Unprobeable,    // the kernel refuses the site (ENOTSUPP) or probing it breaks the target
+};
+
+const char* site_cost_name(SiteCost cost);  // "emulated", "single-stepped", "unprobeable"
+
+struct SiteClass {
+  SiteCost cost = SiteCost::SingleStepped;
+  std::string insn;  // as capstone prints it (Intel syntax), e.g. "push rbp"
+  size_t length = 0;
+  std::string why;  // one phrase, e.g. "push reg is emulated"
+};
+
+// Classifies the instruction at the start of `code` (x86-64 machine code located at `addr`).
+// Fails only when `code` does not start with a decodable instruction.
+Result<SiteClass> classify_site(std::span<const uint8_t> code, uint64_t addr);
+
+struct EntrySitePlan {
+  uint64_t offset_in_function = 0;  // 0 = the function start
+  int64_t sp_delta = 0;  // rsp at the chosen site minus rsp at function entry (-8 after push rbp)
+  SiteClass site;        // class of the chosen site
+  SiteClass original;    // class of the first instruction
+  std::string reason;    // why moved, or why not
+};
+
+// Picks the cheapest site in the straight-line entry block of a function (its bytes in
+// `function_code`, loaded at `function_addr`) at which every register in `reads` still holds its
+// entry value. `reads` uses register names ("rdi", "esi", "r8d", ...; sub-registers count as
+// their 64-bit register); "rsp" may be listed: the stack pointer may move by known amounts,
+// reported in sp_delta so rsp-relative reads can be rebased. `reads_memory` says the probe
+// dereferences memory (pointer arguments, stack arguments); then skipped instructions must not
+// store anywhere but the new frame below the entry rsp. Falls back to offset 0 with the reason.
+// Fails only when the first instruction cannot be decoded.
+Result<EntrySitePlan> plan_entry_site(std::span<const uint8_t> function_code,
+                                      uint64_t function_addr, const std::vector<std::string>& reads,
+                                      bool reads_memory);
+
+// "rdi" for "edi"/"di"/"dil"/"rdi", likewise for every general-purpose register; any other name
+// is returned unchanged. Exposed for the planner, which names registers the same way.
+std::string canonical_register(std::string_view name);
+
+}  // namespace uscope
