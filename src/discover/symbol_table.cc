@@ -140,6 +140,44 @@ const FunctionSymbol* SymbolTable::containing(uint64_t addr) const {
   return zero_size_match;
 }
 
+namespace {
+
+int binding_rank(SymbolBinding b) {
+  switch (b) {
+    case SymbolBinding::Global:
+      return 0;
+    case SymbolBinding::Weak:
+      return 1;
+    case SymbolBinding::Unique:
+      return 2;
+    case SymbolBinding::Local:
+      return 3;
+  }
+  return 4;
+}
+
+size_t leading_underscores(const std::string& s) {
+  size_t n = s.find_first_not_of('_');
+  return n == std::string::npos ? s.size() : n;
+}
+
+}  // namespace
+
+const FunctionSymbol* SymbolTable::preferred_alias(const FunctionSymbol& f,
+                                                   std::optional<uint64_t> addr) const {
+  auto lo = std::lower_bound(functions_.begin(), functions_.end(), f.addr,
+                             [](const FunctionSymbol& x, uint64_t a) { return x.addr < a; });
+  auto rank = [](const FunctionSymbol& x) {
+    return std::make_pair(leading_underscores(x.name), binding_rank(x.binding));
+  };
+  const FunctionSymbol* best = &f;
+  for (auto it = lo; it != functions_.end() && it->addr == f.addr; ++it) {
+    if (addr && it->size != 0 && *addr - it->addr >= it->size) continue;
+    if (rank(*it) < rank(*best)) best = &*it;
+  }
+  return best;
+}
+
 std::vector<std::string> SymbolTable::names() const {
   std::vector<std::string> out;
   out.reserve(functions_.size());

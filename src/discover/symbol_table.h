@@ -40,6 +40,10 @@ class SymbolTable {
   std::vector<const FunctionSymbol*> match(std::string_view glob) const;
   // Function containing addr (link-time address), for symbolization.
   const FunctionSymbol* containing(uint64_t addr) const;
+  // Among the aliases at f's address (that cover `addr`, when given), the name users know: the
+  // least decorated (malloc, not __libc_malloc), then the most public binding.
+  const FunctionSymbol* preferred_alias(const FunctionSymbol& f,
+                                        std::optional<uint64_t> addr = std::nullopt) const;
   // Every distinct name (demangled where it differs), for "closest names" suggestions.
   std::vector<std::string> names() const;
 

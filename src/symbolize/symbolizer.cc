@@ -24,31 +24,6 @@ struct Symbolizer::LoadedObject {
 
 namespace {
 
-// Among aliases at one address the name users know wins: the least decorated (malloc rather than
-// __libc_malloc, weak getpid rather than global __getpid), then the most public.
-int binding_rank(SymbolBinding b) {
-  switch (b) {
-    case SymbolBinding::Global:
-      return 0;
-    case SymbolBinding::Weak:
-      return 1;
-    case SymbolBinding::Unique:
-      return 2;
-    case SymbolBinding::Local:
-      return 3;
-  }
-  return 4;
-}
-
-size_t leading_underscores(const std::string& s) {
-  size_t n = s.find_first_not_of('_');
-  return n == std::string::npos ? s.size() : n;
-}
-
-bool covers(const FunctionSymbol& f, uint64_t addr) {
-  return addr >= f.addr && (f.size == 0 || addr - f.addr < f.size);
-}
-
 // True if `start` and `addr` lie in the same allocated section. Files without section headers
 // (some stripped ones) give no bound, and the nearest symbol is the best guess there.
 bool same_section(const ElfFile& elf, uint64_t start, uint64_t addr) {
@@ -80,18 +55,7 @@ const FunctionSymbol* find_function(const ElfFile& elf, const SymbolTable& table
     }
     if (!same_section(elf, start, addr)) return nullptr;
   }
-  // Several names for one function: pick the most public, least decorated one.
-  auto lo = std::lower_bound(fns.begin(), fns.end(), found->addr,
-                             [](const FunctionSymbol& f, uint64_t a) { return f.addr < a; });
-  const FunctionSymbol* best = found;
-  for (auto it = lo; it != fns.end() && it->addr == found->addr; ++it) {
-    if (!covers(*it, addr)) continue;
-    auto rank = [](const FunctionSymbol& f) {
-      return std::make_pair(leading_underscores(f.name), binding_rank(f.binding));
-    };
-    if (rank(*it) < rank(*best)) best = &*it;
-  }
-  return best;
+  return table.preferred_alias(*found, addr);
 }
 
 // When a process has exited, /proc/PID/map_files and /proc/PID/root are gone with it, but the
