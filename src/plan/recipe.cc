@@ -1,0 +1,310 @@
+#include "plan/recipe.h"
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <string_view>
+#include <utility>
+
+namespace uscope {
+
+namespace {
+
+// SysV x86-64 integer argument registers, arg1..arg6.
+constexpr std::array<uscope_reg, 6> kSysvArgs = {UREG_RDI, UREG_RSI, UREG_RDX,
+                                                 UREG_RCX, UREG_R8,  UREG_R9};
+
+tl::unexpected<Error> at(const Expr& e, std::string_view what) {
+  return fail("probe spec column {}: {}", e.column, what);
+}
+
+class RecipeBuilder {
+ public:
+  RecipeBuilder(uscope_recipe& r, const SiteContext& site) : r_(r), site_(site) {}
+
+  Result<void> op(uint8_t code, uint8_t a = 0, uint16_t b = 0, int64_t imm = 0, int pushes = 0,
+                  int pops = 0) {
+    if (r_.n_ops >= TRACE_MAX_OPS)
+      return fail(
+          "probe spec column 1: probe needs more than {} operations; simplify the "
+          "predicate or print fewer arguments",
+          TRACE_MAX_OPS);
+    r_.ops[r_.n_ops++] = uscope_op{code, a, b, 0, imm};
+    depth_ += pushes - pops;
+    if (depth_ > TRACE_STACK)
+      return fail("probe spec column 1: expression nests deeper than {} values; split it",
+                  TRACE_STACK);
+    return {};
+  }
+
+  Result<void> push_reg(int reg) { return op(TOP_REG, static_cast<uint8_t>(reg), 0, 0, 1); }
+
+  // Adds a string constant to the recipe's pool; returns its offset.
+  Result<uint8_t> pool(const Expr& e, const std::string& s) {
+    if (pool_used_ + s.size() > TRACE_POOL - 1)
+      return at(e, "string constants exceed 127 bytes in one probe");
+    std::memcpy(r_.pool + pool_used_, s.data(), s.size());
+    auto off = static_cast<uint8_t>(pool_used_);
+    pool_used_ += s.size();
+    return off;
+  }
+
+  Result<void> usdt_arg(const Expr& e) {
+    const auto* loc = site_.usdt;
+    if (e.index < 1 || static_cast<size_t>(e.index) > loc->args.size())
+      return at(e, fmt::format("this USDT probe has {} argument{}; arg{} does not exist",
+                               loc->args.size(), loc->args.size() == 1 ? "" : "s", e.index));
+    if (loc->args_error) return at(e, "argument spec unreadable: " + loc->args_error->message);
+    const UsdtArg& a = loc->args[static_cast<size_t>(e.index - 1)];
+    auto reg = [&](const std::string& name) -> Result<void> {
+      int r = trace_register(name);
+      if (r < 0)
+        return at(e, fmt::format("USDT operand '{}' uses register {}, unknown", a.text, name));
+      return push_reg(r);
+    };
+    auto sized = static_cast<uint8_t>(a.size);
+    auto sign = static_cast<uint16_t>(a.is_signed);
+    switch (a.kind) {
+      case UsdtArg::Kind::Constant:
+        return op(TOP_CONST, 0, 0, a.constant, 1);
+      case UsdtArg::Kind::Register:
+        if (auto r = reg(a.base_reg); !r) return r;
+        return a.size < 8 ? op(TOP_EXT, sized, sign) : Result<void>{};
+      case UsdtArg::Kind::Memory:
+        if (auto r = reg(a.base_reg); !r) return r;
+        if (a.offset) {
+          if (auto r = op(TOP_CONST, 0, 0, a.offset, 1); !r) return r;
+          if (auto r = op(TOP_ADD, 0, 0, 0, 1, 2); !r) return r;
+        }
+        return op(TOP_DEREF, sized, sign, 0, 1, 1);
+      case UsdtArg::Kind::Indexed:
+        if (!a.base_reg.empty()) {
+          if (auto r = reg(a.base_reg); !r) return r;
+        } else if (auto r = op(TOP_CONST, 0, 0, 0, 1); !r) {
+          return r;
+        }
+        if (auto r = reg(a.index_reg); !r) return r;
+        if (auto r = op(TOP_CONST, 0, 0, a.scale, 1); !r) return r;
+        if (auto r = op(TOP_MUL, 0, 0, 0, 1, 2); !r) return r;
+        if (auto r = op(TOP_ADD, 0, 0, 0, 1, 2); !r) return r;
+        if (auto r = op(TOP_CONST, 0, 0, a.offset, 1); !r) return r;
+        if (auto r = op(TOP_ADD, 0, 0, 0, 1, 2); !r) return r;
+        return op(TOP_DEREF, sized, sign, 0, 1, 1);
+      case UsdtArg::Kind::Absolute: {
+        // foo(%rip): the runtime address is the probe's runtime ip plus the link-time distance
+        // from the probe to foo, which needs no load bias.
+        std::optional<uint64_t> sym = a.symbol.empty()       ? std::optional<uint64_t>(0)
+                                      : site_.symbol_address ? site_.symbol_address(a.symbol)
+                                                             : std::nullopt;
+        if (!sym)
+          return at(e, fmt::format("USDT operand '{}' names symbol '{}', not found in "
+                                   "the object's symbol table",
+                                   a.text, a.symbol));
+        if (a.base_reg == "rip") {
+          if (auto r = push_reg(UREG_RIP); !r) return r;
+          int64_t delta =
+              static_cast<int64_t>(*sym + static_cast<uint64_t>(a.offset) - site_.site_addr);
+          if (auto r = op(TOP_CONST, 0, 0, delta, 1); !r) return r;
+          if (auto r = op(TOP_ADD, 0, 0, 0, 1, 2); !r) return r;
+        } else {
+          if (auto r = op(TOP_CONST, 0, 0, static_cast<int64_t>(*sym) + a.offset, 1); !r) return r;
+        }
+        return op(TOP_DEREF, sized, sign, 0, 1, 1);
+      }
+    }
+    return at(e, "unsupported USDT operand");
+  }
+
+  Result<void> function_arg(const Expr& e) {
+    if (site_.kind == ProbeKind::Return)
+      return at(
+          e, fmt::format("arg{} is not preserved at return; use $entry(arg{})", e.index, e.index));
+    if (e.index < 1 || e.index > 6)
+      return at(e, "arg1..arg6 are the register arguments of a function");
+    return push_reg(kSysvArgs[static_cast<size_t>(e.index - 1)]);
+  }
+
+  Result<void> arg(const Expr& e) {
+    return site_.kind == ProbeKind::Usdt ? usdt_arg(e) : function_arg(e);
+  }
+
+  // String comparison: `$comm == "x"` or `str(p) == "x"`, either side.
+  Result<void> string_compare(const Expr& e) {
+    const Expr* lit = &e.children[1];
+    const Expr* other = &e.children[0];
+    if (other->op == Expr::Op::String) std::swap(lit, other);
+    if (lit->op != Expr::Op::String || (other->op != Expr::Op::Comm && other->op != Expr::Op::Str))
+      return at(e, "strings compare only as $comm or str(...) against a \"literal\"");
+    auto off = pool(*lit, lit->text);
+    if (!off) return tl::unexpected(off.error());
+    auto len = static_cast<uint16_t>(lit->text.size());
+    if (other->op == Expr::Op::Comm) {
+      if (auto r = op(TOP_COMMEQ, *off, len, 0, 1); !r) return r;
+    } else {
+      if (auto r = value(other->children[0]); !r) return r;
+      if (auto r = op(TOP_STREQ, *off, len, 0, 1, 1); !r) return r;
+    }
+    return e.op_text == "!=" ? op(TOP_NOT, 0, 0, 0, 1, 1) : Result<void>{};
+  }
+
+  Result<void> value(const Expr& e) {
+    switch (e.op) {
+      case Expr::Op::Arg:
+        return arg(e);
+      case Expr::Op::Retval:
+        if (site_.kind != ProbeKind::Return) return at(e, "retval needs a return probe (r:)");
+        return push_reg(UREG_RAX);
+      case Expr::Op::Entry: {
+        if (site_.kind != ProbeKind::Return) return at(e, "$entry() needs a return probe (r:)");
+        int slot = -1;
+        for (size_t i = 0; i < entry_args.size(); ++i)
+          if (entry_args[i] == e.index) slot = static_cast<int>(i);
+        if (slot < 0) {
+          if (entry_args.size() == TRACE_ENTRY_SLOTS)
+            return at(e, fmt::format("at most {} $entry() values per probe", TRACE_ENTRY_SLOTS));
+          if (e.index < 1 || e.index > 6) return at(e, "$entry() takes arg1..arg6");
+          slot = static_cast<int>(entry_args.size());
+          entry_args.push_back(e.index);
+        }
+        return op(TOP_ENTRY, static_cast<uint8_t>(slot), 0, 0, 1);
+      }
+      case Expr::Op::Pid:
+        return op(TOP_PID, 0, 0, 0, 1);
+      case Expr::Op::Tid:
+        return op(TOP_TID, 0, 0, 0, 1);
+      case Expr::Op::Cpu:
+        return op(TOP_CPU, 0, 0, 0, 1);
+      case Expr::Op::Uid:
+        return op(TOP_UID, 0, 0, 0, 1);
+      case Expr::Op::Int:
+        return op(TOP_CONST, 0, 0, e.value, 1);
+      case Expr::Op::Comm:
+        return at(e, "$comm is a string: print it with %s or compare it");
+      case Expr::Op::String:
+        return at(e, "a string literal can only be compared with ==/!=");
+      case Expr::Op::Str:
+        return at(e, "str() is a string: print it with %s or compare it");
+      case Expr::Op::Deref:
+        if (auto r = value(e.children[0]); !r) return r;
+        return op(TOP_DEREF, static_cast<uint8_t>(e.width), static_cast<uint16_t>(e.is_signed), 0,
+                  1, 1);
+      case Expr::Op::Unary: {
+        if (auto r = value(e.children[0]); !r) return r;
+        uint8_t code = e.op_text == "-" ? TOP_NEG : e.op_text == "!" ? TOP_NOT : TOP_BITNOT;
+        return op(code, 0, 0, 0, 1, 1);
+      }
+      case Expr::Op::Binary:
+        return binary(e);
+    }
+    return at(e, "unsupported expression");
+  }
+
+  Result<void> binary(const Expr& e) {
+    bool strings = e.children[0].op == Expr::Op::String || e.children[1].op == Expr::Op::String;
+    if (strings && (e.op_text == "==" || e.op_text == "!=")) return string_compare(e);
+    static constexpr std::pair<std::string_view, uint8_t> kOps[] = {
+        {"+", TOP_ADD},  {"-", TOP_SUB},   {"*", TOP_MUL}, {"/", TOP_DIV},  {"%", TOP_MOD},
+        {"&", TOP_AND},  {"|", TOP_OR},    {"^", TOP_XOR}, {"<<", TOP_SHL}, {">>", TOP_SHR},
+        {"==", TOP_EQ},  {"!=", TOP_NE},   {"<", TOP_SLT}, {"<=", TOP_SLE}, {">", TOP_SGT},
+        {">=", TOP_SGE}, {"&&", TOP_LAND}, {"||", TOP_LOR}};
+    for (const auto& [text, code] : kOps) {
+      if (text != e.op_text) continue;
+      if (auto r = value(e.children[0]); !r) return r;
+      if (auto r = value(e.children[1]); !r) return r;
+      return op(code, 0, 0, 0, 1, 2);
+    }
+    return at(e, fmt::format("operator {} is not supported", e.op_text));
+  }
+
+  Result<void> emit(const Expr& e, const FormatConversion& conv) {
+    if (conv.conv != 's') {
+      if (auto r = value(e); !r) return r;
+      fields.push_back({OutputField::Kind::Value, conv});
+      return op(TOP_EMIT, 0, 0, 0, 0, 1);
+    }
+    fields.push_back({OutputField::Kind::String, conv});
+    if (e.op == Expr::Op::Comm) return op(TOP_EMIT_COMM);
+    if (e.op != Expr::Op::Str) return at(e, "%s needs a string: str(ptr), str(ptr, len) or $comm");
+    if (auto r = value(e.children[0]); !r) return r;
+    if (e.children.size() < 2) return op(TOP_EMIT_STR, 0, 0, kDefaultStringBytes, 0, 1);
+    const Expr& len = e.children[1];
+    if (len.op == Expr::Op::Int) {  // str(p, 32): NUL-terminated, at most 32 bytes
+      int64_t n = std::clamp<int64_t>(len.value, 0, TRACE_MAX_STR - 1);
+      return op(TOP_EMIT_STR, 0, 0, n, 0, 1);
+    }
+    // str(p, arg2): exactly arg2 bytes (capped), for pointer + length strings.
+    if (auto r = value(len); !r) return r;
+    return op(TOP_EMIT_STR, 1, 0, TRACE_MAX_STR - 1, 0, 2);
+  }
+
+  std::vector<int> entry_args;  // argN saved at entry, by slot
+  std::vector<OutputField> fields;
+
+ private:
+  uscope_recipe& r_;
+  const SiteContext& site_;
+  int depth_ = 0;
+  size_t pool_used_ = 0;
+};
+
+}  // namespace
+
+int trace_register(const std::string& name) {
+  static constexpr std::pair<std::string_view, uscope_reg> kRegs[] = {
+      {"r15", UREG_R15}, {"r14", UREG_R14}, {"r13", UREG_R13}, {"r12", UREG_R12}, {"rbp", UREG_RBP},
+      {"rbx", UREG_RBX}, {"r11", UREG_R11}, {"r10", UREG_R10}, {"r9", UREG_R9},   {"r8", UREG_R8},
+      {"rax", UREG_RAX}, {"rcx", UREG_RCX}, {"rdx", UREG_RDX}, {"rsi", UREG_RSI}, {"rdi", UREG_RDI},
+      {"rip", UREG_RIP}, {"rsp", UREG_RSP}};
+  for (const auto& [n, r] : kRegs)
+    if (n == name) return r;
+  return -1;
+}
+
+Result<CompiledProbe> compile_probe(const ProbeSpec& spec, const SiteContext& site,
+                                    uint32_t probe_id) {
+  CompiledProbe out;
+  out.main.probe_id = probe_id;
+  out.main.sp_delta = site.sp_delta;
+  RecipeBuilder b(out.main, site);
+  if (spec.predicate) {
+    if (auto r = b.value(*spec.predicate); !r) return tl::unexpected(r.error());
+    if (auto r = b.op(TOP_FILTER, 0, 0, 0, 0, 1); !r) return tl::unexpected(r.error());
+  }
+  for (size_t i = 0; i < spec.args.size() && i < spec.conversions.size(); ++i)
+    if (auto r = b.emit(spec.args[i], spec.conversions[i]); !r) return tl::unexpected(r.error());
+  out.fields = std::move(b.fields);
+  if (site.capture_stack) out.main.flags |= TRACE_F_STACK;
+  if (site.kind == ProbeKind::Entry && spec.offset == 0) out.main.flags |= TRACE_F_AT_ENTRY;
+  if (site.kind == ProbeKind::Return) out.main.flags |= TRACE_F_RETURN;
+  if (!b.entry_args.empty()) {
+    out.main.flags |= TRACE_F_NEEDS_ENTRY;
+    uscope_recipe entry{};
+    entry.probe_id = probe_id;
+    entry.sp_delta = site.sp_delta;
+    entry.flags = TRACE_F_SAVE_ENTRY;
+    for (size_t slot = 0; slot < b.entry_args.size(); ++slot) {
+      auto reg = kSysvArgs[static_cast<size_t>(b.entry_args[slot] - 1)];
+      entry.ops[entry.n_ops++] = uscope_op{TOP_REG, static_cast<uint8_t>(reg), 0, 0, 0};
+      entry.ops[entry.n_ops++] = uscope_op{TOP_SAVE, static_cast<uint8_t>(slot), 0, 0, 0};
+    }
+    out.entry = entry;
+  }
+  return out;
+}
+
+uscope_recipe latency_entry_recipe(uint32_t probe_id, int32_t sp_delta) {
+  uscope_recipe r{};
+  r.probe_id = probe_id;
+  r.sp_delta = sp_delta;
+  r.flags = TRACE_F_SAVE_ENTRY;
+  return r;
+}
+
+uscope_recipe latency_return_recipe(uint32_t probe_id) {
+  uscope_recipe r{};
+  r.probe_id = probe_id;
+  r.flags = TRACE_F_RETURN | TRACE_F_NEEDS_ENTRY | TRACE_F_HISTOGRAM;
+  return r;
+}
+
+}  // namespace uscope

@@ -1,0 +1,56 @@
+#pragma once
+// Compiles a parsed probe (probe_spec.h) into the fetch recipe trace.bpf.c interprets at one
+// attach site: which registers, dereferences, strings and comparisons, in stack-machine ops.
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bpf/trace.h"
+#include "discover/usdt.h"
+#include "plan/probe_spec.h"
+#include "util/result.h"
+
+namespace uscope {
+
+// How user space decodes one emitted field of an event.
+struct OutputField {
+  enum class Kind { Value, String };
+  Kind kind = Kind::Value;
+  FormatConversion conv;
+};
+
+// What the compiler needs to know about the site a recipe runs at.
+struct SiteContext {
+  ProbeKind kind = ProbeKind::Entry;
+  const UsdtLocation* usdt = nullptr;  // USDT probes: the location's argument specs
+  uint64_t site_addr = 0;              // link-time address of the probed instruction
+  int32_t sp_delta = 0;                // rsp at the site minus rsp at function entry
+  bool capture_stack = false;
+  // Link-time address of a symbol named in a USDT operand ("foo(%rip)"); nullopt if unknown.
+  std::function<std::optional<uint64_t>(const std::string&)> symbol_address;
+};
+
+struct CompiledProbe {
+  uscope_recipe main{};                // runs at the site
+  std::optional<uscope_recipe> entry;  // return probes using $entry(): runs at function entry
+  std::vector<OutputField> fields;     // in emit order
+};
+
+// Fails with "probe spec column N: ..." for what cannot run at this site (arg7 of a USDT probe
+// with 3 arguments, a too complex expression, ...).
+Result<CompiledProbe> compile_probe(const ProbeSpec& spec, const SiteContext& site,
+                                    uint32_t probe_id);
+
+// Recipes for `latency`: the entry half records the time keyed by (thread, entry rsp), the return
+// half adds the duration to the recipe's log2 histogram.
+uscope_recipe latency_entry_recipe(uint32_t probe_id, int32_t sp_delta);
+uscope_recipe latency_return_recipe(uint32_t probe_id);
+
+// Index into uscope_reg of a canonical x86-64 register name ("rdi", "rip"), or -1.
+int trace_register(const std::string& name);
+
+// Default and maximum bytes read for %s.
+inline constexpr int kDefaultStringBytes = 128;
+
+}  // namespace uscope
