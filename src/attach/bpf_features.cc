@@ -70,9 +70,10 @@ Result<void> require_tracing_capabilities(bool other_users_pid) {
   if (!c.perfmon) missing.push_back("CAP_PERFMON");
   if (other_users_pid && !c.sys_ptrace) missing.push_back("CAP_SYS_PTRACE");
   if (missing.empty()) return {};
-  return fail("missing capabilities {}: run as root, or grant them with "
-              "`setcap cap_bpf,cap_perfmon{}+ep build/uscope`",
-              join(missing), other_users_pid ? ",cap_sys_ptrace" : "");
+  return fail(
+      "missing capabilities {}: run as root, or grant them with "
+      "`setcap cap_bpf,cap_perfmon{}+ep build/uscope`",
+      join(missing), other_users_pid ? ",cap_sys_ptrace" : "");
 }
 
 BpfFeatures probe_bpf_features() {

@@ -9,9 +9,9 @@
 namespace uscope {
 
 struct Capabilities {
-  bool bpf = false;        // CAP_BPF (or CAP_SYS_ADMIN)
-  bool perfmon = false;    // CAP_PERFMON (or CAP_SYS_ADMIN)
-  bool sys_ptrace = false; // CAP_SYS_PTRACE: needed to trace other users' processes
+  bool bpf = false;         // CAP_BPF (or CAP_SYS_ADMIN)
+  bool perfmon = false;     // CAP_PERFMON (or CAP_SYS_ADMIN)
+  bool sys_ptrace = false;  // CAP_SYS_PTRACE: needed to trace other users' processes
   bool sys_admin = false;
 };
 Capabilities current_capabilities();
@@ -21,11 +21,11 @@ Capabilities current_capabilities();
 Result<void> require_tracing_capabilities(bool other_users_pid = false);
 
 struct BpfFeatures {
-  bool kprobe_prog = false;   // BPF_PROG_TYPE_KPROBE (uprobes use it)
-  bool ringbuf = false;       // BPF_MAP_TYPE_RINGBUF
-  bool attach_cookie = false; // bpf_get_attach_cookie() in kprobe programs
-  bool uprobe_multi = false;  // BPF_TRACE_UPROBE_MULTI links
-  bool btf = false;           // /sys/kernel/btf/vmlinux
+  bool kprobe_prog = false;    // BPF_PROG_TYPE_KPROBE (uprobes use it)
+  bool ringbuf = false;        // BPF_MAP_TYPE_RINGBUF
+  bool attach_cookie = false;  // bpf_get_attach_cookie() in kprobe programs
+  bool uprobe_multi = false;   // BPF_TRACE_UPROBE_MULTI links
+  bool btf = false;            // /sys/kernel/btf/vmlinux
 };
 BpfFeatures probe_bpf_features();
 

@@ -9,6 +9,12 @@
 
 namespace uscope {
 
+std::string describe_errno(int e) {
+  // ENOTSUPP is kernel-internal and has no strerror text: it is how uprobes refuse instructions.
+  if (e == 524) return "the kernel cannot probe the instruction there (ENOTSUPP)";
+  return std::strerror(e);
+}
+
 Result<void> UprobeLinks::attach_each(bpf_program* prog, const std::vector<AttachSite>& sites) {
   for (const auto& s : sites) {
     LIBBPF_OPTS(bpf_uprobe_opts, opts);
@@ -18,39 +24,62 @@ Result<void> UprobeLinks::attach_each(bpf_program* prog, const std::vector<Attac
     bpf_link* link = bpf_program__attach_uprobe_opts(prog, pid_, s.path.c_str(), s.offset, &opts);
     if (!link) {
       int e = errno;
-      return fail_errno(e, "cannot attach {}probe to {} at offset {:#x}: {}",
-                        s.retprobe ? "return " : "u", s.path, s.offset, std::strerror(e));
+      auto err = fail_errno(e, "cannot attach {}probe to {} at offset {:#x}: {}",
+                            s.retprobe ? "return " : "u", s.path, s.offset, describe_errno(e));
+      if (!skip_refused_) return err;
+      refused_.push_back({s, err.value()});
+      continue;
     }
     links_.emplace_back(link);
   }
   return {};
 }
 
-Result<void> UprobeLinks::attach_multi(bpf_program* prog, const std::vector<AttachSite>& sites) {
-  struct Group {
-    std::vector<uint64_t> offsets, ref_ctrs, cookies;
-    bool any_ref_ctr = false;
-  };
-  std::map<std::pair<std::string, bool>, Group> groups;
-  for (const auto& s : sites) {
-    auto& g = groups[{s.path, s.retprobe}];
-    g.offsets.push_back(s.offset);
-    g.ref_ctrs.push_back(s.ref_ctr_offset);
-    g.cookies.push_back(s.cookie);
-    g.any_ref_ctr |= s.ref_ctr_offset != 0;
+Result<void> UprobeLinks::attach_group(bpf_program* prog, const std::vector<AttachSite>& sites,
+                                       std::span<const size_t> group) {
+  std::vector<uint64_t> offsets, ref_ctrs, cookies;
+  bool any_ref_ctr = false;
+  for (size_t i : group) {
+    offsets.push_back(sites[i].offset);
+    ref_ctrs.push_back(sites[i].ref_ctr_offset);
+    cookies.push_back(sites[i].cookie);
+    any_ref_ctr |= sites[i].ref_ctr_offset != 0;
   }
-  for (auto& [key, g] : groups) {
-    UprobeMultiRequest req;
-    req.path = &key.first;
-    req.offsets = g.offsets;
-    if (g.any_ref_ctr) req.ref_ctr_offsets = g.ref_ctrs;
-    req.cookies = g.cookies;
-    req.retprobe = key.second;
-    req.pid = pid_ > 0 ? pid_ : 0;
-    auto fd = create_uprobe_multi_link(bpf_program__fd(prog), req);
-    if (!fd) return tl::unexpected(fd.error());
+  const AttachSite& first = sites[group[0]];
+  UprobeMultiRequest req;
+  req.path = &first.path;
+  req.offsets = offsets;
+  if (any_ref_ctr) req.ref_ctr_offsets = ref_ctrs;
+  req.cookies = cookies;
+  req.retprobe = first.retprobe;
+  req.pid = pid_ > 0 ? pid_ : 0;
+  auto fd = create_uprobe_multi_link(bpf_program__fd(prog), req);
+  if (fd) {
     multi_links_.push_back(std::move(*fd));
+    return {};
   }
+  int e = fd.error().errnum;
+  // Errors about the link or the program, not about one site, are not split.
+  if (e == EPERM || e == EBADF || e == ENOENT || e == ESRCH || e == ENOMEM)
+    return tl::unexpected(fd.error());
+  if (group.size() == 1) {
+    auto err =
+        fail_errno(e, "cannot attach {}probe to {} at offset {:#x}: {}",
+                   first.retprobe ? "return " : "u", first.path, first.offset, describe_errno(e));
+    if (!skip_refused_) return err;
+    refused_.push_back({first, err.value()});
+    return {};
+  }
+  size_t half = group.size() / 2;
+  if (auto r = attach_group(prog, sites, group.first(half)); !r) return r;
+  return attach_group(prog, sites, group.subspan(half));
+}
+
+Result<void> UprobeLinks::attach_multi(bpf_program* prog, const std::vector<AttachSite>& sites) {
+  std::map<std::pair<std::string, bool>, std::vector<size_t>> groups;
+  for (size_t i = 0; i < sites.size(); ++i) groups[{sites[i].path, sites[i].retprobe}].push_back(i);
+  for (const auto& [key, group] : groups)
+    if (auto r = attach_group(prog, sites, group); !r) return r;
   return {};
 }
 

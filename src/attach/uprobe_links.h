@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -16,12 +17,15 @@
 namespace uscope {
 
 struct AttachSite {
-  std::string path;             // file to probe (may be /proc/PID/map_files/... or /proc/PID/root/...)
-  uint64_t offset = 0;          // file offset of the probed instruction
+  std::string path;     // file to probe (may be /proc/PID/map_files/... or /proc/PID/root/...)
+  uint64_t offset = 0;  // file offset of the probed instruction
   uint64_t ref_ctr_offset = 0;  // file offset of a USDT semaphore, 0 = none
   uint64_t cookie = 0;          // bpf_get_attach_cookie() value: the site's index in uscope's maps
   bool retprobe = false;
 };
+
+// strerror() that also names the kernel-internal errors uprobe attach returns.
+std::string describe_errno(int e);
 
 struct LinkDeleter {
   void operator()(bpf_link* l) const { bpf_link__destroy(l); }
@@ -36,14 +40,29 @@ class UprobeLinks {
   // One libbpf uprobe link per site.
   Result<void> attach_each(bpf_program* prog, const std::vector<AttachSite>& sites);
   // One uprobe_multi link per (path, retprobe) group; `prog` must have been loaded with
-  // expected_attach_type BPF_TRACE_UPROBE_MULTI.
+  // expected_attach_type BPF_TRACE_UPROBE_MULTI. The kernel takes or refuses a group whole, so a
+  // refused group is split in halves until the refused sites are found.
   Result<void> attach_multi(bpf_program* prog, const std::vector<AttachSite>& sites);
+
+  // With skip_refused, sites the kernel refuses (an instruction it cannot probe) are recorded in
+  // refused() instead of failing the attach.
+  void set_skip_refused(bool skip) { skip_refused_ = skip; }
+  struct Refused {
+    AttachSite site;
+    Error error;
+  };
+  const std::vector<Refused>& refused() const { return refused_; }
 
   size_t link_count() const { return links_.size() + multi_links_.size(); }
   void detach_all();
 
  private:
+  Result<void> attach_group(bpf_program* prog, const std::vector<AttachSite>& sites,
+                            std::span<const size_t> group);
+
   pid_t pid_;
+  bool skip_refused_ = false;
+  std::vector<Refused> refused_;
   std::vector<LinkPtr> links_;
   std::vector<UniqueFd> multi_links_;
 };

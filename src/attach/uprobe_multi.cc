@@ -1,5 +1,7 @@
 #include "attach/uprobe_multi.h"
 
+#include "attach/uprobe_links.h"
+
 #include <linux/bpf.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -49,7 +51,7 @@ Result<UniqueFd> create_uprobe_multi_link(int prog_fd, const UprobeMultiRequest&
   if (fd < 0) {
     int e = errno;
     return fail_errno(e, "uprobe_multi link on {} ({} sites): {}", *req.path, req.offsets.size(),
-                      std::strerror(e));
+                      describe_errno(e));
   }
   return UniqueFd(fd);
 }

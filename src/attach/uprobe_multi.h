@@ -12,7 +12,7 @@
 
 namespace uscope {
 
-inline constexpr uint32_t kBpfTraceUprobeMulti = 48;  // enum bpf_attach_type, Linux 6.6
+inline constexpr uint32_t kBpfTraceUprobeMulti = 48;   // enum bpf_attach_type, Linux 6.6
 inline constexpr uint32_t kBpfFUprobeMultiReturn = 1;  // BPF_F_UPROBE_MULTI_RETURN
 
 struct UprobeMultiRequest {

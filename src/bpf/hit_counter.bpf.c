@@ -17,22 +17,26 @@ struct {
   __type(value, __u64);
 } hits SEC(".maps");
 
-static __always_inline int count(struct pt_regs *ctx) {
+static __always_inline int count(struct pt_regs* ctx) {
   if (target_tgid && (bpf_get_current_pid_tgid() >> 32) != target_tgid) return 0;
   __u32 site = (__u32)bpf_get_attach_cookie(ctx);
-  __u64 *n = bpf_map_lookup_elem(&hits, &site);
+  __u64* n = bpf_map_lookup_elem(&hits, &site);
   if (n) *n += 1;
   return 0;
 }
 
 /* Attached through one perf-event uprobe link per site. */
 SEC("uprobe")
-int count_hit(struct pt_regs *ctx) { return count(ctx); }
+int count_hit(struct pt_regs* ctx) {
+  return count(ctx);
+}
 
 /* Attached through uprobe_multi links: user space sets its expected attach type before load
  * (libbpf 1.1 does not know the "uprobe.multi" section) and disables autoload when the kernel
  * lacks the link type. */
 SEC("uprobe")
-int count_hit_multi(struct pt_regs *ctx) { return count(ctx); }
+int count_hit_multi(struct pt_regs* ctx) {
+  return count(ctx);
+}
 
 char LICENSE[] SEC("license") = "GPL";

@@ -1,4 +1,5 @@
-/* Shared by hit_counter.bpf.c and user space: per-site hit counters indexed by the attach cookie. */
+/* Shared by hit_counter.bpf.c and user space: per-site hit counters indexed by the attach cookie.
+ */
 #ifndef USCOPE_BPF_HIT_COUNTER_H
 #define USCOPE_BPF_HIT_COUNTER_H
 

@@ -44,11 +44,11 @@ struct {
 } stacks SEC(".maps");
 
 /* Masks an index so that the verifier sees the bound even when clang drops a redundant AND. */
-#define BOUNDED(x, pow2)                                    \
-  ({                                                        \
-    __u64 __v = (x);                                        \
-    asm volatile("%0 &= %1" : "+r"(__v) : "i"((pow2) - 1)); \
-    __v;                                                    \
+#define BOUNDED(x, pow2)                                  \
+  ({                                                      \
+    __u64 __v = (x);                                      \
+    asm volatile("%0 &= %1" : "+r"(__v) : "i"((pow2)-1)); \
+    __v;                                                  \
   })
 
 #define DROP_ERROR 1    /* malformed recipe or event too big */
@@ -86,11 +86,11 @@ struct {
 
 static __always_inline void count(__u32 recipe, __u32 counter) {
   __u32 key = recipe * TRACE_NUM_COUNTERS + counter;
-  __u64 *n = bpf_map_lookup_elem(&counters, &key);
+  __u64* n = bpf_map_lookup_elem(&counters, &key);
   if (n) *n += 1;
 }
 
-static __always_inline __u64 pop(struct scratch *s) {
+static __always_inline __u64 pop(struct scratch* s) {
   __u32 sp = s->sp;
   if (sp == 0 || sp > TRACE_STACK) {
     s->drop = DROP_ERROR;
@@ -101,7 +101,7 @@ static __always_inline __u64 pop(struct scratch *s) {
   return s->stack[BOUNDED(sp, TRACE_STACK)];
 }
 
-static __always_inline void push(struct scratch *s, __u64 v) {
+static __always_inline void push(struct scratch* s, __u64 v) {
   __u32 sp = s->sp;
   if (sp >= TRACE_STACK) {
     s->drop = DROP_ERROR;
@@ -113,38 +113,50 @@ static __always_inline void push(struct scratch *s, __u64 v) {
 
 static __always_inline __u64 extend(__u64 v, __u32 size, __u32 is_signed) {
   switch (size) {
-    case 1: return is_signed ? (__u64)(__s64)(__s8)v : (__u8)v;
-    case 2: return is_signed ? (__u64)(__s64)(__s16)v : (__u16)v;
-    case 4: return is_signed ? (__u64)(__s64)(__s32)v : (__u32)v;
-    default: return v;
+    case 1:
+      return is_signed ? (__u64)(__s64)(__s8)v : (__u8)v;
+    case 2:
+      return is_signed ? (__u64)(__s64)(__s16)v : (__u16)v;
+    case 4:
+      return is_signed ? (__u64)(__s64)(__s32)v : (__u32)v;
+    default:
+      return v;
   }
 }
 
-static __always_inline __u64 deref(struct scratch *s, __u64 addr, __u32 size) {
+static __always_inline __u64 deref(struct scratch* s, __u64 addr, __u32 size) {
   __u64 v = 0;
   long err;
   switch (size) {
-    case 1: err = bpf_probe_read_user(&v, 1, (void *)addr); break;
-    case 2: err = bpf_probe_read_user(&v, 2, (void *)addr); break;
-    case 4: err = bpf_probe_read_user(&v, 4, (void *)addr); break;
-    default: err = bpf_probe_read_user(&v, 8, (void *)addr); break;
+    case 1:
+      err = bpf_probe_read_user(&v, 1, (void*)addr);
+      break;
+    case 2:
+      err = bpf_probe_read_user(&v, 2, (void*)addr);
+      break;
+    case 4:
+      err = bpf_probe_read_user(&v, 4, (void*)addr);
+      break;
+    default:
+      err = bpf_probe_read_user(&v, 8, (void*)addr);
+      break;
   }
   if (err) s->read_errors++;
   return v;
 }
 
-static __always_inline void emit_u64(struct scratch *s, __u64 v) {
+static __always_inline void emit_u64(struct scratch* s, __u64 v) {
   __u32 pos = s->pos;
   if (pos > TRACE_MAX_DATA - 8) {
     s->drop = DROP_ERROR;
     return;
   }
-  *(__u64 *)&s->data[pos] = v;
+  *(__u64*)&s->data[pos] = v;
   s->pos = pos + 8;
 }
 
 /* Appends a u32 length and the bytes of a user string (NUL-terminated unless `exact`). */
-static __always_inline void emit_str(struct scratch *s, __u64 addr, __u64 max, int exact) {
+static __always_inline void emit_str(struct scratch* s, __u64 addr, __u64 max, int exact) {
   __u32 pos = s->pos;
   if (pos > TRACE_MAX_DATA - 4) {
     s->drop = DROP_ERROR;
@@ -156,12 +168,11 @@ static __always_inline void emit_str(struct scratch *s, __u64 addr, __u64 max, i
   long n = 0;
   if (max > 0) {
     if (exact) {
-      n = bpf_probe_read_user(&s->data[pos + 4], max & (TRACE_MAX_STR - 1), (void *)addr);
+      n = bpf_probe_read_user(&s->data[pos + 4], max & (TRACE_MAX_STR - 1), (void*)addr);
       n = n ? n : (long)max;
     } else {
       /* _str counts the NUL; store the length without it */
-      n = bpf_probe_read_user_str(&s->data[pos + 4], (max + 1) & (TRACE_MAX_STR - 1),
-                                  (void *)addr);
+      n = bpf_probe_read_user_str(&s->data[pos + 4], (max + 1) & (TRACE_MAX_STR - 1), (void*)addr);
       if (n > 0) n--;
     }
   }
@@ -169,11 +180,11 @@ static __always_inline void emit_str(struct scratch *s, __u64 addr, __u64 max, i
     s->read_errors++;
     n = 0;
   }
-  *(__u32 *)&s->data[pos] = (__u32)n;
+  *(__u32*)&s->data[pos] = (__u32)n;
   s->pos = pos + 4 + ((__u32)n & (TRACE_MAX_STR - 1));
 }
 
-static __always_inline void emit_comm(struct scratch *s) {
+static __always_inline void emit_comm(struct scratch* s) {
   __u32 pos = s->pos;
   if (pos > TRACE_MAX_DATA - 4 - TRACE_COMM_LEN) {
     s->drop = DROP_ERROR;
@@ -181,18 +192,18 @@ static __always_inline void emit_comm(struct scratch *s) {
   }
   __u32 n = 0;
   for (; n < TRACE_COMM_LEN && s->ev.comm[n]; n++) s->data[pos + 4 + n] = s->ev.comm[n];
-  *(__u32 *)&s->data[pos] = n;
+  *(__u32*)&s->data[pos] = n;
   s->pos = pos + 4 + n;
 }
 
 /* Compares the string at `src` (user memory, or comm when `comm`) with pool[off, off+len). */
-static __always_inline __u64 str_equal(struct scratch *s, const struct uscope_recipe *r,
-                                       __u64 src, __u32 off, __u32 len, int comm) {
+static __always_inline __u64 str_equal(struct scratch* s, const struct uscope_recipe* r, __u64 src,
+                                       __u32 off, __u32 len, int comm) {
   if (len >= TRACE_POOL) return 0;
   if (comm) {
     __builtin_memcpy(s->tmp, s->ev.comm, TRACE_COMM_LEN);
     s->tmp[TRACE_COMM_LEN] = 0;
-  } else if (bpf_probe_read_user_str(s->tmp, (len + 1) & (TRACE_POOL - 1), (void *)src) < 0) {
+  } else if (bpf_probe_read_user_str(s->tmp, (len + 1) & (TRACE_POOL - 1), (void*)src) < 0) {
     s->read_errors++;
     return 0;
   }
@@ -204,77 +215,116 @@ static __always_inline __u64 str_equal(struct scratch *s, const struct uscope_re
   return 0;
 }
 
-static long step(__u32 i, void *unused) {
+static long step(__u32 i, void* unused) {
   __u32 zero = 0;
-  struct scratch *s = bpf_map_lookup_elem(&scratches, &zero);
+  struct scratch* s = bpf_map_lookup_elem(&scratches, &zero);
   if (!s) return 1;
   __u32 ri = s->recipe;
-  const struct uscope_recipe *r = bpf_map_lookup_elem(&recipes, &ri);
+  const struct uscope_recipe* r = bpf_map_lookup_elem(&recipes, &ri);
   if (!r || i >= TRACE_MAX_OPS || s->drop) return 1;
-  const struct uscope_op *op = &r->ops[BOUNDED(i, TRACE_MAX_OPS)];
+  const struct uscope_op* op = &r->ops[BOUNDED(i, TRACE_MAX_OPS)];
   __u64 a, b;
   switch (op->code) {
-    case TOP_END: return 1;
-    case TOP_REG: push(s, s->regs[op->a < TRACE_NUM_REGS ? op->a : 0]); break;
-    case TOP_CONST: push(s, (__u64)op->imm); break;
-    case TOP_PID: push(s, bpf_get_current_pid_tgid() >> 32); break;
-    case TOP_TID: push(s, (__u32)bpf_get_current_pid_tgid()); break;
-    case TOP_CPU: push(s, bpf_get_smp_processor_id()); break;
-    case TOP_UID: push(s, (__u32)bpf_get_current_uid_gid()); break;
-    case TOP_ENTRY: push(s, s->slots[op->a & (TRACE_ENTRY_SLOTS - 1)]); break;
-    case TOP_SAVE: s->slots[op->a & (TRACE_ENTRY_SLOTS - 1)] = pop(s); break;
-    case TOP_DEREF: a = pop(s); push(s, extend(deref(s, a, op->a), op->a, op->b)); break;
-    case TOP_EXT: push(s, extend(pop(s), op->a, op->b)); break;
+    case TOP_END:
+      return 1;
+    case TOP_REG:
+      push(s, s->regs[op->a < TRACE_NUM_REGS ? op->a : 0]);
+      break;
+    case TOP_CONST:
+      push(s, (__u64)op->imm);
+      break;
+    case TOP_PID:
+      push(s, bpf_get_current_pid_tgid() >> 32);
+      break;
+    case TOP_TID:
+      push(s, (__u32)bpf_get_current_pid_tgid());
+      break;
+    case TOP_CPU:
+      push(s, bpf_get_smp_processor_id());
+      break;
+    case TOP_UID:
+      push(s, (__u32)bpf_get_current_uid_gid());
+      break;
+    case TOP_ENTRY:
+      push(s, s->slots[op->a & (TRACE_ENTRY_SLOTS - 1)]);
+      break;
+    case TOP_SAVE:
+      s->slots[op->a & (TRACE_ENTRY_SLOTS - 1)] = pop(s);
+      break;
+    case TOP_DEREF:
+      a = pop(s);
+      push(s, extend(deref(s, a, op->a), op->a, op->b));
+      break;
+    case TOP_EXT:
+      push(s, extend(pop(s), op->a, op->b));
+      break;
 #define BINARY(code, expr) \
   case code:               \
     b = pop(s);            \
     a = pop(s);            \
     push(s, (expr));       \
     break;
-    BINARY(TOP_ADD, a + b)
-    BINARY(TOP_SUB, a - b)
-    BINARY(TOP_MUL, a * b)
-    BINARY(TOP_DIV, b ? a / b : 0)
-    BINARY(TOP_MOD, b ? a % b : 0)
-    BINARY(TOP_AND, a & b)
-    BINARY(TOP_OR, a | b)
-    BINARY(TOP_XOR, a ^ b)
-    BINARY(TOP_SHL, a << (b & 63))
-    BINARY(TOP_SHR, a >> (b & 63))
-    BINARY(TOP_SAR, (__u64)((__s64)a >> (b & 63)))
-    BINARY(TOP_EQ, a == b)
-    BINARY(TOP_NE, a != b)
-    BINARY(TOP_LT, a < b)
-    BINARY(TOP_LE, a <= b)
-    BINARY(TOP_GT, a > b)
-    BINARY(TOP_GE, a >= b)
-    BINARY(TOP_SLT, (__s64)a < (__s64)b)
-    BINARY(TOP_SLE, (__s64)a <= (__s64)b)
-    BINARY(TOP_SGT, (__s64)a > (__s64)b)
-    BINARY(TOP_SGE, (__s64)a >= (__s64)b)
-    BINARY(TOP_LAND, a && b)
-    BINARY(TOP_LOR, a || b)
+      BINARY(TOP_ADD, a + b)
+      BINARY(TOP_SUB, a - b)
+      BINARY(TOP_MUL, a * b)
+      BINARY(TOP_DIV, b ? a / b : 0)
+      BINARY(TOP_MOD, b ? a % b : 0)
+      BINARY(TOP_AND, a & b)
+      BINARY(TOP_OR, a | b)
+      BINARY(TOP_XOR, a ^ b)
+      BINARY(TOP_SHL, a << (b & 63))
+      BINARY(TOP_SHR, a >> (b & 63))
+      BINARY(TOP_SAR, (__u64)((__s64)a >> (b & 63)))
+      BINARY(TOP_EQ, a == b)
+      BINARY(TOP_NE, a != b)
+      BINARY(TOP_LT, a < b)
+      BINARY(TOP_LE, a <= b)
+      BINARY(TOP_GT, a > b)
+      BINARY(TOP_GE, a >= b)
+      BINARY(TOP_SLT, (__s64)a < (__s64)b)
+      BINARY(TOP_SLE, (__s64)a <= (__s64)b)
+      BINARY(TOP_SGT, (__s64)a > (__s64)b)
+      BINARY(TOP_SGE, (__s64)a >= (__s64)b)
+      BINARY(TOP_LAND, a && b)
+      BINARY(TOP_LOR, a || b)
 #undef BINARY
-    case TOP_NOT: push(s, !pop(s)); break;
-    case TOP_NEG: push(s, -pop(s)); break;
-    case TOP_BITNOT: push(s, ~pop(s)); break;
-    case TOP_STREQ: a = pop(s); push(s, str_equal(s, r, a, op->a, op->b, 0)); break;
-    case TOP_COMMEQ: push(s, str_equal(s, r, 0, op->a, op->b, 1)); break;
+    case TOP_NOT:
+      push(s, !pop(s));
+      break;
+    case TOP_NEG:
+      push(s, -pop(s));
+      break;
+    case TOP_BITNOT:
+      push(s, ~pop(s));
+      break;
+    case TOP_STREQ:
+      a = pop(s);
+      push(s, str_equal(s, r, a, op->a, op->b, 0));
+      break;
+    case TOP_COMMEQ:
+      push(s, str_equal(s, r, 0, op->a, op->b, 1));
+      break;
     case TOP_FILTER:
       if (!pop(s)) {
         s->drop = DROP_FILTERED;
         return 1;
       }
       break;
-    case TOP_EMIT: emit_u64(s, pop(s)); break;
+    case TOP_EMIT:
+      emit_u64(s, pop(s));
+      break;
     case TOP_EMIT_STR:
       b = op->a ? pop(s) : (__u64)op->imm;
       if (op->a && b > (__u64)op->imm) b = (__u64)op->imm;
       a = pop(s);
       emit_str(s, a, b, op->a);
       break;
-    case TOP_EMIT_COMM: emit_comm(s); break;
-    default: s->drop = DROP_ERROR; return 1;
+    case TOP_EMIT_COMM:
+      emit_comm(s);
+      break;
+    default:
+      s->drop = DROP_ERROR;
+      return 1;
   }
   return 0;
 }
@@ -291,13 +341,13 @@ static __always_inline __u32 log2_bucket(__u64 v) {
   return b & (TRACE_HIST_BUCKETS - 1);
 }
 
-static __always_inline int run(struct pt_regs *ctx) {
+static __always_inline int run(struct pt_regs* ctx) {
   __u64 pid_tgid = bpf_get_current_pid_tgid();
   if (target_tgid && (pid_tgid >> 32) != target_tgid) return 0;
   __u32 ri = (__u32)bpf_get_attach_cookie(ctx);
-  const struct uscope_recipe *r = bpf_map_lookup_elem(&recipes, &ri);
+  const struct uscope_recipe* r = bpf_map_lookup_elem(&recipes, &ri);
   __u32 zero = 0;
-  struct scratch *s = bpf_map_lookup_elem(&scratches, &zero);
+  struct scratch* s = bpf_map_lookup_elem(&scratches, &zero);
   if (!r || !s) return 0;
   count(ri, TC_HITS);
 
@@ -314,13 +364,14 @@ static __always_inline int run(struct pt_regs *ctx) {
   s->ev.probe_id = r->probe_id;
   s->ev.cpu = bpf_get_smp_processor_id();
   s->ev.user_stack_id = -1;
+  s->ev.return_address = 0;
   bpf_get_current_comm(s->ev.comm, sizeof(s->ev.comm));
 
   __u32 flags = r->flags;
   if (flags & TRACE_F_RETURN) {
     /* After `ret`, rsp is the entry rsp + 8 (the return address was popped). */
     struct uscope_entry_key key = {pid_tgid, s->regs[UREG_RSP] - 8, r->probe_id, 0};
-    struct uscope_entry_value *saved = bpf_map_lookup_elem(&entries, &key);
+    struct uscope_entry_value* saved = bpf_map_lookup_elem(&entries, &key);
     if (saved) {
       __builtin_memcpy(s->slots, saved->slots, sizeof(s->slots));
       s->ev.duration_ns = s->ev.ts - saved->ts;
@@ -332,7 +383,7 @@ static __always_inline int run(struct pt_regs *ctx) {
     if (flags & TRACE_F_HISTOGRAM) {
       __u32 bucket = log2_bucket(s->ev.duration_ns);
       __u32 key = ri * TRACE_HIST_BUCKETS + bucket;
-      __u64 *n = bpf_map_lookup_elem(&latency, &key);
+      __u64* n = bpf_map_lookup_elem(&latency, &key);
       if (n) *n += 1;
       count(ri, TC_MATCHED);
       return 0;
@@ -351,17 +402,21 @@ static __always_inline int run(struct pt_regs *ctx) {
   }
 
   if (flags & TRACE_F_SAVE_ENTRY) {
-    struct uscope_entry_key key = {pid_tgid, s->regs[UREG_RSP] - (__s64)r->sp_delta,
-                                  r->probe_id, 0};
-    struct uscope_entry_value *v = (struct uscope_entry_value *)s->data; /* scratch space */
+    struct uscope_entry_key key = {pid_tgid, s->regs[UREG_RSP] - (__s64)r->sp_delta, r->probe_id,
+                                   0};
+    struct uscope_entry_value* v = (struct uscope_entry_value*)s->data; /* scratch space */
     v->ts = s->ev.ts;
     __builtin_memcpy(v->slots, s->slots, sizeof(v->slots));
     if (bpf_map_update_elem(&entries, &key, v, BPF_ANY)) count(ri, TC_ENTRY_SAVE_FAILED);
     return 0;
   }
 
-  if (flags & TRACE_F_STACK)
+  if (flags & TRACE_F_STACK) {
     s->ev.user_stack_id = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
+    if (flags & TRACE_F_AT_ENTRY)
+      bpf_probe_read_user(&s->ev.return_address, 8,
+                          (void*)(s->regs[UREG_RSP] - (__s64)r->sp_delta));
+  }
   __u32 len = s->pos;
   if (len > TRACE_MAX_DATA) len = TRACE_MAX_DATA;
   s->ev.data_len = len;
@@ -374,10 +429,14 @@ static __always_inline int run(struct pt_regs *ctx) {
 
 /* Attached through one perf-event uprobe/uretprobe link per site. */
 SEC("uprobe")
-int trace_single(struct pt_regs *ctx) { return run(ctx); }
+int trace_single(struct pt_regs* ctx) {
+  return run(ctx);
+}
 
 /* Attached through uprobe_multi links (expected attach type set by user space before load). */
 SEC("uprobe")
-int trace_multi(struct pt_regs *ctx) { return run(ctx); }
+int trace_multi(struct pt_regs* ctx) {
+  return run(ctx);
+}
 
 char LICENSE[] SEC("license") = "GPL";

@@ -10,55 +10,88 @@
 #define USCOPE_BPF_TRACE_H
 
 #ifndef __VMLINUX_H__
-#include <stdint.h>
-typedef uint8_t __u8;
-typedef uint16_t __u16;
-typedef uint32_t __u32;
-typedef int32_t __s32;
-typedef uint64_t __u64;
-typedef int64_t __s64;
+#include <linux/types.h>
 #endif
 
-#define TRACE_MAX_OPS 64      /* ops per recipe (power of two) */
-#define TRACE_STACK 8         /* stack machine depth (power of two) */
-#define TRACE_ENTRY_SLOTS 8   /* values saved at entry for a return probe (power of two) */
-#define TRACE_POOL 128        /* bytes of string constants per recipe (power of two) */
-#define TRACE_MAX_DATA 2048   /* event payload bytes */
-#define TRACE_MAX_STR 1024    /* bytes of one string read (power of two) */
+#define TRACE_MAX_OPS 64    /* ops per recipe (power of two) */
+#define TRACE_STACK 8       /* stack machine depth (power of two) */
+#define TRACE_ENTRY_SLOTS 8 /* values saved at entry for a return probe (power of two) */
+#define TRACE_POOL 128      /* bytes of string constants per recipe (power of two) */
+#define TRACE_MAX_DATA 2048 /* event payload bytes */
+#define TRACE_MAX_STR 1024  /* bytes of one string read (power of two) */
 #define TRACE_COMM_LEN 16
 
 /* pt_regs as an array of u64 (x86_64 layout, arch/x86/include/asm/ptrace.h). */
 enum uscope_reg {
-  UREG_R15 = 0, UREG_R14, UREG_R13, UREG_R12, UREG_RBP, UREG_RBX,
-  UREG_R11, UREG_R10, UREG_R9, UREG_R8, UREG_RAX, UREG_RCX,
-  UREG_RDX, UREG_RSI, UREG_RDI, UREG_ORIG_RAX, UREG_RIP, UREG_CS,
-  UREG_FLAGS, UREG_RSP, UREG_SS, TRACE_NUM_REGS
+  UREG_R15 = 0,
+  UREG_R14,
+  UREG_R13,
+  UREG_R12,
+  UREG_RBP,
+  UREG_RBX,
+  UREG_R11,
+  UREG_R10,
+  UREG_R9,
+  UREG_R8,
+  UREG_RAX,
+  UREG_RCX,
+  UREG_RDX,
+  UREG_RSI,
+  UREG_RDI,
+  UREG_ORIG_RAX,
+  UREG_RIP,
+  UREG_CS,
+  UREG_FLAGS,
+  UREG_RSP,
+  UREG_SS,
+  TRACE_NUM_REGS
 };
 
 enum uscope_opcode {
   TOP_END = 0,
-  TOP_REG,      /* push regs[a] */
-  TOP_CONST,    /* push imm */
-  TOP_PID,      /* push tgid */
-  TOP_TID,      /* push tid */
-  TOP_CPU,      /* push cpu */
-  TOP_UID,      /* push uid */
-  TOP_ENTRY,    /* push value saved at entry, slot a (return probes) */
-  TOP_SAVE,     /* pop into entry slot a (entry half of a return probe) */
-  TOP_DEREF,    /* pop address, push the a-byte (1/2/4/8) value there, sign-extended if b */
-  TOP_EXT,      /* truncate top to a bytes, sign-extend if b */
-  TOP_ADD, TOP_SUB, TOP_MUL, TOP_DIV, TOP_MOD, TOP_AND, TOP_OR, TOP_XOR, TOP_SHL, TOP_SHR,
+  TOP_REG,   /* push regs[a] */
+  TOP_CONST, /* push imm */
+  TOP_PID,   /* push tgid */
+  TOP_TID,   /* push tid */
+  TOP_CPU,   /* push cpu */
+  TOP_UID,   /* push uid */
+  TOP_ENTRY, /* push value saved at entry, slot a (return probes) */
+  TOP_SAVE,  /* pop into entry slot a (entry half of a return probe) */
+  TOP_DEREF, /* pop address, push the a-byte (1/2/4/8) value there, sign-extended if b */
+  TOP_EXT,   /* truncate top to a bytes, sign-extend if b */
+  TOP_ADD,
+  TOP_SUB,
+  TOP_MUL,
+  TOP_DIV,
+  TOP_MOD,
+  TOP_AND,
+  TOP_OR,
+  TOP_XOR,
+  TOP_SHL,
+  TOP_SHR,
   TOP_SAR,
-  TOP_EQ, TOP_NE, TOP_LT, TOP_LE, TOP_GT, TOP_GE,       /* unsigned */
-  TOP_SLT, TOP_SLE, TOP_SGT, TOP_SGE,                   /* signed */
-  TOP_LAND, TOP_LOR, TOP_NOT, TOP_NEG, TOP_BITNOT,
-  TOP_STREQ,    /* pop address; push 1 if the string there equals pool[a .. a+b) */
-  TOP_COMMEQ,   /* push 1 if comm equals pool[a .. a+b) */
-  TOP_FILTER,   /* pop; if zero, the event is dropped (counted as filtered) */
-  TOP_EMIT,     /* pop; append the u64 to the event */
-  TOP_EMIT_STR, /* a=1: pop length; pop address; append u32 length + bytes. a=0: NUL-terminated,
-                   at most imm bytes; a=1: exactly min(length, imm) bytes */
-  TOP_EMIT_COMM,/* append comm as a string */
+  TOP_EQ,
+  TOP_NE,
+  TOP_LT,
+  TOP_LE,
+  TOP_GT,
+  TOP_GE, /* unsigned */
+  TOP_SLT,
+  TOP_SLE,
+  TOP_SGT,
+  TOP_SGE, /* signed */
+  TOP_LAND,
+  TOP_LOR,
+  TOP_NOT,
+  TOP_NEG,
+  TOP_BITNOT,
+  TOP_STREQ,     /* pop address; push 1 if the string there equals pool[a .. a+b) */
+  TOP_COMMEQ,    /* push 1 if comm equals pool[a .. a+b) */
+  TOP_FILTER,    /* pop; if zero, the event is dropped (counted as filtered) */
+  TOP_EMIT,      /* pop; append the u64 to the event */
+  TOP_EMIT_STR,  /* a=1: pop length; pop address; append u32 length + bytes. a=0: NUL-terminated,
+                    at most imm bytes; a=1: exactly min(length, imm) bytes */
+  TOP_EMIT_COMM, /* append comm as a string */
   TOP_NUM_OPS
 };
 
@@ -75,6 +108,9 @@ struct uscope_op {
 #define TRACE_F_STACK 4       /* capture the user stack */
 #define TRACE_F_NEEDS_ENTRY 8 /* drop the event (counted) when no entry was recorded */
 #define TRACE_F_HISTOGRAM 16  /* return probe: add the duration to `latency`, emit nothing */
+#define TRACE_F_AT_ENTRY                                            \
+  32 /* site in a function's prologue: its return address is at the \
+        entry rsp, and the frame-pointer walk would skip its caller */
 
 #define TRACE_HIST_BUCKETS 64 /* log2 buckets of nanoseconds per recipe */
 
@@ -89,14 +125,14 @@ struct uscope_recipe {
 
 /* Per-recipe counters (per-CPU array, TRACE_NUM_COUNTERS slots per recipe). */
 enum uscope_counter {
-  TC_HITS = 0,      /* program ran */
-  TC_EMITTED,       /* event written */
-  TC_LOST,          /* ring buffer full: event lost */
-  TC_FILTERED,      /* predicate false */
-  TC_READ_ERRORS,   /* a user memory read failed (value shown as 0 / empty string) */
-  TC_NO_ENTRY,      /* return without a recorded entry */
+  TC_HITS = 0,    /* program ran */
+  TC_EMITTED,     /* event written */
+  TC_LOST,        /* ring buffer full: event lost */
+  TC_FILTERED,    /* predicate false */
+  TC_READ_ERRORS, /* a user memory read failed (value shown as 0 / empty string) */
+  TC_NO_ENTRY,    /* return without a recorded entry */
   TC_ENTRY_SAVE_FAILED,
-  TC_MATCHED,       /* return matched with its entry (latency histogram) */
+  TC_MATCHED, /* return matched with its entry (latency histogram) */
   TRACE_NUM_COUNTERS
 };
 
@@ -113,8 +149,8 @@ struct uscope_entry_value {
 };
 
 struct uscope_event {
-  __u64 ts;           /* bpf_ktime_get_ns() */
-  __u64 duration_ns;  /* return probes: time since entry, 0 otherwise */
+  __u64 ts;          /* bpf_ktime_get_ns() */
+  __u64 duration_ns; /* return probes: time since entry, 0 otherwise */
   __u32 tgid;
   __u32 tid;
   __u32 probe_id;
@@ -122,6 +158,7 @@ struct uscope_event {
   __s32 user_stack_id; /* -1 when not captured or failed */
   __u32 data_len;
   char comm[TRACE_COMM_LEN];
+  __u64 return_address; /* TRACE_F_AT_ENTRY with TRACE_F_STACK: *(entry rsp), else 0 */
   /* followed by data_len bytes: u64 values and (u32 length, bytes) strings in emit order */
 };
 

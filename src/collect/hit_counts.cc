@@ -13,7 +13,9 @@
 
 namespace uscope {
 
-void HitCounts::SkelDeleter::operator()(hit_counter* s) const { hit_counter__destroy(s); }
+void HitCounts::SkelDeleter::operator()(hit_counter* s) const {
+  hit_counter__destroy(s);
+}
 
 HitCounts::HitCounts(std::unique_ptr<hit_counter, SkelDeleter> skel, size_t sites, pid_t tgid)
     : skel_(std::move(skel)), sites_(sites), links_(tgid > 0 ? tgid : -1) {}
@@ -23,7 +25,7 @@ HitCounts& HitCounts::operator=(HitCounts&&) noexcept = default;
 HitCounts::~HitCounts() = default;
 
 Result<HitCounts> HitCounts::attach(const std::vector<AttachSite>& sites, pid_t tgid,
-                                    bool use_multi) {
+                                    bool use_multi, bool skip_refused) {
   if (sites.empty()) return fail("no sites to count");
   std::unique_ptr<hit_counter, SkelDeleter> skel(hit_counter__open());
   if (!skel) return fail_errno(errno, "cannot open BPF object: {}", std::strerror(errno));
@@ -38,6 +40,7 @@ Result<HitCounts> HitCounts::attach(const std::vector<AttachSite>& sites, pid_t 
   if (int err = hit_counter__load(skel.get()))
     return fail_errno(-err, "cannot load BPF program: {}", std::strerror(-err));
   HitCounts hc(std::move(skel), sites.size(), tgid);
+  hc.links_.set_skip_refused(skip_refused);
   auto r = multi ? hc.links_.attach_multi(hc.skel_->progs.count_hit_multi, sites)
                  : hc.links_.attach_each(hc.skel_->progs.count_hit, sites);
   if (!r) return tl::unexpected(r.error());

@@ -18,8 +18,9 @@ class HitCounts {
  public:
   // Loads the program sized for `sites.size()` counters; `tgid` 0 counts every process.
   // Uses uprobe_multi links when `use_multi` and the kernel has them, single links otherwise.
-  static Result<HitCounts> attach(const std::vector<AttachSite>& sites, pid_t tgid,
-                                  bool use_multi);
+  // With `skip_refused`, sites the kernel cannot probe are left out (see refused()).
+  static Result<HitCounts> attach(const std::vector<AttachSite>& sites, pid_t tgid, bool use_multi,
+                                  bool skip_refused = false);
 
   HitCounts(HitCounts&&) noexcept;
   HitCounts& operator=(HitCounts&&) noexcept;
@@ -30,6 +31,7 @@ class HitCounts {
   bool used_multi() const { return used_multi_; }
   size_t link_count() const { return links_.link_count(); }
   void detach() { links_.detach_all(); }
+  const std::vector<UprobeLinks::Refused>& refused() const { return links_.refused(); }
 
  private:
   struct SkelDeleter {

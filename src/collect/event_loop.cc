@@ -1,0 +1,164 @@
+#include "collect/event_loop.h"
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <utility>
+#include <vector>
+
+namespace uscope {
+
+namespace {
+
+sigset_t stop_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGHUP);
+  return set;
+}
+
+// How often the loop looks at the target's executable even when nothing else wakes it.
+constexpr int kExecCheckMs = 100;
+
+}  // namespace
+
+std::string describe(StopReason r) {
+  switch (r) {
+    case StopReason::Signal:
+      return "interrupted";
+    case StopReason::Duration:
+      return "duration reached";
+    case StopReason::TargetExited:
+      return "target exited";
+    case StopReason::TargetExeced:
+      return "target exec'd another program";
+    case StopReason::MaxEvents:
+      return "event limit reached";
+  }
+  return "stopped";
+}
+
+Result<EventLoop> EventLoop::create(const EventLoopOptions& opts) {
+  EventLoop loop;
+  loop.opts_ = opts;
+  sigset_t set = stop_signals();
+  // Signals arrive through a signalfd so that Ctrl-C ends the loop between two reads, never in
+  // the middle of printing, and every exit path runs the same teardown.
+  if (sigprocmask(SIG_BLOCK, &set, nullptr) != 0)
+    return fail_errno(errno, "sigprocmask: {}", std::strerror(errno));
+  loop.restore_mask_ = true;
+  loop.signal_fd_.reset(signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
+  if (!loop.signal_fd_.valid()) return fail_errno(errno, "signalfd: {}", std::strerror(errno));
+  if (opts.watch_pid > 0) {
+    int fd = static_cast<int>(syscall(SYS_pidfd_open, opts.watch_pid, 0));
+    if (fd < 0) {
+      int e = errno;
+      if (e == ESRCH) return fail("process {} exited", opts.watch_pid);
+      return fail_errno(e, "pidfd_open({}): {}", opts.watch_pid, std::strerror(e));
+    }
+    loop.pid_fd_.reset(fd);
+    if (opts.exe_dev == 0 && opts.exe_ino == 0) {
+      struct stat st {};
+      std::string exe = "/proc/" + std::to_string(opts.watch_pid) + "/exe";
+      if (stat(exe.c_str(), &st) == 0) {
+        loop.opts_.exe_dev = st.st_dev;
+        loop.opts_.exe_ino = st.st_ino;
+      }
+    }
+  }
+  return loop;
+}
+
+EventLoop::EventLoop(EventLoop&& o) noexcept
+    : opts_(o.opts_),
+      signal_fd_(std::move(o.signal_fd_)),
+      pid_fd_(std::move(o.pid_fd_)),
+      restore_mask_(std::exchange(o.restore_mask_, false)),
+      exe_armed_(o.exe_armed_),
+      child_status_(o.child_status_) {}
+
+EventLoop::~EventLoop() {
+  if (restore_mask_) {
+    sigset_t set = stop_signals();
+    sigprocmask(SIG_UNBLOCK, &set, nullptr);
+  }
+}
+
+bool EventLoop::target_execed() {
+  if (opts_.watch_pid <= 0 || (opts_.exe_dev == 0 && opts_.exe_ino == 0)) return false;
+  struct stat st {};
+  std::string exe = "/proc/" + std::to_string(opts_.watch_pid) + "/exe";
+  if (stat(exe.c_str(), &st) != 0) return false;  // gone: the pidfd reports the exit
+  bool same = st.st_dev == opts_.exe_dev && st.st_ino == opts_.exe_ino;
+  if (same) exe_armed_ = true;
+  // A launched child runs uscope's image until its exec: only a change after the expected
+  // program was seen is an exec of the target.
+  return exe_armed_ && !same;
+}
+
+void EventLoop::reap_child() {
+  if (!opts_.watch_is_child) return;
+  int status = 0;
+  if (waitpid(opts_.watch_pid, &status, WNOHANG) == opts_.watch_pid) {
+    if (WIFEXITED(status)) child_status_ = WEXITSTATUS(status);
+    if (WIFSIGNALED(status)) child_status_ = 128 + WTERMSIG(status);
+  }
+}
+
+StopReason EventLoop::run(const Callbacks& cb) {
+  using clock = std::chrono::steady_clock;
+  const auto start = clock::now();
+  auto next_interval = opts_.interval
+                           ? start + std::chrono::duration_cast<clock::duration>(*opts_.interval)
+                           : clock::time_point::max();
+  const auto deadline = opts_.duration
+                            ? start + std::chrono::duration_cast<clock::duration>(*opts_.duration)
+                            : clock::time_point::max();
+  exe_armed_ = !opts_.watch_is_child;
+  for (;;) {
+    std::vector<pollfd> fds{{signal_fd_.get(), POLLIN, 0}};
+    if (pid_fd_.valid()) fds.push_back({pid_fd_.get(), POLLIN, 0});
+    if (cb.data_fd >= 0) fds.push_back({cb.data_fd, POLLIN, 0});
+    auto now = clock::now();
+    auto wake = std::min(deadline, next_interval);
+    int timeout = kExecCheckMs;
+    if (wake != clock::time_point::max()) {
+      auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(wake - now).count();
+      timeout = static_cast<int>(std::clamp<long long>(ms, 0, kExecCheckMs));
+    }
+    int n = poll(fds.data(), fds.size(), timeout);
+    if (n < 0 && errno != EINTR) return StopReason::Signal;
+    if (cb.drain) cb.drain();
+    if (cb.done && cb.done()) return StopReason::MaxEvents;
+    for (const auto& p : fds) {
+      if (!(p.revents & POLLIN)) continue;
+      if (p.fd == signal_fd_.get()) {
+        signalfd_siginfo si;
+        if (read(signal_fd_.get(), &si, sizeof(si)) > 0) return StopReason::Signal;
+      }
+      if (p.fd == pid_fd_.get()) {
+        if (cb.drain) cb.drain();  // events written just before the exit
+        reap_child();
+        return StopReason::TargetExited;
+      }
+    }
+    if (target_execed()) return StopReason::TargetExeced;
+    now = clock::now();
+    if (now >= deadline) return StopReason::Duration;
+    if (now >= next_interval) {
+      if (cb.interval) cb.interval();
+      next_interval += std::chrono::duration_cast<clock::duration>(*opts_.interval);
+    }
+  }
+}
+
+}  // namespace uscope

@@ -1,0 +1,62 @@
+#pragma once
+// The loop every tracing session runs: wakes on ring-buffer data, SIGINT/SIGTERM, the target's
+// exit (pidfd) or exec (its /proc/PID/exe changes), the -d deadline and the -i interval.
+#include <sys/types.h>
+
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "util/result.h"
+#include "util/unique_fd.h"
+
+namespace uscope {
+
+enum class StopReason { Signal, Duration, TargetExited, TargetExeced, MaxEvents };
+std::string describe(StopReason r);
+
+struct EventLoopOptions {
+  pid_t watch_pid = 0;          // 0: no target to watch
+  bool watch_is_child = false;  // reap it with waitpid and keep its exit status
+  // (dev, inode) the target's executable must have; 0 = take it from /proc/PID/exe at start.
+  // A launched command still runs uscope's image until it execs, so it passes the command's.
+  dev_t exe_dev = 0;
+  ino_t exe_ino = 0;
+  std::optional<std::chrono::duration<double>> duration;
+  std::optional<std::chrono::duration<double>> interval;
+};
+
+class EventLoop {
+ public:
+  static Result<EventLoop> create(const EventLoopOptions& opts);
+  // Moves hand over the duty to unblock the stop signals, so only the last owner does it.
+  EventLoop(EventLoop&& o) noexcept;
+  EventLoop& operator=(EventLoop&&) = delete;
+  ~EventLoop();
+
+  struct Callbacks {
+    int data_fd = -1;                // epoll fd of the ring buffer, -1 if none
+    std::function<void()> drain;     // read what is ready
+    std::function<void()> interval;  // every -i
+    std::function<bool()> done;      // e.g. -M reached
+  };
+  StopReason run(const Callbacks& cb);
+
+  // Exit status of a watched child that exited (128+N for signal N), if known.
+  std::optional<int> child_status() const { return child_status_; }
+
+ private:
+  EventLoop() = default;
+  bool target_execed();
+  void reap_child();
+
+  EventLoopOptions opts_;
+  UniqueFd signal_fd_;
+  UniqueFd pid_fd_;
+  bool restore_mask_ = false;
+  bool exe_armed_ = false;
+  std::optional<int> child_status_;
+};
+
+}  // namespace uscope

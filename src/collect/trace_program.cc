@@ -1,0 +1,135 @@
+#include "collect/trace_program.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "attach/bpf_features.h"
+#include "attach/uprobe_multi.h"
+#include "trace.skel.h"
+
+namespace uscope {
+
+void TraceProgram::SkelDeleter::operator()(::trace* s) const {
+  trace__destroy(s);
+}
+void TraceProgram::RingDeleter::operator()(ring_buffer* r) const {
+  ring_buffer__free(r);
+}
+
+TraceProgram::TraceProgram(std::unique_ptr<::trace, SkelDeleter> skel, size_t recipes, pid_t tgid,
+                           bool multi)
+    : skel_(std::move(skel)), n_recipes_(recipes), multi_(multi), links_(tgid > 0 ? tgid : -1) {}
+TraceProgram::TraceProgram(TraceProgram&&) noexcept = default;
+TraceProgram& TraceProgram::operator=(TraceProgram&&) noexcept = default;
+// Members are destroyed in reverse order: ring buffer, links, then the programs and maps.
+TraceProgram::~TraceProgram() = default;
+
+Result<TraceProgram> TraceProgram::load(std::span<const uscope_recipe> recipes, pid_t tgid,
+                                        bool use_multi) {
+  if (recipes.empty()) return fail("nothing to trace");
+  std::unique_ptr<::trace, SkelDeleter> skel(trace__open());
+  if (!skel) return fail_errno(errno, "cannot open the BPF object: {}", std::strerror(errno));
+  skel->rodata->target_tgid = tgid > 0 ? static_cast<uint32_t>(tgid) : 0;
+  auto n = static_cast<uint32_t>(recipes.size());
+  bpf_map__set_max_entries(skel->maps.recipes, n);
+  bpf_map__set_max_entries(skel->maps.counters, n * TRACE_NUM_COUNTERS);
+  bpf_map__set_max_entries(skel->maps.latency, n * TRACE_HIST_BUCKETS);
+  bool multi = use_multi && probe_bpf_features().uprobe_multi;
+  if (multi)
+    bpf_program__set_expected_attach_type(skel->progs.trace_multi,
+                                          static_cast<bpf_attach_type>(kBpfTraceUprobeMulti));
+  else
+    bpf_program__set_autoload(skel->progs.trace_multi, false);
+  if (int err = trace__load(skel.get()))
+    return fail_errno(-err, "the kernel refused uscope's BPF program: {}", std::strerror(-err));
+  int fd = bpf_map__fd(skel->maps.recipes);
+  for (uint32_t i = 0; i < n; ++i)
+    if (bpf_map_update_elem(fd, &i, &recipes[i], BPF_ANY))
+      return fail_errno(errno, "cannot store recipe {}: {}", i, std::strerror(errno));
+  return TraceProgram(std::move(skel), recipes.size(), tgid, multi);
+}
+
+Result<void> TraceProgram::attach(const std::vector<AttachSite>& sites, bool skip_refused) {
+  links_.set_skip_refused(skip_refused);
+  return multi_ ? links_.attach_multi(skel_->progs.trace_multi, sites)
+                : links_.attach_each(skel_->progs.trace_single, sites);
+}
+
+int TraceProgram::on_sample(void* ctx, void* data, size_t size) {
+  if (size < sizeof(uscope_event)) return 0;
+  uscope_event ev;
+  std::memcpy(&ev, data, sizeof(ev));
+  size_t len = std::min<size_t>(ev.data_len, size - sizeof(ev));
+  (*static_cast<EventHandler*>(ctx))(
+      ev, std::span<const uint8_t>(static_cast<const uint8_t*>(data) + sizeof(ev), len));
+  return 0;
+}
+
+Result<void> TraceProgram::open_events(EventHandler on_event) {
+  handler_ = std::make_unique<EventHandler>(std::move(on_event));
+  ring_.reset(ring_buffer__new(bpf_map__fd(skel_->maps.events), &TraceProgram::on_sample,
+                               handler_.get(), nullptr));
+  if (!ring_) return fail_errno(errno, "cannot open the ring buffer: {}", std::strerror(errno));
+  return {};
+}
+
+int TraceProgram::events_epoll_fd() const {
+  return ring_ ? ring_buffer__epoll_fd(ring_.get()) : -1;
+}
+
+Result<int> TraceProgram::consume() {
+  if (!ring_) return 0;
+  int n = ring_buffer__consume(ring_.get());
+  if (n < 0) return fail_errno(-n, "reading the ring buffer: {}", std::strerror(-n));
+  return n;
+}
+
+Result<std::vector<RecipeCounters>> TraceProgram::counters() const {
+  int ncpu = libbpf_num_possible_cpus();
+  std::vector<uint64_t> per_cpu(static_cast<size_t>(std::max(ncpu, 1)));
+  std::vector<RecipeCounters> out(n_recipes_);
+  int fd = bpf_map__fd(skel_->maps.counters);
+  for (uint32_t r = 0; r < n_recipes_; ++r) {
+    uint64_t v[TRACE_NUM_COUNTERS] = {};
+    for (uint32_t c = 0; c < TRACE_NUM_COUNTERS; ++c) {
+      uint32_t key = r * TRACE_NUM_COUNTERS + c;
+      if (bpf_map_lookup_elem(fd, &key, per_cpu.data()))
+        return fail_errno(errno, "cannot read counters: {}", std::strerror(errno));
+      for (uint64_t x : per_cpu) v[c] += x;
+    }
+    out[r] = {
+        v[TC_HITS],     v[TC_EMITTED],           v[TC_LOST],   v[TC_FILTERED], v[TC_READ_ERRORS],
+        v[TC_NO_ENTRY], v[TC_ENTRY_SAVE_FAILED], v[TC_MATCHED]};
+  }
+  return out;
+}
+
+Result<std::vector<uint64_t>> TraceProgram::histogram(uint32_t recipe) const {
+  int ncpu = libbpf_num_possible_cpus();
+  std::vector<uint64_t> per_cpu(static_cast<size_t>(std::max(ncpu, 1)));
+  std::vector<uint64_t> out(TRACE_HIST_BUCKETS);
+  int fd = bpf_map__fd(skel_->maps.latency);
+  for (uint32_t b = 0; b < TRACE_HIST_BUCKETS; ++b) {
+    uint32_t key = recipe * TRACE_HIST_BUCKETS + b;
+    if (bpf_map_lookup_elem(fd, &key, per_cpu.data()))
+      return fail_errno(errno, "cannot read histogram: {}", std::strerror(errno));
+    for (uint64_t x : per_cpu) out[b] += x;
+  }
+  return out;
+}
+
+Result<std::vector<uint64_t>> TraceProgram::user_stack(int32_t stack_id) const {
+  if (stack_id < 0) return fail("no stack captured (stack id {})", stack_id);
+  std::vector<uint64_t> ips(127);
+  if (bpf_map_lookup_elem(bpf_map__fd(skel_->maps.stacks), &stack_id, ips.data()))
+    return fail_errno(errno, "stack {} not found: {}", stack_id, std::strerror(errno));
+  size_t n = 0;
+  while (n < ips.size() && ips[n]) ++n;
+  ips.resize(n);
+  return ips;
+}
+
+}  // namespace uscope

@@ -1,0 +1,137 @@
+#include "discover/launched_command.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <wordexp.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <thread>
+#include <utility>
+
+namespace uscope {
+
+namespace {
+
+Result<std::string> find_executable(const std::string& name) {
+  auto usable = [](const std::string& p) {
+    struct stat st {};
+    return stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && access(p.c_str(), X_OK) == 0;
+  };
+  if (name.find('/') != std::string::npos) {
+    if (!usable(name)) return fail("cannot run '{}': not an executable file", name);
+    char buf[PATH_MAX];
+    return std::string(realpath(name.c_str(), buf) ? buf : name.c_str());
+  }
+  const char* path = getenv("PATH");
+  std::string dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
+  size_t start = 0;
+  while (start <= dirs.size()) {
+    size_t end = dirs.find(':', start);
+    if (end == std::string::npos) end = dirs.size();
+    std::string candidate = dirs.substr(start, end - start) + "/" + name;
+    if (usable(candidate)) {
+      char buf[PATH_MAX];
+      return std::string(realpath(candidate.c_str(), buf) ? buf : candidate.c_str());
+    }
+    start = end + 1;
+  }
+  return fail("cannot run '{}': not found on PATH", name);
+}
+
+}  // namespace
+
+LaunchedCommand::LaunchedCommand(LaunchedCommand&& o) noexcept
+    : pid_(std::exchange(o.pid_, -1)),
+      go_fd_(std::exchange(o.go_fd_, -1)),
+      exec_fd_(std::exchange(o.exec_fd_, -1)),
+      reaped_(o.reaped_),
+      executable_(std::move(o.executable_)) {}
+
+LaunchedCommand& LaunchedCommand::operator=(LaunchedCommand&& o) noexcept {
+  if (this != &o) {
+    this->~LaunchedCommand();
+    new (this) LaunchedCommand(std::move(o));
+  }
+  return *this;
+}
+
+LaunchedCommand::~LaunchedCommand() {
+  terminate();
+  if (go_fd_ >= 0) close(go_fd_);
+  if (exec_fd_ >= 0) close(exec_fd_);
+}
+
+Result<LaunchedCommand> LaunchedCommand::prepare(const std::string& command_line) {
+  wordexp_t words{};
+  int rc = wordexp(command_line.c_str(), &words, WRDE_NOCMD | WRDE_UNDEF);
+  if (rc != 0 || words.we_wordc == 0) {
+    if (rc == 0) wordfree(&words);
+    return fail("cannot parse command '{}': use plain words and quotes, no $(...)", command_line);
+  }
+  std::vector<std::string> argv(words.we_wordv, words.we_wordv + words.we_wordc);
+  wordfree(&words);
+  auto exe = find_executable(argv[0]);
+  if (!exe) return tl::unexpected(exe.error());
+
+  int go[2], exec_status[2];
+  if (pipe2(go, O_CLOEXEC) != 0 || pipe2(exec_status, O_CLOEXEC) != 0)
+    return fail_errno(errno, "pipe: {}", std::strerror(errno));
+  pid_t pid = fork();
+  if (pid < 0) return fail_errno(errno, "fork: {}", std::strerror(errno));
+  if (pid == 0) {
+    close(go[1]);
+    close(exec_status[0]);
+    char byte;
+    if (read(go[0], &byte, 1) != 1) _exit(127);  // uscope gave up before releasing us
+    std::vector<char*> cargv;
+    for (auto& a : argv) cargv.push_back(a.data());
+    cargv.push_back(nullptr);
+    execv(exe->c_str(), cargv.data());
+    int e = errno;
+    (void)!write(exec_status[1], &e, sizeof(e));
+    _exit(127);
+  }
+  close(go[0]);
+  close(exec_status[1]);
+  LaunchedCommand c;
+  c.pid_ = pid;
+  c.go_fd_ = go[1];
+  c.exec_fd_ = exec_status[0];
+  c.executable_ = *exe;
+  return c;
+}
+
+Result<void> LaunchedCommand::release() {
+  char byte = 'g';
+  if (write(go_fd_, &byte, 1) != 1) return fail_errno(errno, "cannot start the command");
+  close(go_fd_);
+  go_fd_ = -1;
+  int e = 0;
+  ssize_t n = read(exec_fd_, &e, sizeof(e));
+  close(exec_fd_);
+  exec_fd_ = -1;
+  if (n == sizeof(e)) return fail_errno(e, "cannot exec {}: {}", executable_, std::strerror(e));
+  return {};
+}
+
+void LaunchedCommand::terminate() {
+  if (pid_ <= 0 || reaped_) return;
+  kill(pid_, SIGTERM);
+  for (int i = 0; i < 50; ++i) {
+    if (waitpid(pid_, nullptr, WNOHANG) == pid_) {
+      reaped_ = true;
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  kill(pid_, SIGKILL);
+  waitpid(pid_, nullptr, 0);
+  reaped_ = true;
+}
+
+}  // namespace uscope

@@ -1,0 +1,40 @@
+#pragma once
+// `-c 'CMD ARGS'`: uscope starts the command itself, held just before its exec until the probes
+// are attached, so that even the first instruction of main (and every USDT semaphore the kernel
+// raises at mmap time) is covered.
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "util/result.h"
+
+namespace uscope {
+
+class LaunchedCommand {
+ public:
+  // Splits `command_line` like a shell would (quotes, no expansion of $(...)), finds the program
+  // on PATH, and forks a child that waits for release() before exec'ing it.
+  static Result<LaunchedCommand> prepare(const std::string& command_line);
+  LaunchedCommand(LaunchedCommand&&) noexcept;
+  LaunchedCommand& operator=(LaunchedCommand&&) noexcept;
+  ~LaunchedCommand();  // kills and reaps a child still running
+
+  pid_t pid() const { return pid_; }
+  const std::string& executable() const { return executable_; }  // absolute path
+  // Lets the child exec. Fails if the exec failed (the error names the program).
+  Result<void> release();
+  // Ends a child that is still running (SIGTERM, then SIGKILL after a grace period) and reaps it.
+  void terminate();
+  void mark_reaped() { reaped_ = true; }
+
+ private:
+  LaunchedCommand() = default;
+  pid_t pid_ = -1;
+  int go_fd_ = -1;    // write end: one byte releases the child
+  int exec_fd_ = -1;  // read end, CLOEXEC in the child: EOF = exec succeeded, data = errno
+  bool reaped_ = false;
+  std::string executable_;
+};
+
+}  // namespace uscope
