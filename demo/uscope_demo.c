@@ -1,6 +1,7 @@
 // A small "order service" to try uscope on: named functions with arguments worth seeing, and USDT
 // probes (one guarded by a semaphore, so it costs nothing until a tracer attaches).
 #define _GNU_SOURCE
+#define _SDT_HAS_SEMAPHORES 1
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,7 +9,10 @@
 #include <time.h>
 #include <unistd.h>
 
-// Semaphore for demo:order__done: the kernel raises it while a uprobe with a ref_ctr is attached.
+// USDT semaphores (dtrace -G style): the kernel raises one while a uprobe with a ref_ctr is
+// attached to its probe. order__done checks its own to skip work nobody watches.
+__extension__ unsigned short demo_order__start_semaphore __attribute__((unused))
+__attribute__((section(".probes")));
 __extension__ unsigned short demo_order__done_semaphore __attribute__((unused))
 __attribute__((section(".probes")));
 

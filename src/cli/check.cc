@@ -71,8 +71,9 @@ int run_check() {
 }  // namespace
 
 void add_check_command(CLI::App& app, Run& run) {
-  auto* cmd = app.add_subcommand("check", "Show what this machine lets uscope do and prove it "
-                                          "with a real uprobe attach");
+  auto* cmd = app.add_subcommand("check",
+                                 "Show what this machine lets uscope do and prove it "
+                                 "with a real uprobe attach");
   cmd->callback([&run] { run = run_check; });
 }
 

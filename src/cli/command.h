@@ -16,6 +16,9 @@ inline constexpr int kExitUsage = 2;    // the command line was wrong
 
 void add_list_command(CLI::App& app, Run& run);
 void add_check_command(CLI::App& app, Run& run);
+void add_trace_command(CLI::App& app, Run& run);
+void add_count_command(CLI::App& app, Run& run);
+void add_latency_command(CLI::App& app, Run& run);
 
 // Prints "uscope: <message>" to stderr and returns `code`.
 int report_error(const std::string& message, int code = kExitFailure);

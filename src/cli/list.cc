@@ -92,8 +92,11 @@ int run_list(const ListOptions& o) {
       }
       return report_error(elf.error().message);
     }
-    ListedObject listed{obj.display_path, elf->is_pie(), elf->is_shared_library(),
-                        elf->build_id(), {}, {}};
+    ListedObject listed;
+    listed.path = obj.display_path;
+    listed.pie = elf->is_pie();
+    listed.shared_library = elf->is_shared_library();
+    listed.build_id = elf->build_id();
     if (want_functions) {
       auto syms = SymbolTable::load(*elf);
       if (!syms) return report_error(syms.error().message);
@@ -123,10 +126,11 @@ int run_list(const ListOptions& o) {
     printer.print(listed);
   }
   if (matched == 0) {
-    std::string what = usdt_only_pattern ? "USDT probe" : want_usdt ? "function or USDT probe"
-                                                                    : "function";
-    std::string where = objects.size() == 1 ? objects[0].display_path
-                                            : fmt::format("process {}", o.pid);
+    std::string what = usdt_only_pattern ? "USDT probe"
+                       : want_usdt       ? "function or USDT probe"
+                                         : "function";
+    std::string where =
+        objects.size() == 1 ? objects[0].display_path : fmt::format("process {}", o.pid);
     if (pattern.empty()) return report_error(fmt::format("{} has no {}s", where, what));
     std::sort(all_names.begin(), all_names.end());
     all_names.erase(std::unique(all_names.begin(), all_names.end()), all_names.end());

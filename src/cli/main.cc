@@ -1,4 +1,5 @@
 #include <fmt/core.h>
+#include <signal.h>
 
 #include <CLI/CLI.hpp>
 #include <exception>
@@ -16,12 +17,17 @@ int report_error(const std::string& message, int code) {
 
 int main(int argc, char** argv) {
   using namespace uscope::cli;
+  // A closed stdout (`| head`) becomes a write error that unwinds and detaches, not a silent kill.
+  signal(SIGPIPE, SIG_IGN);
   CLI::App app{"uscope: instrument and profile user-space programs with eBPF"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "uscope 0.1");
   Run run;
   add_list_command(app, run);
   add_check_command(app, run);
+  add_trace_command(app, run);
+  add_count_command(app, run);
+  add_latency_command(app, run);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -11,31 +11,44 @@ namespace {
 
 const char* binding_name(SymbolBinding b) {
   switch (b) {
-    case SymbolBinding::Local: return "local";
-    case SymbolBinding::Global: return "global";
-    case SymbolBinding::Weak: return "weak";
-    case SymbolBinding::Unique: return "unique";
+    case SymbolBinding::Local:
+      return "local";
+    case SymbolBinding::Global:
+      return "global";
+    case SymbolBinding::Weak:
+      return "weak";
+    case SymbolBinding::Unique:
+      return "unique";
   }
   return "?";
 }
 
 const char* source_name(SymbolSource s) {
   switch (s) {
-    case SymbolSource::Symtab: return "symtab";
-    case SymbolSource::Dynsym: return "dynsym";
-    case SymbolSource::MiniDebugInfo: return "minidebuginfo";
-    case SymbolSource::DebugFile: return "debugfile";
+    case SymbolSource::Symtab:
+      return "symtab";
+    case SymbolSource::Dynsym:
+      return "dynsym";
+    case SymbolSource::MiniDebugInfo:
+      return "minidebuginfo";
+    case SymbolSource::DebugFile:
+      return "debugfile";
   }
   return "?";
 }
 
 const char* arg_kind_name(UsdtArg::Kind k) {
   switch (k) {
-    case UsdtArg::Kind::Constant: return "constant";
-    case UsdtArg::Kind::Register: return "register";
-    case UsdtArg::Kind::Memory: return "memory";
-    case UsdtArg::Kind::Indexed: return "indexed";
-    case UsdtArg::Kind::Absolute: return "absolute";
+    case UsdtArg::Kind::Constant:
+      return "constant";
+    case UsdtArg::Kind::Register:
+      return "register";
+    case UsdtArg::Kind::Memory:
+      return "memory";
+    case UsdtArg::Kind::Indexed:
+      return "indexed";
+    case UsdtArg::Kind::Absolute:
+      return "absolute";
   }
   return "?";
 }
@@ -55,8 +68,10 @@ std::string object_kind(const ListedObject& o) {
 std::string describe_usdt_arg(const UsdtArg& a) {
   std::string type = fmt::format("{}{}", a.is_signed ? 's' : 'u', a.size * 8);
   switch (a.kind) {
-    case UsdtArg::Kind::Constant: return fmt::format("{} ${}", type, a.constant);
-    case UsdtArg::Kind::Register: return fmt::format("{} {}", type, a.base_reg);
+    case UsdtArg::Kind::Constant:
+      return fmt::format("{} ${}", type, a.constant);
+    case UsdtArg::Kind::Register:
+      return fmt::format("{} {}", type, a.base_reg);
     case UsdtArg::Kind::Memory:
       return fmt::format("{} *({}{})", type, a.base_reg, signed_hex(a.offset));
     case UsdtArg::Kind::Indexed:
@@ -70,10 +85,8 @@ std::string describe_usdt_arg(const UsdtArg& a) {
 }
 
 nlohmann::json usdt_arg_json(const UsdtArg& a) {
-  nlohmann::json j = {{"spec", a.text},
-                      {"size", a.size},
-                      {"signed", a.is_signed},
-                      {"type", arg_kind_name(a.kind)}};
+  nlohmann::json j = {
+      {"spec", a.text}, {"size", a.size}, {"signed", a.is_signed}, {"type", arg_kind_name(a.kind)}};
   if (a.kind == UsdtArg::Kind::Constant) j["constant"] = a.constant;
   if (!a.base_reg.empty()) j["base"] = a.base_reg;
   if (!a.index_reg.empty()) {
@@ -95,9 +108,14 @@ void ListPrinter::print(const ListedObject& o) {
 
 void ListPrinter::print_json(const ListedObject& o) {
   for (const auto* f : o.functions) {
-    nlohmann::json j = {{"kind", "function"}, {"object", o.path},   {"name", f->demangled},
-                        {"mangled", f->name}, {"address", f->addr}, {"offset", f->offset},
-                        {"size", f->size},    {"binding", binding_name(f->binding)},
+    nlohmann::json j = {{"kind", "function"},
+                        {"object", o.path},
+                        {"name", f->demangled},
+                        {"mangled", f->name},
+                        {"address", f->addr},
+                        {"offset", f->offset},
+                        {"size", f->size},
+                        {"binding", binding_name(f->binding)},
                         {"source", source_name(f->source)}};
     fmt::print(out_, "{}\n", j.dump());
   }
@@ -106,18 +124,21 @@ void ListPrinter::print_json(const ListedObject& o) {
     for (const auto& l : p.locations) {
       nlohmann::json args = nlohmann::json::array();
       for (const auto& a : l.args) args.push_back(usdt_arg_json(a));
-      nlohmann::json lj = {{"address", l.addr},
-                           {"offset", l.offset},
-                           {"semaphore", l.semaphore ? nlohmann::json(l.semaphore) : nullptr},
-                           {"semaphore_offset",
-                            l.semaphore ? nlohmann::json(l.semaphore_offset) : nullptr},
-                           {"args_spec", l.args_text},
-                           {"args", args}};
+      nlohmann::json lj = {
+          {"address", l.addr},
+          {"offset", l.offset},
+          {"semaphore", l.semaphore ? nlohmann::json(l.semaphore) : nullptr},
+          {"semaphore_offset", l.semaphore ? nlohmann::json(l.semaphore_offset) : nullptr},
+          {"args_spec", l.args_text},
+          {"args", args}};
       if (l.args_error) lj["args_error"] = l.args_error->message;
       locs.push_back(std::move(lj));
     }
-    nlohmann::json j = {{"kind", "usdt"},         {"object", o.path}, {"provider", p.provider},
-                        {"name", p.name}, {"locations", locs}};
+    nlohmann::json j = {{"kind", "usdt"},
+                        {"object", o.path},
+                        {"provider", p.provider},
+                        {"name", p.name},
+                        {"locations", locs}};
     fmt::print(out_, "{}\n", j.dump());
   }
 }

@@ -1,0 +1,110 @@
+// `uscope count`: call counts for every function (or USDT probe) matching globs, counted in the
+// kernel per site (hit_counter.bpf.c), attached through uprobe_multi links in one go.
+#include <fmt/core.h>
+
+#include <chrono>
+#include <memory>
+
+#include "cli/command.h"
+#include "cli/session.h"
+#include "collect/hit_counts.h"
+#include "sink/aggregate_output.h"
+
+namespace uscope::cli {
+
+namespace {
+
+struct CountOptions {
+  SessionOptions session;
+  std::vector<std::string> patterns;
+  bool no_move = false;
+};
+
+int run_count(const CountOptions& o) {
+  std::vector<ProbeSpec> patterns;
+  for (const auto& text : o.patterns) {
+    auto p = parse_probe_pattern(text);
+    if (!p) return report_error(p.error().message, kExitUsage);
+    patterns.push_back(std::move(*p));
+  }
+  if (auto r = check_session_capabilities(o.session); !r) return report_error(r.error().message);
+  auto target = open_session_target(o.session);
+  if (!target) return report_error(target.error().message);
+  // Before attaching: from here on Ctrl-C and SIGTERM wait for the loop, which detaches.
+  auto loop = make_event_loop(o.session, **target);
+  if (!loop) return report_error(loop.error().message);
+  ObjectCache cache((*target)->context);
+  auto matched = match_patterns(cache, patterns);
+  if (!matched) return report_error(matched.error().message);
+
+  std::vector<AttachSite> sites;
+  std::vector<const MatchedSite*> site_of;
+  std::vector<PlannedSite> shown;
+  size_t unprobeable = 0;
+  for (const auto& m : *matched) {
+    auto place = place_site(m, ProbeKind::Entry, {}, false, !o.no_move);
+    if (place.cost.cost == SiteCost::Unprobeable) {
+      ++unprobeable;
+      continue;
+    }
+    AttachSite a{m.object->ref.open_path, place.offset, m.ref_ctr_offset, sites.size(), false};
+    if (o.session.verbose) shown.push_back({a, 0, m.object->ref.display_path, m.label, place});
+    sites.push_back(std::move(a));
+    site_of.push_back(&m);
+  }
+  if (o.session.verbose) print_sites(shown);
+  if (sites.empty()) return report_error("no probeable site among the matches");
+
+  auto t0 = std::chrono::steady_clock::now();
+  auto counts = HitCounts::attach(sites, (*target)->watch_pid(), !o.session.no_multi, true);
+  if (!counts) return report_error(counts.error().message);
+  auto attach_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0);
+  for (const auto& r : counts->refused()) {
+    if (o.session.verbose)
+      fmt::print(stderr, "uscope: {} not counted: {}\n", site_of[r.site.cookie]->label,
+                 r.error.message);
+    ++unprobeable;
+  }
+  fmt::print(stderr,
+             "uscope: counting {} sites{} (attached in {:.1f} ms through {} {}); Ctrl-C "
+             "to stop\n",
+             sites.size() - counts->refused().size(),
+             unprobeable ? fmt::format(", {} unprobeable skipped", unprobeable) : "",
+             attach_ms.count(), counts->link_count(),
+             counts->used_multi() ? "uprobe_multi links" : "links");
+
+  if ((*target)->command)
+    if (auto r = (*target)->command->release(); !r) return report_error(r.error().message);
+
+  auto print = [&] {
+    auto values = counts->read();
+    if (!values) return;
+    std::vector<CountRow> rows;
+    for (size_t i = 0; i < site_of.size(); ++i)
+      rows.push_back({site_of[i]->label, site_of[i]->object->ref.display_path, (*values)[i]});
+    print_counts(std::move(rows), o.session.json);
+  };
+  EventLoop::Callbacks cb;
+  cb.interval = print;
+  StopReason why = loop->run(cb);
+  print();
+  counts->detach();
+  if (loop->child_status() && (*target)->command) (*target)->command->mark_reaped();
+  if (!o.session.json) fmt::print(stderr, "uscope: {}\n", describe(why));
+  return kExitOk;
+}
+
+}  // namespace
+
+void add_count_command(CLI::App& app, Run& run) {
+  auto opts = std::make_shared<CountOptions>();
+  auto* cmd = app.add_subcommand("count", "Count calls of every function matching globs");
+  cmd->add_option("pattern", opts->patterns,
+                  "'[target:]glob' over function names, or 'u:target:provider:glob' for USDT")
+      ->required();
+  add_session_options(cmd, opts->session, true, false);
+  cmd->add_flag("--no-move", opts->no_move, "Always probe each function's first instruction");
+  cmd->callback([&run, opts] { run = [opts] { return run_count(*opts); }; });
+}
+
+}  // namespace uscope::cli

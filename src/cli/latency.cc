@@ -1,0 +1,118 @@
+// `uscope latency`: log2 histograms of how long functions take, per function, measured in the
+// kernel between an entry probe and a return probe matched by (thread, entry stack pointer), so
+// recursion and tail calls pair correctly; unmatched entries are reported, not hidden.
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <memory>
+
+#include "cli/command.h"
+#include "cli/session.h"
+#include "collect/trace_program.h"
+#include "sink/aggregate_output.h"
+
+namespace uscope::cli {
+
+namespace {
+
+struct LatencyOptions {
+  SessionOptions session;
+  std::vector<std::string> patterns;
+  bool no_move = false;
+};
+
+int run_latency(const LatencyOptions& o) {
+  std::vector<ProbeSpec> patterns;
+  for (const auto& text : o.patterns) {
+    auto p = parse_probe_pattern(text);
+    if (!p) return report_error(p.error().message, kExitUsage);
+    if (p->kind == ProbeKind::Usdt)
+      return report_error("latency measures functions; '" + text + "' is a USDT probe", kExitUsage);
+    p->kind = ProbeKind::Return;  // return probes need what entry+return tracing needs
+    patterns.push_back(std::move(*p));
+  }
+  if (auto r = check_session_capabilities(o.session); !r) return report_error(r.error().message);
+  auto target = open_session_target(o.session);
+  if (!target) return report_error(target.error().message);
+  // Before attaching: from here on Ctrl-C and SIGTERM wait for the loop, which detaches.
+  auto loop = make_event_loop(o.session, **target);
+  if (!loop) return report_error(loop.error().message);
+  ObjectCache cache((*target)->context);
+  auto matched = match_patterns(cache, patterns);
+  if (!matched) return report_error(matched.error().message);
+
+  // Per function: recipe 2k is the entry half, 2k+1 the return half.
+  std::vector<uscope_recipe> recipes;
+  std::vector<AttachSite> sites;
+  std::vector<PlannedSite> shown;
+  for (uint32_t k = 0; k < matched->size(); ++k) {
+    const auto& m = (*matched)[k];
+    auto entry = place_site(m, ProbeKind::Entry, {}, false, !o.no_move);
+    auto ret = place_site(m, ProbeKind::Return, {}, false, false);
+    const std::string& path = m.object->ref.open_path;
+    recipes.push_back(latency_entry_recipe(k, entry.sp_delta));
+    sites.push_back({path, entry.offset, 0, recipes.size() - 1, false});
+    recipes.push_back(latency_return_recipe(k));
+    sites.push_back({path, ret.offset, 0, recipes.size() - 1, true});
+    if (o.session.verbose) {
+      shown.push_back({sites[sites.size() - 2], k, m.object->ref.display_path, m.label, entry});
+      shown.push_back({sites.back(), k, m.object->ref.display_path, m.label, ret});
+    }
+  }
+  if (o.session.verbose) print_sites(shown);
+  auto program = TraceProgram::load(recipes, (*target)->watch_pid(), !o.session.no_multi);
+  if (!program) return report_error(program.error().message);
+  if (auto r = program->attach(sites, true); !r) return report_error(r.error().message);
+  // A function with either half refused cannot be timed: leave it out and say so.
+  std::vector<bool> refused(matched->size());
+  for (const auto& r : program->refused()) {
+    refused[r.site.cookie / 2] = true;
+    fmt::print(stderr, "uscope: {} not timed: {}\n", (*matched)[r.site.cookie / 2].label,
+               r.error.message);
+  }
+  fmt::print(stderr, "uscope: timing {} functions; Ctrl-C to stop\n",
+             std::count(refused.begin(), refused.end(), false));
+
+  if ((*target)->command)
+    if (auto r = (*target)->command->release(); !r) return report_error(r.error().message);
+
+  auto print = [&] {
+    auto counters = program->counters();
+    if (!counters) return;
+    for (uint32_t k = 0; k < matched->size(); ++k) {
+      const auto& m = (*matched)[k];
+      const auto& entry = (*counters)[2 * k];
+      const auto& ret = (*counters)[2 * k + 1];
+      if (refused[k] || (entry.hits == 0 && ret.hits == 0)) continue;
+      auto hist = program->histogram(2 * k + 1);
+      LatencyRow row{m.label,
+                     m.object->ref.display_path,
+                     hist ? *hist : std::vector<uint64_t>{},
+                     entry.hits,
+                     ret.matched,
+                     ret.no_entry};
+      print_latency(row, o.session.json);
+    }
+  };
+  EventLoop::Callbacks cb;
+  cb.interval = print;
+  StopReason why = loop->run(cb);
+  program->detach();
+  print();
+  if (loop->child_status() && (*target)->command) (*target)->command->mark_reaped();
+  if (!o.session.json) fmt::print(stderr, "uscope: {}\n", describe(why));
+  return kExitOk;
+}
+
+}  // namespace
+
+void add_latency_command(CLI::App& app, Run& run) {
+  auto opts = std::make_shared<LatencyOptions>();
+  auto* cmd = app.add_subcommand("latency", "Log2 latency histograms of functions matching globs");
+  cmd->add_option("pattern", opts->patterns, "'[target:]glob' over function names")->required();
+  add_session_options(cmd, opts->session, true, false);
+  cmd->add_flag("--no-move", opts->no_move, "Always probe each function's first instruction");
+  cmd->callback([&run, opts] { run = [opts] { return run_latency(*opts); }; });
+}
+
+}  // namespace uscope::cli

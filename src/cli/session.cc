@@ -1,0 +1,81 @@
+#include "cli/session.h"
+
+#include <fmt/core.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "attach/bpf_features.h"
+
+namespace uscope::cli {
+
+void add_session_options(CLI::App* cmd, SessionOptions& o, bool with_interval,
+                         bool with_max_events) {
+  cmd->add_option("-p,--pid", o.pid, "Trace only process PID");
+  cmd->add_option("-c,--command", o.command,
+                  "Start CMD (quoted, with its arguments), trace it from its first instruction, "
+                  "stop when it exits");
+  cmd->add_option("-d,--duration", o.duration_s, "Stop after SECONDS")->check(CLI::PositiveNumber);
+  if (with_interval)
+    cmd->add_option("-i,--interval", o.interval_s, "Print the summary every SECONDS")
+        ->check(CLI::PositiveNumber);
+  if (with_max_events) cmd->add_option("-M,--max-events", o.max_events, "Stop after N events");
+  cmd->add_flag("--json", o.json, "JSON Lines output");
+  cmd->add_flag("-v,--verbose", o.verbose, "Show every attach site and what it costs per hit");
+  cmd->add_flag("--no-multi", o.no_multi, "Attach one link per site, not uprobe_multi links");
+}
+
+Result<void> check_session_capabilities(const SessionOptions& o) {
+  bool other_user = false;
+  if (o.pid > 0) {
+    struct stat st {};
+    if (stat(fmt::format("/proc/{}", o.pid).c_str(), &st) == 0) other_user = st.st_uid != geteuid();
+  }
+  return require_tracing_capabilities(other_user);
+}
+
+Result<std::unique_ptr<SessionTarget>> open_session_target(const SessionOptions& o) {
+  if (o.pid > 0 && !o.command.empty()) return fail("give -p PID or -c CMD, not both");
+  auto owned = std::make_unique<SessionTarget>();
+  SessionTarget& t = *owned;
+  if (o.pid > 0) {
+    auto p = Process::open(o.pid);
+    if (!p) return tl::unexpected(p.error());
+    t.process = std::move(*p);
+    t.context.process = &*t.process;
+    t.context.pid = o.pid;
+  } else if (!o.command.empty()) {
+    auto c = LaunchedCommand::prepare(o.command);
+    if (!c) return tl::unexpected(c.error());
+    t.command = std::move(*c);
+    t.context.main_executable = t.command->executable();
+    t.context.pid = t.command->pid();
+  }
+  return owned;
+}
+
+Result<EventLoop> make_event_loop(const SessionOptions& o, const SessionTarget& t) {
+  EventLoopOptions lo;
+  lo.watch_pid = t.context.pid;
+  lo.watch_is_child = t.command.has_value();
+  if (t.command) {
+    struct stat st {};
+    if (stat(t.command->executable().c_str(), &st) == 0) {
+      lo.exe_dev = st.st_dev;
+      lo.exe_ino = st.st_ino;
+    }
+  }
+  if (o.duration_s > 0) lo.duration = std::chrono::duration<double>(o.duration_s);
+  if (o.interval_s > 0) lo.interval = std::chrono::duration<double>(o.interval_s);
+  return EventLoop::create(lo);
+}
+
+void print_sites(const std::vector<PlannedSite>& sites) {
+  for (const auto& s : sites) {
+    const auto& p = s.placement;
+    fmt::print(stderr, "site {:<28} {:<6} {} @ {:#x}  {} ({}){}{}\n", s.label,
+               s.attach.retprobe ? "return" : "entry", s.object, s.attach.offset,
+               site_cost_name(p.cost.cost), p.cost.insn, p.note.empty() ? "" : ": ", p.note);
+  }
+}
+
+}  // namespace uscope::cli

@@ -1,0 +1,151 @@
+// `uscope trace`: bcc trace's probes (p:, r:, u:) with predicates and printf-style messages, one
+// line (or JSON object) per event, from one generic BPF program configured by recipes.
+#include <fmt/core.h>
+
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "cli/command.h"
+#include "cli/session.h"
+#include "collect/trace_program.h"
+#include "sink/trace_output.h"
+#include "symbolize/symbolizer.h"
+
+namespace uscope::cli {
+
+namespace {
+
+struct TraceCommandOptions {
+  SessionOptions session;
+  std::vector<std::string> specs;
+  bool user_stack = false;
+  bool no_move = false;
+};
+
+void print_summary(const TraceCommandOptions& o, const TracePlan& plan,
+                   const std::vector<RecipeCounters>& counters, uint64_t printed, StopReason why) {
+  RecipeCounters total;
+  for (const auto& c : counters) {
+    total.hits += c.hits;
+    total.emitted += c.emitted;
+    total.lost += c.lost;
+    total.filtered += c.filtered;
+    total.read_errors += c.read_errors;
+    total.no_entry += c.no_entry;
+    total.entry_save_failed += c.entry_save_failed;
+  }
+  if (o.session.json) {
+    nlohmann::json j = {{"kind", "summary"},
+                        {"stop", describe(why)},
+                        {"events", printed},
+                        {"lost", total.lost},
+                        {"filtered", total.filtered},
+                        {"read_errors", total.read_errors},
+                        {"returns_without_entry", total.no_entry},
+                        {"sites", plan.sites.size()}};
+    fmt::print("{}\n", j.dump());
+    return;
+  }
+  fmt::print(stderr, "uscope: {}; {} events printed, {} lost (ring buffer full), {} filtered out",
+             describe(why), printed, total.lost, total.filtered);
+  if (total.read_errors) fmt::print(stderr, ", {} with unreadable memory", total.read_errors);
+  if (total.no_entry) fmt::print(stderr, ", {} returns without a recorded entry", total.no_entry);
+  fmt::print(stderr, "\n");
+}
+
+int run_trace(const TraceCommandOptions& o) {
+  std::vector<ProbeSpec> specs;
+  for (const auto& text : o.specs) {
+    auto spec = parse_probe_spec(text);
+    if (!spec) {
+      // Point at the column when the message carries one.
+      int column = 0;
+      std::sscanf(spec.error().message.c_str(), "probe spec column %d", &column);
+      return report_error(
+          column > 0 ? caret_message(text, column, spec.error().message) : spec.error().message,
+          kExitUsage);
+    }
+    specs.push_back(std::move(*spec));
+  }
+  if (auto r = check_session_capabilities(o.session); !r) return report_error(r.error().message);
+  auto target = open_session_target(o.session);
+  if (!target) return report_error(target.error().message);
+  // Before attaching: from here on Ctrl-C and SIGTERM wait for the loop, which detaches.
+  auto loop = make_event_loop(o.session, **target);
+  if (!loop) return report_error(loop.error().message);
+  ObjectCache cache((*target)->context);
+  TraceOptions topts;
+  topts.capture_stack = o.user_stack;
+  topts.move_sites = !o.no_move;
+  auto plan = plan_trace(cache, specs, topts);
+  if (!plan) return report_error(plan.error().message);
+  if (o.session.verbose) print_sites(plan->sites);
+
+  auto program = TraceProgram::load(plan->recipes, (*target)->watch_pid(), !o.session.no_multi);
+  if (!program) return report_error(program.error().message);
+  std::vector<AttachSite> sites;
+  for (const auto& s : plan->sites) sites.push_back(s.attach);
+  if (auto r = program->attach(sites); !r) return report_error(r.error().message);
+  if (o.session.verbose)
+    fmt::print(stderr, "uscope: {} sites attached through {} {}\n", sites.size(),
+               program->link_count(), program->uses_multi() ? "uprobe_multi links" : "links");
+
+  TraceOutput output(*plan,
+                     o.session.json ? TraceOutput::Format::JsonLines : TraceOutput::Format::Text);
+  Symbolizer symbolizer;
+  auto on_event = [&](const uscope_event& ev, std::span<const uint8_t> data) {
+    if (o.session.max_events && output.events() >= o.session.max_events) return;
+    if (o.user_stack && ev.user_stack_id >= 0) {
+      auto ips = program->user_stack(ev.user_stack_id);
+      std::vector<Frame> frames;
+      if (ips) {
+        // In a prologue the frame-pointer walk starts at the caller's frame and skips the
+        // caller itself; its return address is on the stack.
+        if (ev.return_address && ips->size() >= 1 &&
+            (ips->size() < 2 || (*ips)[1] != ev.return_address))
+          ips->insert(ips->begin() + 1, ev.return_address);
+        frames = symbolizer.symbolize(static_cast<pid_t>(ev.tgid), *ips, true);
+      }
+      output.event(ev, data, &frames);
+    } else {
+      output.event(ev, data, nullptr);
+    }
+  };
+  if (auto r = program->open_events(on_event); !r) return report_error(r.error().message);
+  output.header();
+  if ((*target)->command)
+    if (auto r = (*target)->command->release(); !r) return report_error(r.error().message);
+
+  EventLoop::Callbacks cb;
+  cb.data_fd = program->events_epoll_fd();
+  cb.drain = [&] { (void)program->consume(); };
+  cb.done = [&] { return o.session.max_events && output.events() >= o.session.max_events; };
+  StopReason why = loop->run(cb);
+  program->detach();
+  (void)program->consume();
+  if (loop->child_status() && (*target)->command) (*target)->command->mark_reaped();
+  auto counters = program->counters();
+  print_summary(o, *plan, counters ? *counters : std::vector<RecipeCounters>{}, output.events(),
+                why);
+  std::fflush(stdout);
+  return kExitOk;
+}
+
+}  // namespace
+
+void add_trace_command(CLI::App& app, Run& run) {
+  auto opts = std::make_shared<TraceCommandOptions>();
+  auto* cmd = app.add_subcommand(
+      "trace", "Print an event for every hit of uprobes (p:), return probes (r:) and USDT (u:)");
+  cmd->add_option("probe", opts->specs,
+                  "'[p|r|u]:[target]:function[+off] [(predicate)] [\"format\"[, args]]'")
+      ->required();
+  add_session_options(cmd, opts->session, false, true);
+  cmd->add_flag("-U,--user-stack", opts->user_stack, "Print the symbolized user stack");
+  cmd->add_flag("--no-move", opts->no_move,
+                "Always probe a function's first instruction, even when single-stepped");
+  cmd->callback([&run, opts] { run = [opts] { return run_trace(*opts); }; });
+}
+
+}  // namespace uscope::cli

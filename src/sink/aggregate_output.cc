@@ -1,0 +1,103 @@
+#include "sink/aggregate_output.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+namespace uscope {
+
+void print_counts(std::vector<CountRow> rows, bool json, std::FILE* out) {
+  std::erase_if(rows, [](const CountRow& r) { return r.count == 0; });
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const CountRow& a, const CountRow& b) { return a.count < b.count; });
+  if (json) {
+    for (const auto& r : rows)
+      fmt::print(
+          out, "{}\n",
+          nlohmann::json{
+              {"kind", "count"}, {"function", r.function}, {"object", r.object}, {"count", r.count}}
+              .dump());
+    std::fflush(out);
+    return;
+  }
+  size_t w = 4;
+  for (const auto& r : rows) w = std::max(w, r.function.size());
+  w = std::min<size_t>(w, 60);
+  fmt::print(out, "{:<{}} {:>12}  {}\n", "FUNC", w, "COUNT", "OBJECT");
+  for (const auto& r : rows)
+    fmt::print(out, "{:<{}} {:>12}  {}\n", r.function, w, r.count, r.object);
+  std::fflush(out);
+}
+
+uint64_t histogram_percentile(std::span<const uint64_t> buckets, double p) {
+  uint64_t total = 0;
+  for (uint64_t b : buckets) total += b;
+  if (total == 0) return 0;
+  auto want = static_cast<uint64_t>(p * static_cast<double>(total));
+  uint64_t seen = 0;
+  for (size_t b = 0; b < buckets.size(); ++b) {
+    seen += buckets[b];
+    if (seen > want || seen == total) return b >= 63 ? UINT64_MAX : (2ull << b) - 1;
+  }
+  return 0;
+}
+
+void print_latency(const LatencyRow& row, bool json, std::FILE* out) {
+  uint64_t unmatched = row.entries > row.matched ? row.entries - row.matched : 0;
+  if (json) {
+    nlohmann::json buckets = nlohmann::json::array();
+    for (size_t b = 0; b < row.buckets.size(); ++b)
+      if (row.buckets[b])
+        buckets.push_back({{"low_ns", b == 0 ? 0 : 1ull << b},
+                           {"high_ns", (2ull << b) - 1},
+                           {"count", row.buckets[b]}});
+    fmt::print(out, "{}\n",
+               nlohmann::json{{"kind", "latency"},
+                              {"function", row.function},
+                              {"object", row.object},
+                              {"calls", row.matched},
+                              {"entries", row.entries},
+                              {"entries_without_return", unmatched},
+                              {"returns_without_entry", row.returns_without_entry},
+                              {"p50_ns_upper", histogram_percentile(row.buckets, 0.5)},
+                              {"p99_ns_upper", histogram_percentile(row.buckets, 0.99)},
+                              {"buckets", buckets}}
+                   .dump());
+    std::fflush(out);
+    return;
+  }
+  fmt::print(out, "\n{} ({}): {} calls", row.function, row.object, row.matched);
+  if (row.matched)
+    fmt::print(out, ", p50 < {} ns, p99 < {} ns", histogram_percentile(row.buckets, 0.5) + 1,
+               histogram_percentile(row.buckets, 0.99) + 1);
+  fmt::print(out, "\n");
+  size_t first = row.buckets.size(), last = 0;
+  uint64_t peak = 0;
+  for (size_t b = 0; b < row.buckets.size(); ++b) {
+    if (!row.buckets[b]) continue;
+    first = std::min(first, b);
+    last = b;
+    peak = std::max(peak, row.buckets[b]);
+  }
+  if (peak) {
+    fmt::print(out, "{:>24} : {:<10} {}\n", "nsecs", "count", "distribution");
+    for (size_t b = first; b <= last; ++b) {
+      uint64_t lo = b == 0 ? 0 : 1ull << b, hi = (2ull << b) - 1;
+      auto bar = static_cast<size_t>(40 * row.buckets[b] / peak);
+      fmt::print(out, "{:>10} -> {:<10} : {:<10} |{:<40}|\n", lo, hi, row.buckets[b],
+                 std::string(bar, '*'));
+    }
+  }
+  if (unmatched)
+    fmt::print(out,
+               "  {} entries without a return: still running at exit, the thread exited, or "
+               "recursion deeper than the kernel's 64 return probes\n",
+               unmatched);
+  if (row.returns_without_entry)
+    fmt::print(out, "  {} returns without a recorded entry (entry table full)\n",
+               row.returns_without_entry);
+  std::fflush(out);
+}
+
+}  // namespace uscope
