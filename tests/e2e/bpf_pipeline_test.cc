@@ -40,9 +40,13 @@ void count_work_calls(bool multi) {
   EXPECT_TRUE(bpf_links_of_programs("count_hit").empty()) << "links left after detach";
 }
 
-TEST(bpf_pipeline, counts_every_call_with_single_links) { count_work_calls(false); }
+TEST(bpf_pipeline, counts_every_call_with_single_links) {
+  count_work_calls(false);
+}
 
-TEST(bpf_pipeline, counts_every_call_with_uprobe_multi) { count_work_calls(true); }
+TEST(bpf_pipeline, counts_every_call_with_uprobe_multi) {
+  count_work_calls(true);
+}
 
 TEST(bpf_pipeline, ignores_other_processes) {
   require_root();

@@ -87,7 +87,9 @@ CommandResult uscope(const std::vector<std::string>& args, int timeout_s) {
   return run(argv, timeout_s);
 }
 
-std::string shell(const std::string& cmd) { return run({"/bin/sh", "-c", cmd}).out; }
+std::string shell(const std::string& cmd) {
+  return run({"/bin/sh", "-c", cmd}).out;
+}
 
 GatedProcess::GatedProcess(const std::vector<std::string>& argv) {
   int in[2], out[2];

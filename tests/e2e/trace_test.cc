@@ -1,0 +1,223 @@
+// `uscope trace` attached for real: -c and -p targets, entry/return/USDT probes with arguments,
+// predicates, $entry(), user stacks, JSON, lifecycle, and nothing left attached afterwards.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+#include "e2e_support.h"
+
+namespace uscope::e2e {
+namespace {
+
+std::vector<std::string> lines_with(const std::string& text, const std::string& needle) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line))
+    if (line.find(needle) != std::string::npos) out.push_back(line);
+  return out;
+}
+
+std::string loop_cmd(int n) {
+  return fixture("native/target_loop") + " " + std::to_string(n);
+}
+
+TEST(trace, entry_probe_with_predicate_and_string_arg) {
+  require_root();
+  auto r = uscope(
+      {"trace", "-c", loop_cmd(1000), "p::work (arg1 % 100 == 7) \"i=%d tag=%s\", arg1, arg2"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto hits = lines_with(r.out, " work ");
+  ASSERT_EQ(hits.size(), 10u) << r.out;
+  EXPECT_NE(hits[0].find("i=7 tag=xyz"), std::string::npos) << hits[0];
+  EXPECT_NE(hits[9].find("i=907 tag=xyz"), std::string::npos) << hits[9];
+  EXPECT_NE(r.err.find("target exited"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("0 lost"), std::string::npos) << r.err;
+  EXPECT_TRUE(bpf_links_of_programs("trace_").empty());
+}
+
+TEST(trace, return_probe_reads_entry_argument_and_retval) {
+  require_root();
+  auto r = uscope(
+      {"trace", "-c", loop_cmd(50), "r::work (retval > 90) \"%ld -> %ld\", $entry(arg1), retval"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto hits = lines_with(r.out, " -> ");
+  ASSERT_EQ(hits.size(), 5u) << r.out;  // i = 45..49: 2i+1 > 90
+  EXPECT_NE(hits[0].find("45 -> 91"), std::string::npos) << hits[0];
+  EXPECT_NE(hits[4].find("49 -> 99"), std::string::npos) << hits[4];
+}
+
+TEST(trace, libc_function_in_running_process) {
+  require_root();
+  GatedProcess target({fixture("native/alloc_loop")});
+  target.start();
+  auto r = uscope({"trace", "-p", std::to_string(target.pid()), "-M", "5", "--json",
+                   "p:c:malloc (arg1 == 42) \"size=%zu\", arg1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  int events = 0;
+  std::istringstream in(r.out);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.starts_with("{")) continue;
+    auto j = nlohmann::json::parse(line);
+    if (j["kind"] == "event") {
+      ++events;
+      EXPECT_EQ(j["pid"], target.pid());
+      EXPECT_EQ(j["function"], "malloc");
+      EXPECT_EQ(j["message"], "size=42");
+      EXPECT_EQ(j["values"][0], 42);
+      EXPECT_EQ(j["comm"], "alloc_loop");
+    } else {
+      EXPECT_EQ(j["kind"], "summary");
+      EXPECT_EQ(j["lost"], 0);
+      EXPECT_EQ(j["stop"], "event limit reached");
+    }
+  }
+  EXPECT_EQ(events, 5);
+  EXPECT_TRUE(bpf_links_of_programs("trace_").empty());
+}
+
+TEST(trace, user_stack_is_symbolized) {
+  require_root();
+  // Long enough a run that the process is alive when its stack is symbolized.
+  auto r = uscope({"trace", "-U", "-M", "1", "-c", loop_cmd(20000000), "p::work"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // The first frame is the probed instruction: after endbr64 when the site moved.
+  EXPECT_TRUE(r.out.find("work (") != std::string::npos ||
+              r.out.find("work+0x4 (") != std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("main+0x"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("__libc_start_call_main"), std::string::npos) << r.out;
+}
+
+TEST(trace, moves_entry_probe_past_endbr64_and_says_so) {
+  require_root();
+  auto r = uscope({"trace", "-v", "-c", loop_cmd(3), "p::work \"%d\", arg1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("emulated"), std::string::npos) << r.err;
+  EXPECT_EQ(lines_with(r.out, " work ").size(), 3u) << r.out;
+  auto stay = uscope({"trace", "-v", "--no-move", "-c", loop_cmd(3), "p::work \"%d\", arg1"});
+  EXPECT_NE(stay.err.find("single-stepped (endbr64)"), std::string::npos) << stay.err;
+}
+
+TEST(trace, stops_cleanly_on_sigterm_and_detaches) {
+  require_root();
+  GatedProcess target({fixture("native/alloc_loop")});
+  target.start();
+  int out[2];
+  ASSERT_EQ(pipe(out), 0);
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(out[1], 2);
+    execl(USCOPE_BIN, USCOPE_BIN, "trace", "-p", std::to_string(target.pid()).c_str(), "p:c:free",
+          nullptr);
+    _exit(127);
+  }
+  close(out[1]);
+  // Wait until attached: the program's links exist.
+  for (int i = 0; i < 100 && bpf_links_of_programs("trace_").empty(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_FALSE(bpf_links_of_programs("trace_").empty());
+  kill(pid, SIGTERM);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  char buf[4096];
+  ssize_t n = read(out[0], buf, sizeof(buf));
+  close(out[0]);
+  std::string err(buf, n > 0 ? static_cast<size_t>(n) : 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << err;
+  EXPECT_NE(err.find("interrupted"), std::string::npos) << err;
+  EXPECT_TRUE(bpf_links_of_programs("trace_").empty());
+}
+
+TEST(trace, target_killed_mid_trace_ends_session) {
+  require_root();
+  GatedProcess target({fixture("native/alloc_loop")});
+  target.start();
+  std::thread killer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(700));
+    kill(target.pid(), SIGKILL);
+  });
+  auto r = uscope({"trace", "-p", std::to_string(target.pid()), "p:c:malloc (arg1 == 3)"}, 30);
+  killer.join();
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("target exited"), std::string::npos) << r.err;
+  EXPECT_TRUE(bpf_links_of_programs("trace_").empty());
+}
+
+TEST(trace, bad_specs_name_the_problem) {
+  require_root();
+  auto unknown = uscope({"trace", "-c", loop_cmd(1), "p::wrok"});
+  EXPECT_EQ(unknown.exit_code, 1);
+  EXPECT_NE(unknown.err.find("closest: work"), std::string::npos) << unknown.err;
+
+  auto column = uscope({"trace", "-c", loop_cmd(1), "p::work (arg1 > ) \"%d\", arg1"});
+  EXPECT_EQ(column.exit_code, 2);
+  EXPECT_NE(column.err.find("column 17"), std::string::npos) << column.err;
+  EXPECT_NE(column.err.find("^"), std::string::npos) << column.err;
+
+  auto mismatch = uscope({"trace", "-c", loop_cmd(1), "p::work \"%d %d\", arg1"});
+  EXPECT_EQ(mismatch.exit_code, 2);
+  EXPECT_NE(mismatch.err.find("2 conversions"), std::string::npos) << mismatch.err;
+  EXPECT_TRUE(bpf_links_of_programs("trace_").empty());
+}
+
+// Reads a 2-byte USDT semaphore in a live process.
+int read_semaphore(pid_t pid, uint64_t file_offset, const std::string& object) {
+  std::istringstream maps(shell("cat /proc/" + std::to_string(pid) + "/maps"));
+  std::string line;
+  while (std::getline(maps, line)) {
+    if (line.find(object) == std::string::npos) continue;
+    uint64_t start, end, off;
+    if (std::sscanf(line.c_str(), "%lx-%lx %*s %lx", &start, &end, &off) != 3) continue;
+    if (file_offset < off || file_offset >= off + (end - start)) continue;
+    uint16_t v = 0;
+    FILE* mem = fopen(("/proc/" + std::to_string(pid) + "/mem").c_str(), "rb");
+    if (!mem) return -1;
+    fseek(mem, static_cast<long>(start + file_offset - off), SEEK_SET);
+    size_t n = fread(&v, 2, 1, mem);
+    fclose(mem);
+    return n == 1 ? v : -1;
+  }
+  return -1;
+}
+
+TEST(trace, python_usdt_raises_semaphore_only_while_attached) {
+  require_root();
+  const std::string python = "/usr/bin/python3.11";
+  auto listed = uscope({"list", "--json", python, "python:function__return"});
+  ASSERT_EQ(listed.exit_code, 0) << listed.err;
+  auto probe = nlohmann::json::parse(listed.out.substr(0, listed.out.find('\n')));
+  uint64_t sem_offset = probe["locations"][0]["semaphore_offset"];
+
+  GatedProcess py({python, fixture("python/workload.py"), "20"});
+  py.start();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(read_semaphore(py.pid(), sem_offset, python), 0);
+
+  CommandResult r;
+  std::thread tracer([&] {
+    r = uscope({"trace", "-p", std::to_string(py.pid()), "-d", "2.5", "--json",
+                "u:" + python + ":python:function__return \"%s:%s\", arg1, arg2",
+                "u:" + python + ":python:gc__start \"gen=%d\", arg1"});
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  EXPECT_GE(read_semaphore(py.pid(), sem_offset, python), 1);
+  tracer.join();
+  EXPECT_EQ(read_semaphore(py.pid(), sem_offset, python), 0);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("workload.py:handle_request"), std::string::npos);
+  EXPECT_NE(r.out.find("workload.py:leaf"), std::string::npos);
+  EXPECT_NE(r.out.find("gen=2"), std::string::npos);
+  EXPECT_NE(r.out.find("\"lost\":0"), std::string::npos);
+  EXPECT_TRUE(bpf_links_of_programs("trace_").empty());
+}
+
+}  // namespace
+}  // namespace uscope::e2e
