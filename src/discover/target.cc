@@ -13,7 +13,9 @@ namespace uscope {
 
 namespace {
 
-ObjectRef ref_of(const MappedObject& o) { return {o.path, o.open_path, o.deleted}; }
+ObjectRef ref_of(const MappedObject& o) {
+  return {o.path, o.open_path, o.deleted};
+}
 
 bool looks_like_path(std::string_view t) {
   return t.find('/') != std::string_view::npos || t.starts_with(".");
@@ -36,11 +38,11 @@ Result<ObjectRef> resolve_object(std::string_view target, const Process* process
     }
     if (looks_like_path(target)) {
       // Compare by inode so that "./server" and a symlinked path both find the mapping.
-      struct stat st{};
+      struct stat st {};
       bool have_stat = stat(std::string(target).c_str(), &st) == 0;
       for (const auto& o : process->objects()) {
-        if (o.path == target || (have_stat && o.inode == st.st_ino &&
-                                 makedev(o.dev_major, o.dev_minor) == st.st_dev))
+        if (o.path == target ||
+            (have_stat && o.inode == st.st_ino && makedev(o.dev_major, o.dev_minor) == st.st_dev))
           return ref_of(o);
       }
       auto names = mapped_names(*process);
@@ -55,7 +57,7 @@ Result<ObjectRef> resolve_object(std::string_view target, const Process* process
   if (target.empty()) return fail("no target: name a binary or library, or give -p PID / -c CMD");
   std::string path(target);
   if (!looks_like_path(target)) {
-    struct stat st{};
+    struct stat st {};
     if (stat(path.c_str(), &st) != 0) {  // not a file in the current directory: a library name
       auto cache = read_ld_so_cache();
       if (!cache) return tl::unexpected(cache.error());
@@ -64,7 +66,7 @@ Result<ObjectRef> resolve_object(std::string_view target, const Process* process
       return ObjectRef{*lib, *lib, false};
     }
   }
-  struct stat st{};
+  struct stat st {};
   if (stat(path.c_str(), &st) != 0) {
     int e = errno;
     return fail_errno(e, "{}: {}", path, std::strerror(e));
@@ -76,8 +78,7 @@ Result<ObjectRef> resolve_object(std::string_view target, const Process* process
 std::vector<ObjectRef> process_objects(const Process& process) {
   std::vector<ObjectRef> out;
   for (const auto& o : process.objects()) {
-    if (o.path.starts_with("/dev/") || o.path.starts_with("/memfd:") ||
-        o.path.starts_with("/SYSV"))
+    if (o.path.starts_with("/dev/") || o.path.starts_with("/memfd:") || o.path.starts_with("/SYSV"))
       continue;
     out.push_back(ref_of(o));
   }

@@ -19,22 +19,22 @@ enum class ProbeKind { Entry, Return, Usdt };
 // evaluable by the one generic BPF program (no compiler at run time).
 struct Expr {
   enum class Op {
-    Arg,       // argN (1-based), `index`
-    Retval,    // retval (return probes)
-    Entry,     // $entry(argN): argument N saved at entry, read at return; `index`
-    Pid,       // $pid (thread group id)
-    Tid,       // $tid
-    Cpu,       // $cpu
-    Comm,      // $comm (string)
-    Uid,       // $uid
-    Int,       // integer literal, `value`
-    String,    // string literal, `text` (only as an operand of == / != against a string)
-    Str,       // str(ptr[, len]): NUL-terminated string at ptr, at most len bytes (len may be an
-               // expression such as arg2, or an integer); children[0] = ptr, children[1] = len
-    Deref,     // *ptr or *(u32*)ptr: reads `width` bytes at children[0], `is_signed`
-    Unary,     // `op_text` in {"-", "!", "~"}, children[0]
-    Binary,    // `op_text` in {"+","-","*","/","%","&","|","^","<<",">>",
-               //   "==","!=","<","<=",">",">=","&&","||"}, children[0], children[1]
+    Arg,     // argN (1-based), `index`
+    Retval,  // retval (return probes)
+    Entry,   // $entry(argN): argument N saved at entry, read at return; `index`
+    Pid,     // $pid (thread group id)
+    Tid,     // $tid
+    Cpu,     // $cpu
+    Comm,    // $comm (string)
+    Uid,     // $uid
+    Int,     // integer literal, `value`
+    String,  // string literal, `text` (only as an operand of == / != against a string)
+    Str,     // str(ptr[, len]): NUL-terminated string at ptr, at most len bytes (len may be an
+             // expression such as arg2, or an integer); children[0] = ptr, children[1] = len
+    Deref,   // *ptr or *(u32*)ptr: reads `width` bytes at children[0], `is_signed`
+    Unary,   // `op_text` in {"-", "!", "~"}, children[0]
+    Binary,  // `op_text` in {"+","-","*","/","%","&","|","^","<<",">>",
+             //   "==","!=","<","<=",">",">=","&&","||"}, children[0], children[1]
   };
   Op op = Op::Int;
   int index = 0;
@@ -49,10 +49,10 @@ struct Expr {
 
 // One conversion of the format string, e.g. "%lu".
 struct FormatConversion {
-  char conv = 'd';      // one of d i u x X p s c
-  std::string length;   // "", "l", "ll", "h", "hh", "z"
-  std::string flags;    // flags/width/precision as written, e.g. "-08"
-  int column = 0;       // column of the '%' in the whole spec
+  char conv = 'd';        // one of d i u x X p s c
+  std::string length;     // "", "l", "ll", "h", "hh", "z"
+  std::string flags;      // flags/width/precision as written, e.g. "-08"
+  int column = 0;         // column of the '%' in the whole spec
   size_t format_pos = 0;  // where the conversion starts in the decoded `format`
   size_t format_len = 0;  // its length there ("%lu" = 3)
 };
@@ -64,10 +64,10 @@ struct ProbeSpec {
   std::string function;  // symbol name, glob (count/latency), or USDT probe name
   uint64_t offset = 0;   // func+offset
   std::optional<Expr> predicate;
-  std::string format;                       // without quotes, escapes (\n \t \" \\) decoded
+  std::string format;                         // without quotes, escapes (\n \t \" \\) decoded
   std::vector<FormatConversion> conversions;  // parsed from `format`
-  std::vector<Expr> args;                   // one per conversion
-  std::string text;                         // the spec as given
+  std::vector<Expr> args;                     // one per conversion
+  std::string text;                           // the spec as given
   int function_column = 0;
 };
 

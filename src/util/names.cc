@@ -12,7 +12,9 @@ bool glob_match(std::string_view pattern, std::string_view name) {
   return fnmatch(std::string(pattern).c_str(), std::string(name).c_str(), 0) == 0;
 }
 
-bool has_glob_chars(std::string_view s) { return s.find_first_of("*?[") != std::string_view::npos; }
+bool has_glob_chars(std::string_view s) {
+  return s.find_first_of("*?[") != std::string_view::npos;
+}
 
 namespace {
 
