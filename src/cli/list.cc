@@ -16,6 +16,7 @@
 #include "discover/symbol_table.h"
 #include "discover/target.h"
 #include "discover/usdt.h"
+#include "plan/site_cost.h"
 #include "sink/list_output.h"
 #include "util/names.h"
 
@@ -30,6 +31,22 @@ struct ListOptions {
   bool only_functions = false;
   bool only_usdt = false;
 };
+
+SiteClass site_class(const ElfFile& elf, uint64_t addr) {
+  auto c = classify_site(elf.code_bytes(addr, 16), addr);
+  return c ? *c : SiteClass{SiteCost::Unprobeable, "?", 0, c.error().message};
+}
+
+// Where `uscope trace 'p:...'` would put an entry probe reading any argument and memory: the
+// conservative plan, so what list shows holds for every probe.
+EntrySitePlan entry_site(const ElfFile& elf, const FunctionSymbol& f) {
+  static const std::vector<std::string> kAllArgs = {"rdi", "rsi", "rdx", "rcx", "r8", "r9"};
+  auto plan = plan_entry_site(elf.code_bytes(f.addr, f.size ? f.size : 16), f.addr, kAllArgs, true);
+  if (plan) return *plan;
+  EntrySitePlan p;
+  p.site = p.original = site_class(elf, f.addr);
+  return p;
+}
 
 // A pattern with ':' is a USDT provider:name glob; otherwise it matches function names and USDT
 // probe names.
@@ -108,6 +125,7 @@ int run_list(const ListOptions& o) {
         auto names = syms->names();
         all_names.insert(all_names.end(), names.begin(), names.end());
       }
+      for (const auto* f : listed.functions) listed.entry_sites.push_back(entry_site(*elf, *f));
       matched += listed.functions.size();
       listed.symbols = std::move(*syms);  // keeps the pointers above alive (vector not moved)
     }
@@ -116,6 +134,9 @@ int run_list(const ListOptions& o) {
       if (!probes) return report_error(probes.error().message);
       for (auto& p : *probes) {
         if (usdt_matches(pattern, p)) {
+          std::vector<SiteClass> sites;
+          for (const auto& l : p.locations) sites.push_back(site_class(*elf, l.addr));
+          listed.usdt_sites.push_back(std::move(sites));
           listed.probes.push_back(std::move(p));
         } else if (!pattern.empty()) {
           all_names.push_back(p.provider + ":" + p.name);

@@ -555,4 +555,16 @@ Result<std::vector<ElfNote>> ElfFile::notes(std::string_view owner) const {
   return impl_->notes_locked(owner);
 }
 
+std::span<const uint8_t> ElfFile::code_bytes(uint64_t addr, uint64_t len) const {
+  for (const auto& s : sections()) {
+    if (!(s.flags & SHF_EXECINSTR) || s.type == SHT_NOBITS) continue;
+    if (addr < s.addr || addr - s.addr >= s.size) continue;
+    auto data = section_data(s);
+    if (!data || addr - s.addr >= data->size()) return {};
+    uint64_t start = addr - s.addr;
+    return data->subspan(start, std::min<uint64_t>(len, data->size() - start));
+  }
+  return {};
+}
+
 }  // namespace uscope

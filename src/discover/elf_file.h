@@ -87,6 +87,9 @@ class ElfFile {
   // Bytes of a section (decompressed if SHF_COMPRESSED). Empty span for SHT_NOBITS.
   Result<std::span<const uint8_t>> section_data(const ElfSection& s) const;
   const std::vector<ElfSegment>& segments() const;
+  // Up to `len` bytes of code at link-time address `addr`, from the executable section holding
+  // it; empty when no executable section does.
+  std::span<const uint8_t> code_bytes(uint64_t addr, uint64_t len) const;
 
   // PT_LOAD based translation; nullopt when the address/offset is in no loaded segment.
   std::optional<uint64_t> vaddr_to_offset(uint64_t vaddr) const;

@@ -1,7 +1,5 @@
 #include "plan/planner.h"
 
-#include <elf.h>
-
 #include <algorithm>
 #include <set>
 
@@ -15,20 +13,6 @@ constexpr const char* kSysvArgRegs[] = {"rdi", "rsi", "rdx", "rcx", "r8", "r9"};
 
 std::string spec_where(const ProbeSpec& spec, const PlannedObject& o) {
   return spec.target.empty() ? o.ref.display_path : spec.target;
-}
-
-// Bytes of the executable section holding [addr, addr+len); empty when there is none.
-std::span<const uint8_t> code_at(const ElfFile& elf, uint64_t addr, uint64_t len) {
-  for (const auto& s : elf.sections()) {
-    if (!(s.flags & SHF_EXECINSTR) || s.type == SHT_NOBITS) continue;
-    if (addr < s.addr || addr >= s.addr + s.size) continue;
-    auto data = elf.section_data(s);
-    if (!data) return {};
-    uint64_t start = addr - s.addr;
-    uint64_t n = std::min<uint64_t>(len, data->size() - std::min<uint64_t>(start, data->size()));
-    return data->subspan(start, n);
-  }
-  return {};
 }
 
 Result<std::vector<MatchedSite>> match_usdt(ObjectCache& cache, PlannedObject& o,
@@ -182,7 +166,7 @@ SitePlacement place_site(const MatchedSite& m, ProbeKind kind,
   const ElfFile& elf = m.object->elf;
   bool at_function_start = kind == ProbeKind::Entry && !m.usdt && m.function_size > 0;
   if (at_function_start && allow_move) {
-    auto code = code_at(elf, m.address, m.function_size);
+    auto code = elf.code_bytes(m.address, m.function_size);
     auto plan = plan_entry_site(code, m.address, reads, reads_memory);
     if (plan) {
       p.offset += plan->offset_in_function;
@@ -194,7 +178,7 @@ SitePlacement place_site(const MatchedSite& m, ProbeKind kind,
     }
     p.note = plan.error().message;
   }
-  auto code = code_at(elf, m.address, 16);
+  auto code = elf.code_bytes(m.address, 16);
   auto cls = classify_site(code, m.address);
   if (cls)
     p.cost = *cls;

@@ -63,6 +63,16 @@ std::string object_kind(const ListedObject& o) {
   return o.pie ? "PIE executable" : "executable";
 }
 
+// "emulated", "single-stepped", or "+0x4 emulated" when an entry probe moves into the prologue.
+std::string describe_entry_site(const EntrySitePlan& p) {
+  if (p.offset_in_function == 0) return site_cost_name(p.site.cost);
+  return fmt::format("+{:#x} {}", p.offset_in_function, site_cost_name(p.site.cost));
+}
+
+nlohmann::json site_json(const SiteClass& c) {
+  return {{"cost", site_cost_name(c.cost)}, {"insn", c.insn}};
+}
+
 }  // namespace
 
 std::string describe_usdt_arg(const UsdtArg& a) {
@@ -107,7 +117,8 @@ void ListPrinter::print(const ListedObject& o) {
 }
 
 void ListPrinter::print_json(const ListedObject& o) {
-  for (const auto* f : o.functions) {
+  for (size_t i = 0; i < o.functions.size(); ++i) {
+    const FunctionSymbol* f = o.functions[i];
     nlohmann::json j = {{"kind", "function"},
                         {"object", o.path},
                         {"name", f->demangled},
@@ -117,11 +128,19 @@ void ListPrinter::print_json(const ListedObject& o) {
                         {"size", f->size},
                         {"binding", binding_name(f->binding)},
                         {"source", source_name(f->source)}};
+    if (i < o.entry_sites.size()) {
+      const auto& p = o.entry_sites[i];
+      j["site"] = site_json(p.original);
+      j["entry_site"] = site_json(p.site);
+      j["entry_site"]["offset"] = p.offset_in_function;
+    }
     fmt::print(out_, "{}\n", j.dump());
   }
-  for (const auto& p : o.probes) {
+  for (size_t pi = 0; pi < o.probes.size(); ++pi) {
+    const auto& p = o.probes[pi];
     nlohmann::json locs = nlohmann::json::array();
-    for (const auto& l : p.locations) {
+    for (size_t li = 0; li < p.locations.size(); ++li) {
+      const auto& l = p.locations[li];
       nlohmann::json args = nlohmann::json::array();
       for (const auto& a : l.args) args.push_back(usdt_arg_json(a));
       nlohmann::json lj = {
@@ -132,6 +151,8 @@ void ListPrinter::print_json(const ListedObject& o) {
           {"args_spec", l.args_text},
           {"args", args}};
       if (l.args_error) lj["args_error"] = l.args_error->message;
+      if (pi < o.usdt_sites.size() && li < o.usdt_sites[pi].size())
+        lj["site"] = site_json(o.usdt_sites[pi][li]);
       locs.push_back(std::move(lj));
     }
     nlohmann::json j = {{"kind", "usdt"},
@@ -150,24 +171,31 @@ void ListPrinter::print_text(const ListedObject& o) {
   fmt::print(out_, "{} ({}{}{})\n", o.path, object_kind(o), o.build_id ? ", build-id " : "",
              o.build_id.value_or(""));
   if (!o.functions.empty()) {
-    fmt::print(out_, "  {:<18} {:>10} {:>8} {:<6}  {}\n", "ADDRESS", "OFFSET", "SIZE", "BIND",
-               "FUNCTION");
-    for (const auto* f : o.functions)
-      fmt::print(out_, "  {:#018x} {:>#10x} {:>8} {:<6}  {}\n", f->addr, f->offset, f->size,
-                 binding_name(f->binding), f->demangled);
+    fmt::print(out_, "  {:<18} {:>10} {:>8} {:<6}  {:<20}  {}\n", "ADDRESS", "OFFSET", "SIZE",
+               "BIND", "ENTRY PROBE SITE", "FUNCTION");
+    for (size_t i = 0; i < o.functions.size(); ++i) {
+      const FunctionSymbol* f = o.functions[i];
+      std::string site = i < o.entry_sites.size() ? describe_entry_site(o.entry_sites[i]) : "-";
+      fmt::print(out_, "  {:#018x} {:>#10x} {:>8} {:<6}  {:<20}  {}\n", f->addr, f->offset, f->size,
+                 binding_name(f->binding), site, f->demangled);
+    }
   }
   if (!o.probes.empty()) {
     size_t name_w = 10;
     for (const auto& p : o.probes) name_w = std::max(name_w, p.provider.size() + p.name.size() + 1);
-    fmt::print(out_, "  {:<{}}  {:<18} {:>10}  {:<18}  {}\n", "USDT PROBE", name_w, "ADDRESS",
-               "OFFSET", "SEMAPHORE", "ARGS");
-    for (const auto& p : o.probes) {
+    fmt::print(out_, "  {:<{}}  {:<18} {:>10}  {:<18}  {:<14}  {}\n", "USDT PROBE", name_w,
+               "ADDRESS", "OFFSET", "SEMAPHORE", "SITE", "ARGS");
+    for (size_t pi = 0; pi < o.probes.size(); ++pi) {
+      const auto& p = o.probes[pi];
       std::string name = p.provider + ":" + p.name;
       for (size_t i = 0; i < p.locations.size(); ++i) {
         const auto& l = p.locations[i];
         std::string sem = l.semaphore ? fmt::format("{:#x}", l.semaphore) : "-";
-        fmt::print(out_, "  {:<{}}  {:#018x} {:>#10x}  {:<18}  {}\n", i == 0 ? name : "", name_w,
-                   l.addr, l.offset, sem, l.args_text);
+        std::string site = pi < o.usdt_sites.size() && i < o.usdt_sites[pi].size()
+                               ? site_cost_name(o.usdt_sites[pi][i].cost)
+                               : "-";
+        fmt::print(out_, "  {:<{}}  {:#018x} {:>#10x}  {:<18}  {:<14}  {}\n", i == 0 ? name : "",
+                   name_w, l.addr, l.offset, sem, site, l.args_text);
         std::string parsed;
         for (size_t a = 0; a < l.args.size(); ++a)
           parsed += fmt::format("{}arg{} = {}", a ? ", " : "", a + 1, describe_usdt_arg(l.args[a]));

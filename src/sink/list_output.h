@@ -8,6 +8,7 @@
 
 #include "discover/symbol_table.h"
 #include "discover/usdt.h"
+#include "plan/site_cost.h"
 
 namespace uscope {
 
@@ -17,7 +18,9 @@ struct ListedObject {
   bool shared_library = false;
   std::optional<std::string> build_id;
   std::vector<const FunctionSymbol*> functions;  // point into `symbols`
+  std::vector<EntrySitePlan> entry_sites;        // per function: where an entry probe goes
   std::vector<UsdtProbe> probes;
+  std::vector<std::vector<SiteClass>> usdt_sites;  // per probe, per location
   SymbolTable symbols;
 };
 
