@@ -164,7 +164,10 @@ SitePlacement place_site(const MatchedSite& m, ProbeKind kind,
   p.offset = m.offset;
   p.address = m.address;
   const ElfFile& elf = m.object->elf;
-  bool at_function_start = kind == ProbeKind::Entry && !m.usdt && m.function_size > 0;
+  // Go functions start with a stack-growth check, not a prologue worth moving past; and the
+  // registers read there follow Go's ABI, which collect_reads does not model.
+  bool at_function_start =
+      kind == ProbeKind::Entry && !m.usdt && m.function_size > 0 && !m.object->is_go;
   if (at_function_start && allow_move) {
     auto code = elf.code_bytes(m.address, m.function_size);
     auto plan = plan_entry_site(code, m.address, reads, reads_memory);
@@ -233,6 +236,7 @@ Result<TracePlan> plan_trace(ObjectCache& cache, std::span<const ProbeSpec> spec
       ctx.site_addr = main_place.address;
       ctx.sp_delta = main_place.sp_delta;
       ctx.capture_stack = opts.capture_stack;
+      ctx.go_abi = m.object->is_go;
       PlannedObject* obj = m.object;
       ctx.symbol_address = [obj](const std::string& name) -> std::optional<uint64_t> {
         auto syms = obj->elf.symbols();

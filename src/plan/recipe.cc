@@ -13,6 +13,9 @@ namespace {
 // SysV x86-64 integer argument registers, arg1..arg6.
 constexpr std::array<uscope_reg, 6> kSysvArgs = {UREG_RDI, UREG_RSI, UREG_RDX,
                                                  UREG_RCX, UREG_R8,  UREG_R9};
+// Go's internal register ABI (Go 1.17+): the first six integer argument registers.
+constexpr std::array<uscope_reg, 6> kGoArgs = {UREG_RAX, UREG_RBX, UREG_RCX,
+                                               UREG_RDI, UREG_RSI, UREG_R8};
 
 tl::unexpected<Error> at(const Expr& e, std::string_view what) {
   return fail("probe spec column {}: {}", e.column, what);
@@ -121,7 +124,8 @@ class RecipeBuilder {
           e, fmt::format("arg{} is not preserved at return; use $entry(arg{})", e.index, e.index));
     if (e.index < 1 || e.index > 6)
       return at(e, "arg1..arg6 are the register arguments of a function");
-    return push_reg(kSysvArgs[static_cast<size_t>(e.index - 1)]);
+    const auto& regs = site_.go_abi ? kGoArgs : kSysvArgs;
+    return push_reg(regs[static_cast<size_t>(e.index - 1)]);
   }
 
   Result<void> arg(const Expr& e) {

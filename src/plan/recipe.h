@@ -27,6 +27,9 @@ struct SiteContext {
   uint64_t site_addr = 0;              // link-time address of the probed instruction
   int32_t sp_delta = 0;                // rsp at the site minus rsp at function entry
   bool capture_stack = false;
+  // Go 1.17+ register ABI: integer arguments in RAX, RBX, RCX, RDI, RSI, R8, R9, ... instead of
+  // SysV's RDI, RSI, RDX, RCX, R8, R9. (Go before 1.17 passed them on the stack; not handled.)
+  bool go_abi = false;
   // Link-time address of a symbol named in a USDT operand ("foo(%rip)"); nullopt if unknown.
   std::function<std::optional<uint64_t>(const std::string&)> symbol_address;
 };
