@@ -47,16 +47,16 @@ int run_latency(const LatencyOptions& o) {
   std::vector<PlannedSite> shown;
   for (uint32_t k = 0; k < matched->size(); ++k) {
     const auto& m = (*matched)[k];
-    auto entry = place_site(m, ProbeKind::Entry, {}, false, !o.no_move);
-    auto ret = place_site(m, ProbeKind::Return, {}, false, false);
+    // Entry and return halves on one site: the kernel runs both on one trap.
+    auto place = place_site(m, ProbeKind::Return, {}, false, !o.no_move);
     const std::string& path = m.object->ref.open_path;
-    recipes.push_back(latency_entry_recipe(k, entry.sp_delta));
-    sites.push_back({path, entry.offset, 0, recipes.size() - 1, false});
+    recipes.push_back(latency_entry_recipe(k, place.sp_delta));
+    sites.push_back({path, place.offset, 0, recipes.size() - 1, false});
     recipes.push_back(latency_return_recipe(k));
-    sites.push_back({path, ret.offset, 0, recipes.size() - 1, true});
+    sites.push_back({path, place.offset, 0, recipes.size() - 1, true});
     if (o.session.verbose) {
-      shown.push_back({sites[sites.size() - 2], k, m.object->ref.display_path, m.label, entry});
-      shown.push_back({sites.back(), k, m.object->ref.display_path, m.label, ret});
+      shown.push_back({sites[sites.size() - 2], k, m.object->ref.display_path, m.label, place});
+      shown.push_back({sites.back(), k, m.object->ref.display_path, m.label, place});
     }
   }
   if (o.session.verbose) print_sites(shown);

@@ -84,6 +84,7 @@ Result<std::vector<MatchedSite>> match_functions(ObjectCache& cache, PlannedObje
     m.label =
         has_glob_chars(spec.function) ? (*syms)->preferred_alias(*f)->demangled : f->demangled;
     m.address = f->addr + spec.offset;
+    m.function_start = f->addr;
     m.offset = f->offset + spec.offset;
     m.function_size = f->size;
     out.push_back(m);
@@ -166,12 +167,17 @@ SitePlacement place_site(const MatchedSite& m, ProbeKind kind,
   const ElfFile& elf = m.object->elf;
   // Go functions start with a stack-growth check, not a prologue worth moving past; and the
   // registers read there follow Go's ABI, which collect_reads does not model.
-  bool at_function_start =
-      kind == ProbeKind::Entry && !m.usdt && m.function_size > 0 && !m.object->is_go;
+  bool at_function_start = kind != ProbeKind::Usdt && !m.usdt && m.function_size > 0 &&
+                           m.address == m.function_start && !m.object->is_go;
   if (at_function_start && allow_move) {
     auto code = elf.code_bytes(m.address, m.function_size);
     auto plan = plan_entry_site(code, m.address, reads, reads_memory);
-    if (plan) {
+    // A uretprobe takes the return address from the top of the stack when it hits, so a return
+    // probe may only move while rsp is still the entry rsp (past endbr64, not past a push).
+    if (plan && kind == ProbeKind::Return && plan->sp_delta != 0) {
+      p.note =
+          fmt::format("kept at +0x0: a return probe needs rsp unchanged, and {}", plan->reason);
+    } else if (plan) {
       p.offset += plan->offset_in_function;
       p.address += plan->offset_in_function;
       p.sp_delta = static_cast<int32_t>(plan->sp_delta);
@@ -179,7 +185,7 @@ SitePlacement place_site(const MatchedSite& m, ProbeKind kind,
       p.note = plan->reason;
       return p;
     }
-    p.note = plan.error().message;
+    if (!plan) p.note = plan.error().message;
   }
   auto code = elf.code_bytes(m.address, 16);
   auto cls = classify_site(code, m.address);
@@ -226,10 +232,7 @@ Result<TracePlan> plan_trace(ObjectCache& cache, std::span<const ProbeSpec> spec
       if (added) plan.probes.push_back({spec, m.label, {}});
       uint32_t probe = it->second;
 
-      // A return probe's uretprobe must sit on the function's first instruction (the return
-      // address is on top of the stack only there); its $entry() half may move like any entry.
-      SitePlacement main_place =
-          place_site(m, spec.kind, reads, memory, opts.move_sites && spec.kind == ProbeKind::Entry);
+      SitePlacement main_place = place_site(m, spec.kind, reads, memory, opts.move_sites);
       SiteContext ctx;
       ctx.kind = spec.kind;
       ctx.usdt = m.usdt;

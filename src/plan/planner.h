@@ -56,9 +56,10 @@ class ObjectCache {
 // A function or USDT location matched by a spec or pattern.
 struct MatchedSite {
   PlannedObject* object = nullptr;
-  std::string label;     // "malloc", "python:function__entry"
-  uint64_t address = 0;  // link-time address of the site
-  uint64_t offset = 0;   // file offset of the site
+  std::string label;            // "malloc", "python:function__entry"
+  uint64_t address = 0;         // link-time address of the site
+  uint64_t function_start = 0;  // link-time address of the function (0 for USDT)
+  uint64_t offset = 0;          // file offset of the site
   uint64_t function_size = 0;
   uint64_t ref_ctr_offset = 0;
   const UsdtLocation* usdt = nullptr;
@@ -72,8 +73,9 @@ Result<std::vector<MatchedSite>> match_sites(ObjectCache& cache, const ProbeSpec
 Result<std::vector<MatchedSite>> match_patterns(ObjectCache& cache,
                                                 std::span<const ProbeSpec> patterns);
 
-// The attach point of one matched site, with its cost class; entry probes on functions may move
-// into the prologue when the registers they read provably still hold the arguments there.
+// The attach point of one matched site, with its cost class. Probes on a function's first
+// instruction may move into the prologue when the registers they read provably still hold the
+// arguments there (return probes only while rsp is unchanged).
 struct SitePlacement {
   uint64_t offset = 0;
   uint64_t address = 0;
