@@ -1,10 +1,19 @@
 #!/usr/bin/env bash
-# Installs what is needed, builds, and shows uscope on the bundled demo program.
+# Installs what is needed, builds, and shows uscope on the bundled demo program (run as root:
+# attaching uprobes needs CAP_BPF and CAP_PERFMON).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 scripts/build.sh
 run() { printf '\n$ %s\n' "$*"; "$@"; }
-run build/uscope list build/uscope-demo 'process_order'
-run build/uscope list build/uscope-demo 'demo:*'
+demo=build/uscope-demo
+run build/uscope list $demo 'process_order'
+run build/uscope list $demo 'demo:*'
 run build/uscope check
+# Function arguments (a pointer + length string) and a USDT probe whose semaphore uscope raises.
+run build/uscope trace -M 6 -c "$demo 10 20" \
+  'p::process_order "id=%d item=%s qty=%d", arg1, str(arg2, arg3), arg4' \
+  'u::demo:order__done "order %d: %s = %ld cents", arg1, arg2, arg3'
+run build/uscope trace -M 2 -c "$demo 5 20" 'r::price_of (retval > 150) "%s -> %ld", $entry(arg1), retval'
+run build/uscope count -c "$demo 40 1" 'process_*' 'price_of' 'c:str*'
+run build/uscope latency -c "$demo 40 1" 'process_order' 'price_of'

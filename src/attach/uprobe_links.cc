@@ -30,7 +30,7 @@ Result<void> UprobeLinks::attach_each(bpf_program* prog, const std::vector<Attac
       refused_.push_back({s, err.value()});
       continue;
     }
-    links_.emplace_back(link);
+    (s.retprobe ? return_links_ : links_).emplace_back(link);
   }
   return {};
 }
@@ -55,7 +55,7 @@ Result<void> UprobeLinks::attach_group(bpf_program* prog, const std::vector<Atta
   req.pid = pid_ > 0 ? pid_ : 0;
   auto fd = create_uprobe_multi_link(bpf_program__fd(prog), req);
   if (fd) {
-    multi_links_.push_back(std::move(*fd));
+    (first.retprobe ? return_multi_links_ : multi_links_).push_back(std::move(*fd));
     return {};
   }
   int e = fd.error().errnum;
@@ -84,6 +84,8 @@ Result<void> UprobeLinks::attach_multi(bpf_program* prog, const std::vector<Atta
 }
 
 void UprobeLinks::detach_all() {
+  return_links_.clear();
+  return_multi_links_.clear();
   links_.clear();
   multi_links_.clear();
 }

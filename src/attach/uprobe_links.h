@@ -53,7 +53,9 @@ class UprobeLinks {
   };
   const std::vector<Refused>& refused() const { return refused_; }
 
-  size_t link_count() const { return links_.size() + multi_links_.size(); }
+  size_t link_count() const {
+    return links_.size() + return_links_.size() + multi_links_.size() + return_multi_links_.size();
+  }
   void detach_all();
 
  private:
@@ -63,8 +65,10 @@ class UprobeLinks {
   pid_t pid_;
   bool skip_refused_ = false;
   std::vector<Refused> refused_;
-  std::vector<LinkPtr> links_;
-  std::vector<UniqueFd> multi_links_;
+  // Return-probe links are kept apart so that detach_all() removes them before the entry links
+  // they pair with: a return must never run without its entry half.
+  std::vector<LinkPtr> links_, return_links_;
+  std::vector<UniqueFd> multi_links_, return_multi_links_;
 };
 
 }  // namespace uscope

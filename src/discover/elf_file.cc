@@ -69,8 +69,9 @@ SymbolBinding to_binding(unsigned char bind) {
 SymbolKind to_kind(unsigned char type) {
   switch (type) {
     case STT_FUNC:
-    case STT_GNU_IFUNC:
       return SymbolKind::Function;
+    case STT_GNU_IFUNC:
+      return SymbolKind::IndirectFunction;
     case STT_OBJECT:
     case STT_TLS:
     case STT_COMMON:

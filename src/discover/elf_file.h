@@ -35,7 +35,9 @@ struct ElfSegment {
 };
 
 enum class SymbolBinding { Local, Global, Weak, Unique };
-enum class SymbolKind { Function, Object, Other };
+// IndirectFunction: an STT_GNU_IFUNC symbol, whose address is the resolver that picks the real
+// implementation at load time (glibc's strlen, memcpy, ...).
+enum class SymbolKind { Function, IndirectFunction, Object, Other };
 // Where a symbol came from: the file's own tables, its MiniDebugInfo, or a separate debug file.
 enum class SymbolSource { Symtab, Dynsym, MiniDebugInfo, DebugFile };
 

@@ -38,7 +38,8 @@ constexpr size_t kMaxContainingScan = 64;
 void collect(const ElfFile& owner, const std::vector<ElfSymbol>& symbols,
              std::optional<SymbolSource> force_source, std::vector<FunctionSymbol>& out) {
   for (const auto& s : symbols) {
-    if (!s.defined || s.kind != SymbolKind::Function || s.addr == 0 || s.name.empty()) continue;
+    bool function = s.kind == SymbolKind::Function || s.kind == SymbolKind::IndirectFunction;
+    if (!s.defined || !function || s.addr == 0 || s.name.empty()) continue;
     // Addresses always map through the object being traced: a debug file's own segments may
     // describe NOBITS sections, and a symbol that maps nowhere cannot be probed.
     auto offset = owner.vaddr_to_offset(s.addr);
@@ -50,6 +51,7 @@ void collect(const ElfFile& owner, const std::vector<ElfSymbol>& symbols,
     f.size = s.size;
     f.binding = s.binding;
     f.source = force_source.value_or(s.source);
+    f.ifunc = s.kind == SymbolKind::IndirectFunction;
     out.push_back(std::move(f));
   }
 }

@@ -19,6 +19,7 @@ struct FunctionSymbol {
   uint64_t size = 0;
   SymbolBinding binding = SymbolBinding::Global;
   SymbolSource source = SymbolSource::Symtab;
+  bool ifunc = false;  // an IFUNC resolver, not the function it resolves to
 };
 
 // Demangles Itanium C++ (_Z...) and Rust (_R... v0, and legacy _ZN...17h<hash>E with the hash

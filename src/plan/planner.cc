@@ -71,9 +71,26 @@ Result<std::vector<MatchedSite>> match_functions(ObjectCache& cache, PlannedObje
     return fail("probe spec column {}: no function '{}' in {}{}{}", spec.function_column,
                 spec.function, o.ref.display_path, close.empty() ? "" : "; closest: ", join(close));
   }
+  // An IFUNC symbol is its resolver, run once at load time; a glob skips it, and naming it
+  // exactly points at the implementations it chooses between.
+  if (!has_glob_chars(spec.function) && !found.empty() &&
+      std::all_of(found.begin(), found.end(), [](const FunctionSymbol* f) { return f->ifunc; })) {
+    std::vector<std::string> impls;
+    for (const auto& name : (*syms)->names())
+      if (name.find(spec.function) != std::string::npos && name != spec.function &&
+          name.starts_with("__"))
+        impls.push_back(name);
+    if (impls.size() > 8) impls.resize(8);
+    return fail(
+        "probe spec column {}: {} in {} is an IFUNC: its symbol is the resolver that "
+        "picks an implementation at load time; probe the implementations instead{}{}",
+        spec.function_column, spec.function, o.ref.display_path, impls.empty() ? "" : ": ",
+        join(impls));
+  }
   std::vector<MatchedSite> out;
   std::set<uint64_t> seen;
   for (const auto* f : found) {
+    if (f->ifunc) continue;
     if (!seen.insert(f->offset).second) continue;  // alias of a function already taken
     if (spec.offset && f->size && spec.offset >= f->size)
       return fail("probe spec column {}: {}+{:#x} is past the end of the function ({} bytes)",

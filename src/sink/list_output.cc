@@ -127,7 +127,8 @@ void ListPrinter::print_json(const ListedObject& o) {
                         {"offset", f->offset},
                         {"size", f->size},
                         {"binding", binding_name(f->binding)},
-                        {"source", source_name(f->source)}};
+                        {"source", source_name(f->source)},
+                        {"ifunc", f->ifunc}};
     if (i < o.entry_sites.size()) {
       const auto& p = o.entry_sites[i];
       j["site"] = site_json(p.original);
@@ -176,8 +177,9 @@ void ListPrinter::print_text(const ListedObject& o) {
     for (size_t i = 0; i < o.functions.size(); ++i) {
       const FunctionSymbol* f = o.functions[i];
       std::string site = i < o.entry_sites.size() ? describe_entry_site(o.entry_sites[i]) : "-";
-      fmt::print(out_, "  {:#018x} {:>#10x} {:>8} {:<6}  {:<20}  {}\n", f->addr, f->offset, f->size,
-                 binding_name(f->binding), site, f->demangled);
+      fmt::print(out_, "  {:#018x} {:>#10x} {:>8} {:<6}  {:<20}  {}{}\n", f->addr, f->offset,
+                 f->size, binding_name(f->binding), site, f->demangled,
+                 f->ifunc ? " [ifunc resolver]" : "");
     }
   }
   if (!o.probes.empty()) {

@@ -134,7 +134,24 @@ int GatedProcess::wait(std::string* out) {
   return decode_status(status);
 }
 
-std::vector<int> bpf_links_of_programs(const std::string& prefix) {
+namespace {
+
+// PIDs holding an fd to BPF link `id` (from /proc/*/fdinfo, which names the link id).
+std::set<int> link_owners(int id) {
+  std::set<int> owners;
+  std::string out = shell("grep -l '^link_id:[[:space:]]*" + std::to_string(id) +
+                          "$' /proc/[0-9]*/fdinfo/* 2>/dev/null");
+  size_t pos = 0;
+  while ((pos = out.find("/proc/", pos)) != std::string::npos) {
+    owners.insert(std::atoi(out.c_str() + pos + 6));
+    pos += 6;
+  }
+  return owners;
+}
+
+}  // namespace
+
+std::vector<int> bpf_links_of_programs(const std::string& prefix, pid_t owner) {
   auto progs = nlohmann::json::parse(shell("bpftool -j prog list"), nullptr, false);
   auto links = nlohmann::json::parse(shell("bpftool -j link list"), nullptr, false);
   std::set<int> prog_ids;
@@ -142,9 +159,16 @@ std::vector<int> bpf_links_of_programs(const std::string& prefix) {
     for (const auto& p : progs)
       if (p.value("name", "").rfind(prefix, 0) == 0) prog_ids.insert(p.value("id", -1));
   std::vector<int> out;
-  if (links.is_array())
-    for (const auto& l : links)
-      if (prog_ids.count(l.value("prog_id", -2))) out.push_back(l.value("id", -1));
+  if (!links.is_array()) return out;
+  for (const auto& l : links) {
+    if (!prog_ids.count(l.value("prog_id", -2))) continue;
+    // Links held by other live processes (a benchmark, a developer's session) are not ours;
+    // ours are held by this test process, or by nobody any more (pinned or leaked).
+    int id = l.value("id", -1);
+    auto owners = link_owners(id);
+    if (owners.empty() || owners.count(getpid()) || (owner > 0 && owners.count(owner)))
+      out.push_back(id);
+  }
   return out;
 }
 

@@ -40,9 +40,10 @@ class GatedProcess {
   bool reaped_ = false;
 };
 
-// IDs of the BPF links currently in the kernel whose program name starts with `prefix`
-// (bpftool link list, joined with bpftool prog list).
-std::vector<int> bpf_links_of_programs(const std::string& prefix);
+// IDs of the BPF links in the kernel whose program name starts with `prefix` (bpftool link list
+// joined with bpftool prog list) held by this test process or by no process at all.
+// `owner` also counts links held by that process (a uscope the test started).
+std::vector<int> bpf_links_of_programs(const std::string& prefix, pid_t owner = 0);
 
 std::string fixture(const std::string& relative);  // USCOPE_FIXTURE_DIR/relative
 

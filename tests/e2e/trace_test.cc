@@ -121,9 +121,9 @@ TEST(trace, stops_cleanly_on_sigterm_and_detaches) {
   }
   close(out[1]);
   // Wait until attached: the program's links exist.
-  for (int i = 0; i < 100 && bpf_links_of_programs("trace_").empty(); ++i)
+  for (int i = 0; i < 100 && bpf_links_of_programs("trace_", pid).empty(); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  EXPECT_FALSE(bpf_links_of_programs("trace_").empty());
+  EXPECT_FALSE(bpf_links_of_programs("trace_", pid).empty());
   kill(pid, SIGTERM);
   int status = 0;
   waitpid(pid, &status, 0);

@@ -415,7 +415,8 @@ TEST(elf_file, libssl_dynamic_functions_match_nm) {
   ASSERT_TRUE(syms);
   std::set<std::string> ours;
   for (const auto& s : *syms) {
-    if (s.source == SymbolSource::Dynsym && s.defined && s.kind == SymbolKind::Function) {
+    bool function = s.kind == SymbolKind::Function || s.kind == SymbolKind::IndirectFunction;
+    if (s.source == SymbolSource::Dynsym && s.defined && function) {
       ours.insert(s.name);
     }
   }
