@@ -10,7 +10,7 @@ packages=(
   libgtest-dev libgmock-dev libclang-rt-14-dev
   # fixtures and real targets the tests attach to
   systemtap-sdt-dev binutils elfutils xz-utils python3.11 openjdk-17-jdk-headless golang-go
-  libssl3 openssl
+  libssl3 openssl redis-server redis-tools
   # peers for benchmarks
   bpftrace
 )

@@ -51,6 +51,17 @@ TEST(count, all_of_libc_attaches_fast_in_a_running_process) {
   EXPECT_TRUE(bpf_links_of_programs("count_hit").empty());
 }
 
+TEST(count, prints_every_interval_and_at_exit) {
+  require_root();
+  auto r =
+      uscope({"count", "-i", "0.3", "-d", "1.1", "-c", fixture("native/alloc_loop"), "c:malloc"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  size_t tables = 0;
+  for (size_t pos = 0; (pos = r.out.find("FUNC ", pos)) != std::string::npos; ++pos) ++tables;
+  EXPECT_GE(tables, 4u) << r.out;  // 3 intervals + the final table
+  EXPECT_NE(r.err.find("duration reached"), std::string::npos) << r.err;
+}
+
 TEST(latency, histogram_counts_every_call) {
   require_root();
   auto r = uscope({"latency", "--json", "-c", fixture("native/target_loop") + " 2000", "work"});
