@@ -5,6 +5,7 @@
 #include <map>
 #include <utility>
 
+#include "attach/bpf_features.h"
 #include "attach/uprobe_multi.h"
 
 namespace uscope {
@@ -13,6 +14,16 @@ std::string describe_errno(int e) {
   // ENOTSUPP is kernel-internal and has no strerror text: it is how uprobes refuse instructions.
   if (e == 524) return "the kernel cannot probe the instruction there (ENOTSUPP)";
   return std::strerror(e);
+}
+
+bool UprobeLinks::prepare_multi_program(bpf_program* multi_prog, bool wanted) {
+  bool multi = wanted && probe_bpf_features().uprobe_multi;
+  if (multi)
+    bpf_program__set_expected_attach_type(multi_prog,
+                                          static_cast<bpf_attach_type>(kBpfTraceUprobeMulti));
+  else
+    bpf_program__set_autoload(multi_prog, false);
+  return multi;
 }
 
 Result<void> UprobeLinks::attach_each(bpf_program* prog, const std::vector<AttachSite>& sites) {

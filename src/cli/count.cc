@@ -21,20 +21,12 @@ struct CountOptions {
 };
 
 int run_count(const CountOptions& o) {
-  std::vector<ProbeSpec> patterns;
-  for (const auto& text : o.patterns) {
-    auto p = parse_probe_pattern(text);
-    if (!p) return report_error(p.error().message, kExitUsage);
-    patterns.push_back(std::move(*p));
-  }
-  if (auto r = check_session_capabilities(o.session); !r) return report_error(r.error().message);
-  auto target = open_session_target(o.session);
-  if (!target) return report_error(target.error().message);
-  // Before attaching: from here on Ctrl-C and SIGTERM wait for the loop, which detaches.
-  auto loop = make_event_loop(o.session, **target);
-  if (!loop) return report_error(loop.error().message);
-  ObjectCache cache((*target)->context);
-  auto matched = match_patterns(cache, patterns);
+  auto patterns = parse_patterns(o.patterns);
+  if (!patterns) return report_error(patterns.error().message, kExitUsage);
+  auto session = Session::open(o.session);
+  if (!session) return report_error(session.error().message);
+  ObjectCache cache((*session)->context());
+  auto matched = match_patterns(cache, *patterns);
   if (!matched) return report_error(matched.error().message);
 
   std::vector<AttachSite> sites;
@@ -56,7 +48,7 @@ int run_count(const CountOptions& o) {
   if (sites.empty()) return report_error("no probeable site among the matches");
 
   auto t0 = std::chrono::steady_clock::now();
-  auto counts = HitCounts::attach(sites, (*target)->watch_pid(), !o.session.no_multi, true);
+  auto counts = HitCounts::attach(sites, (*session)->watch_pid(), !o.session.no_multi, true);
   if (!counts) return report_error(counts.error().message);
   auto attach_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0);
   for (const auto& r : counts->refused()) {
@@ -73,8 +65,7 @@ int run_count(const CountOptions& o) {
              attach_ms.count(), counts->link_count(),
              counts->used_multi() ? "uprobe_multi links" : "links");
 
-  if ((*target)->command)
-    if (auto r = (*target)->command->release(); !r) return report_error(r.error().message);
+  if (auto r = (*session)->start(); !r) return report_error(r.error().message);
 
   auto print = [&] {
     auto values = counts->read();
@@ -86,10 +77,9 @@ int run_count(const CountOptions& o) {
   };
   EventLoop::Callbacks cb;
   cb.interval = print;
-  StopReason why = loop->run(cb);
+  StopReason why = (*session)->run(cb);
   print();
   counts->detach();
-  if (loop->child_status() && (*target)->command) (*target)->command->mark_reaped();
   if (!o.session.json) fmt::print(stderr, "uscope: {}\n", describe(why));
   return kExitOk;
 }

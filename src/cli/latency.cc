@@ -22,23 +22,18 @@ struct LatencyOptions {
 };
 
 int run_latency(const LatencyOptions& o) {
-  std::vector<ProbeSpec> patterns;
-  for (const auto& text : o.patterns) {
-    auto p = parse_probe_pattern(text);
-    if (!p) return report_error(p.error().message, kExitUsage);
-    if (p->kind == ProbeKind::Usdt)
-      return report_error("latency measures functions; '" + text + "' is a USDT probe", kExitUsage);
-    p->kind = ProbeKind::Return;  // return probes need what entry+return tracing needs
-    patterns.push_back(std::move(*p));
+  auto patterns = parse_patterns(o.patterns);
+  if (!patterns) return report_error(patterns.error().message, kExitUsage);
+  for (auto& p : *patterns) {
+    if (p.kind == ProbeKind::Usdt)
+      return report_error("latency measures functions; '" + p.text + "' is a USDT probe",
+                          kExitUsage);
+    p.kind = ProbeKind::Return;  // return probes need what entry+return tracing needs
   }
-  if (auto r = check_session_capabilities(o.session); !r) return report_error(r.error().message);
-  auto target = open_session_target(o.session);
-  if (!target) return report_error(target.error().message);
-  // Before attaching: from here on Ctrl-C and SIGTERM wait for the loop, which detaches.
-  auto loop = make_event_loop(o.session, **target);
-  if (!loop) return report_error(loop.error().message);
-  ObjectCache cache((*target)->context);
-  auto matched = match_patterns(cache, patterns);
+  auto session = Session::open(o.session);
+  if (!session) return report_error(session.error().message);
+  ObjectCache cache((*session)->context());
+  auto matched = match_patterns(cache, *patterns);
   if (!matched) return report_error(matched.error().message);
 
   // Per function: recipe 2k is the entry half, 2k+1 the return half.
@@ -60,7 +55,7 @@ int run_latency(const LatencyOptions& o) {
     }
   }
   if (o.session.verbose) print_sites(shown);
-  auto program = TraceProgram::load(recipes, (*target)->watch_pid(), !o.session.no_multi);
+  auto program = TraceProgram::load(recipes, (*session)->watch_pid(), !o.session.no_multi);
   if (!program) return report_error(program.error().message);
   if (auto r = program->attach(sites, true); !r) return report_error(r.error().message);
   // A function with either half refused cannot be timed: leave it out and say so.
@@ -73,8 +68,7 @@ int run_latency(const LatencyOptions& o) {
   fmt::print(stderr, "uscope: timing {} functions; Ctrl-C to stop\n",
              std::count(refused.begin(), refused.end(), false));
 
-  if ((*target)->command)
-    if (auto r = (*target)->command->release(); !r) return report_error(r.error().message);
+  if (auto r = (*session)->start(); !r) return report_error(r.error().message);
 
   auto print = [&] {
     auto counters = program->counters();
@@ -96,10 +90,9 @@ int run_latency(const LatencyOptions& o) {
   };
   EventLoop::Callbacks cb;
   cb.interval = print;
-  StopReason why = loop->run(cb);
+  StopReason why = (*session)->run(cb);
   program->detach();
   print();
-  if (loop->child_status() && (*target)->command) (*target)->command->mark_reaped();
   if (!o.session.json) fmt::print(stderr, "uscope: {}\n", describe(why));
   return kExitOk;
 }

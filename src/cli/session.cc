@@ -24,7 +24,9 @@ void add_session_options(CLI::App* cmd, SessionOptions& o, bool with_interval,
   cmd->add_flag("--no-multi", o.no_multi, "Attach one link per site, not uprobe_multi links");
 }
 
-Result<void> check_session_capabilities(const SessionOptions& o) {
+namespace {
+
+Result<void> check_capabilities(const SessionOptions& o) {
   bool other_user = false;
   if (o.pid > 0) {
     struct stat st {};
@@ -33,40 +35,60 @@ Result<void> check_session_capabilities(const SessionOptions& o) {
   return require_tracing_capabilities(other_user);
 }
 
-Result<std::unique_ptr<SessionTarget>> open_session_target(const SessionOptions& o) {
+}  // namespace
+
+Result<std::vector<ProbeSpec>> parse_patterns(const std::vector<std::string>& texts) {
+  std::vector<ProbeSpec> out;
+  for (const auto& text : texts) {
+    auto p = parse_probe_pattern(text);
+    if (!p) return fail("pattern '{}': {}", text, p.error().message);
+    out.push_back(std::move(*p));
+  }
+  return out;
+}
+
+Result<std::unique_ptr<Session>> Session::open(const SessionOptions& o) {
   if (o.pid > 0 && !o.command.empty()) return fail("give -p PID or -c CMD, not both");
-  auto owned = std::make_unique<SessionTarget>();
-  SessionTarget& t = *owned;
+  if (auto r = check_capabilities(o); !r) return tl::unexpected(r.error());
+  std::unique_ptr<Session> s(new Session);
+  EventLoopOptions lo;
   if (o.pid > 0) {
     auto p = Process::open(o.pid);
     if (!p) return tl::unexpected(p.error());
-    t.process = std::move(*p);
-    t.context.process = &*t.process;
-    t.context.pid = o.pid;
+    s->process_ = std::move(*p);
+    s->context_.process = &*s->process_;
+    s->context_.pid = o.pid;
   } else if (!o.command.empty()) {
     auto c = LaunchedCommand::prepare(o.command);
     if (!c) return tl::unexpected(c.error());
-    t.command = std::move(*c);
-    t.context.main_executable = t.command->executable();
-    t.context.pid = t.command->pid();
-  }
-  return owned;
-}
-
-Result<EventLoop> make_event_loop(const SessionOptions& o, const SessionTarget& t) {
-  EventLoopOptions lo;
-  lo.watch_pid = t.context.pid;
-  lo.watch_is_child = t.command.has_value();
-  if (t.command) {
+    s->command_ = std::move(*c);
+    s->context_.main_executable = s->command_->executable();
+    s->context_.pid = s->command_->pid();
+    lo.watch_is_child = true;
     struct stat st {};
-    if (stat(t.command->executable().c_str(), &st) == 0) {
+    if (stat(s->command_->executable().c_str(), &st) == 0) {
       lo.exe_dev = st.st_dev;
       lo.exe_ino = st.st_ino;
     }
   }
+  lo.watch_pid = s->context_.pid;
   if (o.duration_s > 0) lo.duration = std::chrono::duration<double>(o.duration_s);
   if (o.interval_s > 0) lo.interval = std::chrono::duration<double>(o.interval_s);
-  return EventLoop::create(lo);
+  auto loop = EventLoop::create(lo);
+  if (!loop) return tl::unexpected(loop.error());
+  s->loop_.emplace(std::move(*loop));
+  return s;
+}
+
+Result<void> Session::start() {
+  return command_ ? command_->release() : Result<void>{};
+}
+
+StopReason Session::run(const EventLoop::Callbacks& cb) {
+  StopReason why = loop_->run(cb);
+  // The loop reaped the command if it exited; then there is nothing left to terminate.
+  if (loop_->child_status() && command_) command_->mark_reaped();
+  return why;
 }
 
 void print_sites(const std::vector<PlannedSite>& sites) {

@@ -30,24 +30,33 @@ struct SessionOptions {
 void add_session_options(CLI::App* cmd, SessionOptions& o, bool with_interval,
                          bool with_max_events);
 
-// The target of a session: the process to watch or the command to start, and the planning
-// context derived from it.
-// Not movable: `context` points into `process`.
-struct SessionTarget {
-  SessionTarget() = default;
-  SessionTarget(const SessionTarget&) = delete;
-  SessionTarget& operator=(const SessionTarget&) = delete;
-  std::optional<Process> process;
-  std::optional<LaunchedCommand> command;
-  TargetContext context;
-  pid_t watch_pid() const { return context.pid; }
+// Parses count/latency patterns; the error names the pattern.
+Result<std::vector<ProbeSpec>> parse_patterns(const std::vector<std::string>& texts);
+
+// One tracing session from its target to its end: capabilities checked, the process to watch
+// opened or the command to start prepared, and the stop signals routed to the event loop before
+// anything attaches, so that every way out goes through the loop and its detach.
+class Session {
+ public:
+  static Result<std::unique_ptr<Session>> open(const SessionOptions& o);
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  // Where probes go; points into this session, which is why it does not move.
+  const TargetContext& context() const { return context_; }
+  pid_t watch_pid() const { return context_.pid; }
+  // Lets a launched command exec (no-op without -c).
+  Result<void> start();
+  // Runs the event loop until a stop.
+  StopReason run(const EventLoop::Callbacks& cb);
+
+ private:
+  Session() = default;
+  std::optional<Process> process_;
+  std::optional<LaunchedCommand> command_;
+  TargetContext context_;
+  std::optional<EventLoop> loop_;
 };
-
-Result<std::unique_ptr<SessionTarget>> open_session_target(const SessionOptions& o);
-Result<EventLoop> make_event_loop(const SessionOptions& o, const SessionTarget& t);
-
-// Checks the capabilities needed to attach, naming the missing ones.
-Result<void> check_session_capabilities(const SessionOptions& o);
 
 // Prints site placements (cost class, moved or not) to stderr for --verbose.
 void print_sites(const std::vector<PlannedSite>& sites);

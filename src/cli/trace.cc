@@ -68,13 +68,9 @@ int run_trace(const TraceCommandOptions& o) {
     }
     specs.push_back(std::move(*spec));
   }
-  if (auto r = check_session_capabilities(o.session); !r) return report_error(r.error().message);
-  auto target = open_session_target(o.session);
-  if (!target) return report_error(target.error().message);
-  // Before attaching: from here on Ctrl-C and SIGTERM wait for the loop, which detaches.
-  auto loop = make_event_loop(o.session, **target);
-  if (!loop) return report_error(loop.error().message);
-  ObjectCache cache((*target)->context);
+  auto session = Session::open(o.session);
+  if (!session) return report_error(session.error().message);
+  ObjectCache cache((*session)->context());
   TraceOptions topts;
   topts.capture_stack = o.user_stack;
   topts.move_sites = !o.no_move;
@@ -82,7 +78,7 @@ int run_trace(const TraceCommandOptions& o) {
   if (!plan) return report_error(plan.error().message);
   if (o.session.verbose) print_sites(plan->sites);
 
-  auto program = TraceProgram::load(plan->recipes, (*target)->watch_pid(), !o.session.no_multi);
+  auto program = TraceProgram::load(plan->recipes, (*session)->watch_pid(), !o.session.no_multi);
   if (!program) return report_error(program.error().message);
   std::vector<AttachSite> sites;
   for (const auto& s : plan->sites) sites.push_back(s.attach);
@@ -114,17 +110,15 @@ int run_trace(const TraceCommandOptions& o) {
   };
   if (auto r = program->open_events(on_event); !r) return report_error(r.error().message);
   output.header();
-  if ((*target)->command)
-    if (auto r = (*target)->command->release(); !r) return report_error(r.error().message);
+  if (auto r = (*session)->start(); !r) return report_error(r.error().message);
 
   EventLoop::Callbacks cb;
   cb.data_fd = program->events_epoll_fd();
   cb.drain = [&] { (void)program->consume(); };
   cb.done = [&] { return o.session.max_events && output.events() >= o.session.max_events; };
-  StopReason why = loop->run(cb);
+  StopReason why = (*session)->run(cb);
   program->detach();
   (void)program->consume();
-  if (loop->child_status() && (*target)->command) (*target)->command->mark_reaped();
   auto counters = program->counters();
   print_summary(o, *plan, counters ? *counters : std::vector<RecipeCounters>{}, output.events(),
                 why);

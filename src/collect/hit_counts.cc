@@ -7,8 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "attach/bpf_features.h"
-#include "attach/uprobe_multi.h"
+#include "collect/percpu_sum.h"
 #include "hit_counter.skel.h"
 
 namespace uscope {
@@ -31,12 +30,7 @@ Result<HitCounts> HitCounts::attach(const std::vector<AttachSite>& sites, pid_t 
   if (!skel) return fail_errno(errno, "cannot open BPF object: {}", std::strerror(errno));
   skel->rodata->target_tgid = tgid > 0 ? static_cast<uint32_t>(tgid) : 0;
   bpf_map__set_max_entries(skel->maps.hits, static_cast<uint32_t>(sites.size()));
-  bool multi = use_multi && probe_bpf_features().uprobe_multi;
-  if (multi)
-    bpf_program__set_expected_attach_type(skel->progs.count_hit_multi,
-                                          static_cast<bpf_attach_type>(kBpfTraceUprobeMulti));
-  else
-    bpf_program__set_autoload(skel->progs.count_hit_multi, false);
+  bool multi = UprobeLinks::prepare_multi_program(skel->progs.count_hit_multi, use_multi);
   if (int err = hit_counter__load(skel.get()))
     return fail_errno(-err, "cannot load BPF program: {}", std::strerror(-err));
   HitCounts hc(std::move(skel), sites.size(), tgid);
@@ -49,15 +43,12 @@ Result<HitCounts> HitCounts::attach(const std::vector<AttachSite>& sites, pid_t 
 }
 
 Result<std::vector<uint64_t>> HitCounts::read() const {
-  int ncpu = libbpf_num_possible_cpus();
-  if (ncpu <= 0) return fail("cannot count possible CPUs");
-  std::vector<uint64_t> per_cpu(static_cast<size_t>(ncpu));
+  PerCpuSum hits(bpf_map__fd(skel_->maps.hits));
   std::vector<uint64_t> out(sites_);
-  int fd = bpf_map__fd(skel_->maps.hits);
   for (uint32_t i = 0; i < sites_; ++i) {
-    if (bpf_map_lookup_elem(fd, &i, per_cpu.data()))
-      return fail_errno(errno, "cannot read hit counter {}: {}", i, std::strerror(errno));
-    for (uint64_t v : per_cpu) out[i] += v;
+    auto n = hits.sum(i);
+    if (!n) return tl::unexpected(n.error());
+    out[i] = *n;
   }
   return out;
 }

@@ -6,8 +6,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "attach/bpf_features.h"
-#include "attach/uprobe_multi.h"
+#include "collect/percpu_sum.h"
 #include "trace.skel.h"
 
 namespace uscope {
@@ -37,12 +36,7 @@ Result<TraceProgram> TraceProgram::load(std::span<const uscope_recipe> recipes, 
   bpf_map__set_max_entries(skel->maps.recipes, n);
   bpf_map__set_max_entries(skel->maps.counters, n * TRACE_NUM_COUNTERS);
   bpf_map__set_max_entries(skel->maps.latency, n * TRACE_HIST_BUCKETS);
-  bool multi = use_multi && probe_bpf_features().uprobe_multi;
-  if (multi)
-    bpf_program__set_expected_attach_type(skel->progs.trace_multi,
-                                          static_cast<bpf_attach_type>(kBpfTraceUprobeMulti));
-  else
-    bpf_program__set_autoload(skel->progs.trace_multi, false);
+  bool multi = UprobeLinks::prepare_multi_program(skel->progs.trace_multi, use_multi);
   if (int err = trace__load(skel.get()))
     return fail_errno(-err, "the kernel refused uscope's BPF program: {}", std::strerror(-err));
   int fd = bpf_map__fd(skel->maps.recipes);
@@ -88,17 +82,14 @@ Result<int> TraceProgram::consume() {
 }
 
 Result<std::vector<RecipeCounters>> TraceProgram::counters() const {
-  int ncpu = libbpf_num_possible_cpus();
-  std::vector<uint64_t> per_cpu(static_cast<size_t>(std::max(ncpu, 1)));
+  PerCpuSum counters(bpf_map__fd(skel_->maps.counters));
   std::vector<RecipeCounters> out(n_recipes_);
-  int fd = bpf_map__fd(skel_->maps.counters);
   for (uint32_t r = 0; r < n_recipes_; ++r) {
     uint64_t v[TRACE_NUM_COUNTERS] = {};
     for (uint32_t c = 0; c < TRACE_NUM_COUNTERS; ++c) {
-      uint32_t key = r * TRACE_NUM_COUNTERS + c;
-      if (bpf_map_lookup_elem(fd, &key, per_cpu.data()))
-        return fail_errno(errno, "cannot read counters: {}", std::strerror(errno));
-      for (uint64_t x : per_cpu) v[c] += x;
+      auto n = counters.sum(r * TRACE_NUM_COUNTERS + c);
+      if (!n) return tl::unexpected(n.error());
+      v[c] = *n;
     }
     out[r] = {
         v[TC_HITS],     v[TC_EMITTED],           v[TC_LOST],   v[TC_FILTERED], v[TC_READ_ERRORS],
@@ -108,15 +99,12 @@ Result<std::vector<RecipeCounters>> TraceProgram::counters() const {
 }
 
 Result<std::vector<uint64_t>> TraceProgram::histogram(uint32_t recipe) const {
-  int ncpu = libbpf_num_possible_cpus();
-  std::vector<uint64_t> per_cpu(static_cast<size_t>(std::max(ncpu, 1)));
+  PerCpuSum buckets(bpf_map__fd(skel_->maps.latency));
   std::vector<uint64_t> out(TRACE_HIST_BUCKETS);
-  int fd = bpf_map__fd(skel_->maps.latency);
   for (uint32_t b = 0; b < TRACE_HIST_BUCKETS; ++b) {
-    uint32_t key = recipe * TRACE_HIST_BUCKETS + b;
-    if (bpf_map_lookup_elem(fd, &key, per_cpu.data()))
-      return fail_errno(errno, "cannot read histogram: {}", std::strerror(errno));
-    for (uint64_t x : per_cpu) out[b] += x;
+    auto n = buckets.sum(recipe * TRACE_HIST_BUCKETS + b);
+    if (!n) return tl::unexpected(n.error());
+    out[b] = *n;
   }
   return out;
 }

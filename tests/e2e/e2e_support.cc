@@ -92,8 +92,8 @@ std::string shell(const std::string& cmd) {
 }
 
 GatedProcess::GatedProcess(const std::vector<std::string>& argv) {
-  int in[2], out[2];
-  if (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC)) return;
+  int in[2], out[2], execd[2];
+  if (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC) || pipe2(execd, O_CLOEXEC)) return;
   pid_ = fork();
   if (pid_ == 0) {
     dup2(in[0], 0);
@@ -104,6 +104,13 @@ GatedProcess::GatedProcess(const std::vector<std::string>& argv) {
   }
   close(in[0]);
   close(out[1]);
+  close(execd[1]);
+  // The CLOEXEC write end closes at the exec: once read() sees EOF, /proc/PID shows the new
+  // program, not a copy of this test.
+  char byte;
+  while (read(execd[0], &byte, 1) > 0) {
+  }
+  close(execd[0]);
   stdin_w_ = in[1];
   stdout_r_ = out[0];
 }
