@@ -48,11 +48,16 @@ EntrySitePlan entry_site(const ElfFile& elf, const FunctionSymbol& f) {
   return p;
 }
 
+// "provider:name" selects USDT probes; "ns::f*" is a C++ function name.
+bool is_usdt_pattern(const std::string& pattern) {
+  return pattern.find(':') != std::string::npos && pattern.find("::") == std::string::npos;
+}
+
 // A pattern with ':' is a USDT provider:name glob; otherwise it matches function names and USDT
 // probe names.
 bool usdt_matches(const std::string& pattern, const UsdtProbe& p) {
   if (pattern.empty()) return true;
-  if (pattern.find(':') != std::string::npos) return glob_match(pattern, p.provider + ":" + p.name);
+  if (is_usdt_pattern(pattern)) return glob_match(pattern, p.provider + ":" + p.name);
   return glob_match(pattern, p.name);
 }
 
@@ -92,7 +97,7 @@ int run_list(const ListOptions& o) {
     if (!ref) return report_error(ref.error().message);
     objects.push_back(std::move(*ref));
   }
-  bool usdt_only_pattern = pattern.find(':') != std::string::npos;
+  bool usdt_only_pattern = is_usdt_pattern(pattern);
   bool want_functions = !o.only_usdt && !usdt_only_pattern;
   bool want_usdt = !o.only_functions;
 

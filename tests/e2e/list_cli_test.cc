@@ -72,6 +72,16 @@ TEST(list_cli, python_usdt_filter_by_provider_glob) {
   EXPECT_EQ(names, (std::set<std::string>{"function__entry", "function__return"}));
 }
 
+TEST(list_cli, cxx_pattern_with_scope_is_a_function_glob) {
+  auto r = uscope({"list", "--json", kLibjvm, "JavaThread::run*"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto rows = json_lines(r.out);
+  ASSERT_FALSE(rows.empty());
+  EXPECT_EQ(rows[0]["kind"], "function");
+  EXPECT_EQ(rows[0]["name"], "JavaThread::run()");
+  EXPECT_EQ(rows[0]["mangled"], "_ZN10JavaThread3runEv");
+}
+
 TEST(list_cli, libssl_by_short_name_agrees_with_nm_dynamic) {
   std::istringstream in(
       shell("nm -D --defined-only /usr/lib/x86_64-linux-gnu/libssl.so.3 | awk '$2 ~ /^[TWi]$/ "
