@@ -199,7 +199,7 @@ static __always_inline void emit_comm(struct scratch* s) {
 /* Compares the string at `src` (user memory, or comm when `comm`) with pool[off, off+len). */
 static __always_inline __u64 str_equal(struct scratch* s, const struct uscope_recipe* r, __u64 src,
                                        __u32 off, __u32 len, int comm) {
-  if (len >= TRACE_POOL) return 0;
+  if (len >= TRACE_POOL - 1) return 0;
   if (comm) {
     __builtin_memcpy(s->tmp, s->ev.comm, TRACE_COMM_LEN);
     s->tmp[TRACE_COMM_LEN] = 0;
