@@ -78,7 +78,7 @@ Result<std::vector<MatchedSite>> match_functions(ObjectCache& cache, PlannedObje
     std::vector<std::string> impls;
     for (const auto& name : (*syms)->names())
       if (name.find(spec.function) != std::string::npos && name != spec.function &&
-          name.starts_with("__"))
+          name.starts_with("__") && !name.starts_with("__GI_"))  // __GI_: glibc-internal alias
         impls.push_back(name);
     if (impls.size() > 8) impls.resize(8);
     return fail(

@@ -44,6 +44,9 @@ class RecipeBuilder {
 
   // Adds a string constant to the recipe's pool; returns its offset.
   Result<uint8_t> pool(const Expr& e, const std::string& s) {
+    // The BPF side reads the compared string and its NUL into TRACE_POOL bytes.
+    if (s.size() > TRACE_POOL - 2)
+      return at(e, fmt::format("a compared string is at most {} bytes", TRACE_POOL - 2));
     if (pool_used_ + s.size() > TRACE_POOL - 1)
       return at(e, "string constants exceed 127 bytes in one probe");
     std::memcpy(r_.pool + pool_used_, s.data(), s.size());
@@ -54,10 +57,12 @@ class RecipeBuilder {
 
   Result<void> usdt_arg(const Expr& e) {
     const auto* loc = site_.usdt;
+    if (loc->args_error)
+      return at(e, fmt::format("this USDT probe's argument spec '{}' is unreadable: {}",
+                               loc->args_text, loc->args_error->message));
     if (e.index < 1 || static_cast<size_t>(e.index) > loc->args.size())
       return at(e, fmt::format("this USDT probe has {} argument{}; arg{} does not exist",
                                loc->args.size(), loc->args.size() == 1 ? "" : "s", e.index));
-    if (loc->args_error) return at(e, "argument spec unreadable: " + loc->args_error->message);
     const UsdtArg& a = loc->args[static_cast<size_t>(e.index - 1)];
     auto reg = [&](const std::string& name) -> Result<void> {
       int r = trace_register(name);
@@ -67,6 +72,17 @@ class RecipeBuilder {
     };
     auto sized = static_cast<uint8_t>(a.size);
     auto sign = static_cast<uint16_t>(a.is_signed);
+    // A symbolic displacement ("table(,%rcx,8)", "foo(%rip)") is the symbol's link-time address.
+    std::optional<uint64_t> sym = a.symbol.empty()       ? std::optional<uint64_t>(0)
+                                  : site_.symbol_address ? site_.symbol_address(a.symbol)
+                                                         : std::nullopt;
+    if (!sym)
+      return at(e, fmt::format("USDT operand '{}' names symbol '{}', not found in the object's "
+                               "symbol table",
+                               a.text, a.symbol));
+    // Without a base register a displacement is an absolute address: position-dependent code,
+    // where link-time and run-time addresses agree.
+    const int64_t displacement = a.offset + static_cast<int64_t>(*sym);
     switch (a.kind) {
       case UsdtArg::Kind::Constant:
         return op(TOP_CONST, 0, 0, a.constant, 1);
@@ -75,8 +91,8 @@ class RecipeBuilder {
         return a.size < 8 ? op(TOP_EXT, sized, sign) : Result<void>{};
       case UsdtArg::Kind::Memory:
         if (auto r = reg(a.base_reg); !r) return r;
-        if (a.offset) {
-          if (auto r = op(TOP_CONST, 0, 0, a.offset, 1); !r) return r;
+        if (displacement) {
+          if (auto r = op(TOP_CONST, 0, 0, displacement, 1); !r) return r;
           if (auto r = op(TOP_ADD, 0, 0, 0, 1, 2); !r) return r;
         }
         return op(TOP_DEREF, sized, sign, 0, 1, 1);
@@ -90,19 +106,12 @@ class RecipeBuilder {
         if (auto r = op(TOP_CONST, 0, 0, a.scale, 1); !r) return r;
         if (auto r = op(TOP_MUL, 0, 0, 0, 1, 2); !r) return r;
         if (auto r = op(TOP_ADD, 0, 0, 0, 1, 2); !r) return r;
-        if (auto r = op(TOP_CONST, 0, 0, a.offset, 1); !r) return r;
+        if (auto r = op(TOP_CONST, 0, 0, displacement, 1); !r) return r;
         if (auto r = op(TOP_ADD, 0, 0, 0, 1, 2); !r) return r;
         return op(TOP_DEREF, sized, sign, 0, 1, 1);
       case UsdtArg::Kind::Absolute: {
         // foo(%rip): the runtime address is the probe's runtime ip plus the link-time distance
         // from the probe to foo, which needs no load bias.
-        std::optional<uint64_t> sym = a.symbol.empty()       ? std::optional<uint64_t>(0)
-                                      : site_.symbol_address ? site_.symbol_address(a.symbol)
-                                                             : std::nullopt;
-        if (!sym)
-          return at(e, fmt::format("USDT operand '{}' names symbol '{}', not found in "
-                                   "the object's symbol table",
-                                   a.text, a.symbol));
         if (a.base_reg == "rip") {
           if (auto r = push_reg(UREG_RIP); !r) return r;
           int64_t delta =
@@ -110,7 +119,7 @@ class RecipeBuilder {
           if (auto r = op(TOP_CONST, 0, 0, delta, 1); !r) return r;
           if (auto r = op(TOP_ADD, 0, 0, 0, 1, 2); !r) return r;
         } else {
-          if (auto r = op(TOP_CONST, 0, 0, static_cast<int64_t>(*sym) + a.offset, 1); !r) return r;
+          if (auto r = op(TOP_CONST, 0, 0, displacement, 1); !r) return r;
         }
         return op(TOP_DEREF, sized, sign, 0, 1, 1);
       }

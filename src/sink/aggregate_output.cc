@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 namespace uscope {
@@ -34,11 +35,13 @@ uint64_t histogram_percentile(std::span<const uint64_t> buckets, double p) {
   uint64_t total = 0;
   for (uint64_t b : buckets) total += b;
   if (total == 0) return 0;
-  auto want = static_cast<uint64_t>(p * static_cast<double>(total));
+  // Nearest rank: the smallest bucket holding at least ceil(p * total) of the samples.
+  auto want =
+      std::max<uint64_t>(1, static_cast<uint64_t>(std::ceil(p * static_cast<double>(total))));
   uint64_t seen = 0;
   for (size_t b = 0; b < buckets.size(); ++b) {
     seen += buckets[b];
-    if (seen > want || seen == total) return b >= 63 ? UINT64_MAX : (2ull << b) - 1;
+    if (seen >= want) return b >= 63 ? UINT64_MAX : (2ull << b) - 1;
   }
   return 0;
 }
