@@ -16,6 +16,7 @@
 #include "discover/symbol_table.h"
 #include "discover/target.h"
 #include "discover/usdt.h"
+#include "plan/planner.h"
 #include "plan/site_cost.h"
 #include "sink/list_output.h"
 #include "util/names.h"
@@ -39,9 +40,11 @@ SiteClass site_class(const ElfFile& elf, uint64_t addr) {
 
 // Where `uscope trace 'p:...'` would put an entry probe reading any argument and memory: the
 // conservative plan, so what list shows holds for every probe.
-EntrySitePlan entry_site(const ElfFile& elf, const FunctionSymbol& f) {
+EntrySitePlan entry_site(const ElfFile& elf, const FunctionSymbol& f,
+                         std::optional<std::vector<uint64_t>>& branch_targets) {
   static const std::vector<std::string> kAllArgs = {"rdi", "rsi", "rdx", "rcx", "r8", "r9"};
-  auto plan = plan_entry_site(elf.code_bytes(f.addr, f.size ? f.size : 16), f.addr, kAllArgs, true);
+  auto plan =
+      plan_function_entry(elf, f.addr, f.size ? f.size : 16, kAllArgs, true, branch_targets);
   if (plan) return *plan;
   EntrySitePlan p;
   p.site = p.original = site_class(elf, f.addr);
@@ -130,7 +133,9 @@ int run_list(const ListOptions& o) {
         auto names = syms->names();
         all_names.insert(all_names.end(), names.begin(), names.end());
       }
-      for (const auto* f : listed.functions) listed.entry_sites.push_back(entry_site(*elf, *f));
+      std::optional<std::vector<uint64_t>> branch_targets;
+      for (const auto* f : listed.functions)
+        listed.entry_sites.push_back(entry_site(*elf, *f, branch_targets));
       matched += listed.functions.size();
       listed.symbols = std::move(*syms);  // keeps the pointers above alive (vector not moved)
     }

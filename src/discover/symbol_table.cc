@@ -107,7 +107,16 @@ Result<SymbolTable> SymbolTable::load(const ElfFile& elf, const DebugSearchPaths
     }
     t.functions_.push_back(std::move(f));
   }
-  for (auto& f : t.functions_) f.demangled = demangle(f.name);
+  // "memcpy@@GLIBC_2.14" (a versioned name in a debug file's .symtab) is shown as memcpy.
+  for (auto& f : t.functions_) f.demangled = demangle(f.name.substr(0, f.name.find('@')));
+  // An IFUNC resolver stays one under every alias (glibc also names it as a plain local FUNC).
+  for (size_t i = 0; i < t.functions_.size();) {
+    size_t j = i;
+    bool ifunc = false;
+    for (; j < t.functions_.size() && t.functions_[j].addr == t.functions_[i].addr; ++j)
+      ifunc |= t.functions_[j].ifunc;
+    for (; i < j; ++i) t.functions_[i].ifunc = ifunc;
+  }
   return t;
 }
 

@@ -1,5 +1,7 @@
 #include "plan/planner.h"
 
+#include <elf.h>
+
 #include <algorithm>
 #include <set>
 
@@ -125,8 +127,8 @@ Result<PlannedObject*> ObjectCache::get(const std::string& target) {
   auto elf = ElfFile::open(ref->open_path, ref->display_path);
   if (!elf) return tl::unexpected(elf.error());
   bool is_go = elf->section(".gopclntab").has_value() || elf->section(".go.buildinfo").has_value();
-  auto obj = std::unique_ptr<PlannedObject>(
-      new PlannedObject{std::move(*ref), std::move(*elf), std::nullopt, std::nullopt, is_go});
+  auto obj = std::unique_ptr<PlannedObject>(new PlannedObject{
+      std::move(*ref), std::move(*elf), std::nullopt, std::nullopt, is_go, std::nullopt});
   auto* raw = obj.get();
   by_target_.emplace(target, std::move(obj));
   return raw;
@@ -175,6 +177,26 @@ Result<std::vector<MatchedSite>> match_patterns(ObjectCache& cache,
   return out;
 }
 
+Result<EntrySitePlan> plan_function_entry(const ElfFile& elf, uint64_t addr, uint64_t size,
+                                          const std::vector<std::string>& reads, bool reads_memory,
+                                          std::optional<std::vector<uint64_t>>& branch_targets) {
+  auto code = elf.code_bytes(addr, size);
+  auto plan = plan_entry_site(code, addr, reads, reads_memory);
+  if (!plan || plan->offset_in_function == 0 || plan->skipped_only_landing_pads) return plan;
+  if (!branch_targets) {
+    branch_targets.emplace();
+    for (const auto& s : elf.sections()) {
+      if (!(s.flags & SHF_EXECINSTR) || s.type == SHT_NOBITS) continue;
+      auto data = elf.section_data(s);
+      if (!data) continue;
+      auto t = direct_branch_targets(*data, s.addr);
+      branch_targets->insert(branch_targets->end(), t.begin(), t.end());
+    }
+    std::sort(branch_targets->begin(), branch_targets->end());
+  }
+  return plan_entry_site(code, addr, reads, reads_memory, *branch_targets);
+}
+
 SitePlacement place_site(const MatchedSite& m, ProbeKind kind,
                          const std::vector<std::string>& reads, bool reads_memory,
                          bool allow_move) {
@@ -187,8 +209,8 @@ SitePlacement place_site(const MatchedSite& m, ProbeKind kind,
   bool at_function_start = kind != ProbeKind::Usdt && !m.usdt && m.function_size > 0 &&
                            m.address == m.function_start && !m.object->is_go;
   if (at_function_start && allow_move) {
-    auto code = elf.code_bytes(m.address, m.function_size);
-    auto plan = plan_entry_site(code, m.address, reads, reads_memory);
+    auto plan = plan_function_entry(elf, m.address, m.function_size, reads, reads_memory,
+                                    m.object->branch_targets);
     // A uretprobe takes the return address from the top of the stack when it hits, so a return
     // probe may only move while rsp is still the entry rsp (past endbr64, not past a push).
     if (plan && kind == ProbeKind::Return && plan->sp_delta != 0) {

@@ -38,7 +38,15 @@ struct PlannedObject {
   std::optional<SymbolTable> symbols;
   std::optional<std::vector<UsdtProbe>> usdt;
   bool is_go = false;
+  std::optional<std::vector<uint64_t>> branch_targets;  // see plan_function_entry()
 };
+
+// Where an entry probe on the function at [addr, addr+size) goes. A move past more than endbr64
+// is checked against every direct branch in the object (swept once into `branch_targets`), since
+// other functions may jump into this one's prologue.
+Result<EntrySitePlan> plan_function_entry(const ElfFile& elf, uint64_t addr, uint64_t size,
+                                          const std::vector<std::string>& reads, bool reads_memory,
+                                          std::optional<std::vector<uint64_t>>& branch_targets);
 
 class ObjectCache {
  public:

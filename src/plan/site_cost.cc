@@ -422,7 +422,8 @@ Result<SiteClass> classify_site(std::span<const uint8_t> code, uint64_t addr) {
 
 Result<EntrySitePlan> plan_entry_site(std::span<const uint8_t> function_code,
                                       uint64_t function_addr, const std::vector<std::string>& reads,
-                                      bool reads_memory) {
+                                      bool reads_memory,
+                                      std::span<const uint64_t> external_targets) {
   auto swept = sweep(function_code, function_addr);
   if (!swept) return tl::unexpected(swept.error());
   const std::vector<Decoded>& insns = swept->insns;
@@ -461,6 +462,10 @@ Result<EntrySitePlan> plan_entry_site(std::span<const uint8_t> function_code,
     if (d.target && *d.target > function_addr && *d.target < function_addr + function_code.size()) {
       targets.insert(*d.target - function_addr);
     }
+  }
+  for (auto it = std::upper_bound(external_targets.begin(), external_targets.end(), function_addr);
+       it != external_targets.end() && *it < function_addr + function_code.size(); ++it) {
+    targets.insert(*it - function_addr);
   }
 
   int64_t sp_delta = 0;
@@ -536,6 +541,7 @@ Result<EntrySitePlan> plan_entry_site(std::span<const uint8_t> function_code,
       rbp_delta.reset();
     }
     if (d.rsp_step) sp_delta += *d.rsp_step;
+    if (d.id != X86_INS_ENDBR64 && d.id != X86_INS_NOP) plan.skipped_only_landing_pads = false;
   }
 
   if (plan.original.cost == SiteCost::Unprobeable && fallback) {
@@ -548,6 +554,33 @@ Result<EntrySitePlan> plan_entry_site(std::span<const uint8_t> function_code,
     return plan;
   }
   return keep(stop);
+}
+
+std::vector<uint64_t> direct_branch_targets(std::span<const uint8_t> code, uint64_t addr) {
+  std::vector<uint64_t> out;
+  auto cs = open_capstone();
+  if (!cs) return out;
+  csh h = **cs;
+  InsnBuffer insn(cs_malloc(h));
+  if (!insn) return out;
+  const uint8_t* p = code.data();
+  size_t left = code.size();
+  uint64_t pc = addr;
+  while (left > 0) {
+    if (!cs_disasm_iter(h, &p, &left, &pc, insn.get())) {
+      ++p;  // data or an encoding capstone 4 lacks (EVEX): resynchronise on the next byte
+      --left;
+      ++pc;
+      continue;
+    }
+    const cs_x86& x = insn->detail->x86;
+    if (in_group(*insn, X86_GRP_BRANCH_RELATIVE) && x.op_count == 1 &&
+        x.operands[0].type == X86_OP_IMM)
+      out.push_back(static_cast<uint64_t>(x.operands[0].imm));
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
 }
 
 }  // namespace uscope

@@ -44,6 +44,9 @@ struct EntrySitePlan {
   SiteClass site;        // class of the chosen site
   SiteClass original;    // class of the first instruction
   std::string reason;    // why moved, or why not
+  // Every instruction skipped is an endbr64 or a nop: landing pads no direct branch targets, so
+  // no code elsewhere in the object needs checking for jumps past the function start.
+  bool skipped_only_landing_pads = true;
 };
 
 // Picks the cheapest site in the straight-line entry block of a function (its bytes in
@@ -53,10 +56,18 @@ struct EntrySitePlan {
 // reported in sp_delta so rsp-relative reads can be rebased. `reads_memory` says the probe
 // dereferences memory (pointer arguments, stack arguments); then skipped instructions must not
 // store anywhere but the new frame below the entry rsp. Falls back to offset 0 with the reason.
-// Fails only when the first instruction cannot be decoded.
+// Fails only when the first instruction cannot be decoded. `external_targets` (sorted link-time
+// addresses, from direct_branch_targets() over the whole object) adds the jumps other functions
+// make into this one: glibc's mempcpy enters memmove three bytes in, past an instruction a moved
+// probe would skip.
 Result<EntrySitePlan> plan_entry_site(std::span<const uint8_t> function_code,
                                       uint64_t function_addr, const std::vector<std::string>& reads,
-                                      bool reads_memory);
+                                      bool reads_memory,
+                                      std::span<const uint64_t> external_targets = {});
+
+// Targets of every direct jmp/jcc/call found by a linear sweep of `code` (loaded at `addr`),
+// sorted and unique. Bytes that do not decode are stepped over one at a time.
+std::vector<uint64_t> direct_branch_targets(std::span<const uint8_t> code, uint64_t addr);
 
 // "rdi" for "edi"/"di"/"dil"/"rdi", likewise for every general-purpose register; any other name
 // is returned unchanged. Exposed for the planner, which names registers the same way.

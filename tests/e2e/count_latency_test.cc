@@ -51,6 +51,20 @@ TEST(count, all_of_libc_attaches_fast_in_a_running_process) {
   EXPECT_TRUE(bpf_links_of_programs("count_hit").empty());
 }
 
+TEST(count, calls_entering_mid_prologue_are_not_counted_for_the_other_function) {
+  require_root();
+  auto r = uscope({"count", "--json", "-c", fixture("native/mempcpy_loop") + " 1000", "c:*cpy*",
+                   "c:*memmove*"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  uint64_t mempcpy = 0, others = 0;
+  for (const auto& j : json_rows(r.out)) {
+    std::string f = j["function"];
+    (f.find("mempcpy") != std::string::npos ? mempcpy : others) += j["count"].get<uint64_t>();
+  }
+  EXPECT_EQ(mempcpy, 1000u) << r.out;
+  EXPECT_LT(others, 50u) << r.out;
+}
+
 TEST(count, prints_every_interval_and_at_exit) {
   require_root();
   auto r =

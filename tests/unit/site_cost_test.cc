@@ -312,5 +312,38 @@ TEST(site_cost, keeps_start_when_function_does_not_decode) {
   EXPECT_FALSE(plan_entry_site({}, kAddr, {}, false).has_value());
 }
 
+// glibc's __mempcpy_* jumps to __memmove_*+3, past `mov rax, rdi`: a probe moved there would
+// count every mempcpy call as a memmove call.
+TEST(site_cost, keeps_start_when_another_function_jumps_into_the_prologue) {
+  const std::vector<uint8_t> code = {
+      0x48, 0x89, 0xf8,  // mov rax, rdi
+      0x72, 0x01,        // jb +1
+      0x90,              // nop
+      0xc3,              // ret
+  };
+  const std::vector<std::string> reads = {"rdi"};
+  auto moved = plan_entry_site(code, kAddr, reads, false);
+  ASSERT_TRUE(moved) << moved.error().message;
+  EXPECT_EQ(moved->offset_in_function, 3u);
+  EXPECT_FALSE(moved->skipped_only_landing_pads);
+
+  const std::vector<uint64_t> elsewhere = {kAddr - 0x100, kAddr + 3, kAddr + 0x1000};
+  auto kept = plan_entry_site(code, kAddr, reads, false, elsewhere);
+  ASSERT_TRUE(kept) << kept.error().message;
+  EXPECT_EQ(kept->offset_in_function, 0u) << kept->reason;
+  EXPECT_NE(kept->reason.find("branch target +0x3"), std::string::npos) << kept->reason;
+}
+
+TEST(site_cost, direct_branch_targets_sweeps_past_undecodable_bytes) {
+  const std::vector<uint8_t> code = {
+      0xe8, 0x10, 0x00, 0x00, 0x00,  // call +0x10 (target kAddr + 0x15)
+      0x06,                          // invalid in 64-bit mode
+      0x74, 0x02,                    // je +2 (target kAddr + 0xa)
+      0xeb, 0xf6,                    // jmp -10 (target kAddr + 0x0)
+  };
+  EXPECT_EQ(direct_branch_targets(code, kAddr),
+            (std::vector<uint64_t>{kAddr, kAddr + 0xa, kAddr + 0x15}));
+}
+
 }  // namespace
 }  // namespace uscope
