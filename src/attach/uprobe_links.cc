@@ -16,13 +16,12 @@ std::string describe_errno(int e) {
   return std::strerror(e);
 }
 
-bool UprobeLinks::prepare_multi_program(bpf_program* multi_prog, bool wanted) {
+bool UprobeLinks::prepare_programs(bpf_program* single_prog, bpf_program* multi_prog, bool wanted) {
   bool multi = wanted && probe_bpf_features().uprobe_multi;
   if (multi)
     bpf_program__set_expected_attach_type(multi_prog,
                                           static_cast<bpf_attach_type>(kBpfTraceUprobeMulti));
-  else
-    bpf_program__set_autoload(multi_prog, false);
+  bpf_program__set_autoload(multi ? single_prog : multi_prog, false);
   return multi;
 }
 

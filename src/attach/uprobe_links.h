@@ -37,10 +37,11 @@ class UprobeLinks {
   // `pid` -1 probes every process mapping the file; otherwise only that process.
   explicit UprobeLinks(pid_t pid = -1) : pid_(pid) {}
 
-  // Before load: readies `multi_prog` for uprobe_multi links when `wanted` and the kernel has
-  // them (libbpf 1.1 does not know the attach type), or keeps it from loading otherwise.
-  // Returns whether sites should go through attach_multi().
-  static bool prepare_multi_program(bpf_program* multi_prog, bool wanted);
+  // Before load: of two copies of one program, readies `multi_prog` for uprobe_multi links when
+  // `wanted` and the kernel has them (libbpf 1.1 does not know the attach type), else
+  // `single_prog`; the other is not loaded (each costs a verification). Returns whether sites
+  // should go through attach_multi().
+  static bool prepare_programs(bpf_program* single_prog, bpf_program* multi_prog, bool wanted);
 
   // One libbpf uprobe link per site.
   Result<void> attach_each(bpf_program* prog, const std::vector<AttachSite>& sites);

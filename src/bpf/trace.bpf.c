@@ -26,7 +26,7 @@ struct {
 
 struct {
   __uint(type, BPF_MAP_TYPE_RINGBUF);
-  __uint(max_entries, 1 << 22);
+  __uint(max_entries, 1 << 20); /* 1 MiB: user space drains it as soon as data arrives */
 } events SEC(".maps");
 
 struct {

@@ -114,7 +114,10 @@ int run_trace(const TraceCommandOptions& o) {
 
   EventLoop::Callbacks cb;
   cb.data_fd = program->events_epoll_fd();
-  cb.drain = [&] { (void)program->consume(); };
+  // Flushed per batch: a person (or a pipe) sees events as they happen, not at exit.
+  cb.drain = [&] {
+    if (program->consume().value_or(0) > 0) std::fflush(stdout);
+  };
   cb.done = [&] { return o.session.max_events && output.events() >= o.session.max_events; };
   StopReason why = (*session)->run(cb);
   program->detach();

@@ -30,7 +30,8 @@ Result<HitCounts> HitCounts::attach(const std::vector<AttachSite>& sites, pid_t 
   if (!skel) return fail_errno(errno, "cannot open BPF object: {}", std::strerror(errno));
   skel->rodata->target_tgid = tgid > 0 ? static_cast<uint32_t>(tgid) : 0;
   bpf_map__set_max_entries(skel->maps.hits, static_cast<uint32_t>(sites.size()));
-  bool multi = UprobeLinks::prepare_multi_program(skel->progs.count_hit_multi, use_multi);
+  bool multi =
+      UprobeLinks::prepare_programs(skel->progs.count_hit, skel->progs.count_hit_multi, use_multi);
   if (int err = hit_counter__load(skel.get()))
     return fail_errno(-err, "cannot load BPF program: {}", std::strerror(-err));
   HitCounts hc(std::move(skel), sites.size(), tgid);

@@ -36,7 +36,14 @@ Result<TraceProgram> TraceProgram::load(std::span<const uscope_recipe> recipes, 
   bpf_map__set_max_entries(skel->maps.recipes, n);
   bpf_map__set_max_entries(skel->maps.counters, n * TRACE_NUM_COUNTERS);
   bpf_map__set_max_entries(skel->maps.latency, n * TRACE_HIST_BUCKETS);
-  bool multi = UprobeLinks::prepare_multi_program(skel->progs.trace_multi, use_multi);
+  // The entry table and the stack map are preallocated (megabytes, milliseconds to create):
+  // sized down to one slot when no recipe uses them.
+  uint32_t flags = 0;
+  for (const auto& r : recipes) flags |= r.flags;
+  if (!(flags & TRACE_F_SAVE_ENTRY)) bpf_map__set_max_entries(skel->maps.entries, 1);
+  if (!(flags & TRACE_F_STACK)) bpf_map__set_max_entries(skel->maps.stacks, 1);
+  bool multi =
+      UprobeLinks::prepare_programs(skel->progs.trace_single, skel->progs.trace_multi, use_multi);
   if (int err = trace__load(skel.get()))
     return fail_errno(-err, "the kernel refused uscope's BPF program: {}", std::strerror(-err));
   int fd = bpf_map__fd(skel->maps.recipes);
