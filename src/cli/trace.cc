@@ -58,14 +58,8 @@ int run_trace(const TraceCommandOptions& o) {
   std::vector<ProbeSpec> specs;
   for (const auto& text : o.specs) {
     auto spec = parse_probe_spec(text);
-    if (!spec) {
-      // Point at the column when the message carries one.
-      int column = 0;
-      std::sscanf(spec.error().message.c_str(), "probe spec column %d", &column);
-      return report_error(
-          column > 0 ? caret_message(text, column, spec.error().message) : spec.error().message,
-          kExitUsage);
-    }
+    // The spec with a caret under the column the message names.
+    if (!spec) return report_error(caret_message(text, 0, spec.error().message), kExitUsage);
     specs.push_back(std::move(*spec));
   }
   auto session = Session::open(o.session);
