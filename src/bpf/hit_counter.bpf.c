@@ -9,6 +9,7 @@
 #include "hit_counter.h"
 
 const volatile __u32 target_tgid = 0; /* 0: every process */
+const volatile __u32 self_tgid = 0; /* uscope itself: never traced, or its own output would loop */
 
 struct {
   __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -18,7 +19,8 @@ struct {
 } hits SEC(".maps");
 
 static __always_inline int count(struct pt_regs* ctx) {
-  if (target_tgid && (bpf_get_current_pid_tgid() >> 32) != target_tgid) return 0;
+  __u32 tgid = bpf_get_current_pid_tgid() >> 32;
+  if ((target_tgid && tgid != target_tgid) || tgid == self_tgid) return 0;
   __u32 site = (__u32)bpf_get_attach_cookie(ctx);
   __u64* n = bpf_map_lookup_elem(&hits, &site);
   if (n) *n += 1;

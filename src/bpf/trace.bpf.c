@@ -9,6 +9,7 @@
 #include "trace.h"
 
 const volatile __u32 target_tgid = 0; /* 0: every process */
+const volatile __u32 self_tgid = 0; /* uscope itself: never traced, or its own output would loop */
 
 struct {
   __uint(type, BPF_MAP_TYPE_ARRAY);
@@ -343,7 +344,7 @@ static __always_inline __u32 log2_bucket(__u64 v) {
 
 static __always_inline int run(struct pt_regs* ctx) {
   __u64 pid_tgid = bpf_get_current_pid_tgid();
-  if (target_tgid && (pid_tgid >> 32) != target_tgid) return 0;
+  if ((target_tgid && (pid_tgid >> 32) != target_tgid) || (pid_tgid >> 32) == self_tgid) return 0;
   __u32 ri = (__u32)bpf_get_attach_cookie(ctx);
   const struct uscope_recipe* r = bpf_map_lookup_elem(&recipes, &ri);
   __u32 zero = 0;

@@ -3,6 +3,8 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstring>
 
@@ -32,6 +34,8 @@ Result<TraceProgram> TraceProgram::load(std::span<const uscope_recipe> recipes, 
   std::unique_ptr<::trace, SkelDeleter> skel(trace__open());
   if (!skel) return fail_errno(errno, "cannot open the BPF object: {}", std::strerror(errno));
   skel->rodata->target_tgid = tgid > 0 ? static_cast<uint32_t>(tgid) : 0;
+  // uscope never traces itself unless asked to by PID (`uscope check` does).
+  skel->rodata->self_tgid = tgid == getpid() ? 0 : static_cast<uint32_t>(getpid());
   auto n = static_cast<uint32_t>(recipes.size());
   bpf_map__set_max_entries(skel->maps.recipes, n);
   bpf_map__set_max_entries(skel->maps.counters, n * TRACE_NUM_COUNTERS);

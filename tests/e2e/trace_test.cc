@@ -83,6 +83,25 @@ TEST(trace, libc_function_in_running_process) {
   EXPECT_TRUE(bpf_links_of_programs("trace_").empty());
 }
 
+TEST(trace, system_wide_probe_never_traces_uscope_itself) {
+  require_root();
+  GatedProcess target({fixture("native/alloc_loop")});
+  target.start();
+  // Printing allocates: were uscope's own mallocs traced, each event would cause more.
+  auto r = uscope({"trace", "--json", "-d", "1", "p:c:malloc"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  int events = 0;
+  std::istringstream in(r.out);
+  std::string line;
+  while (std::getline(in, line)) {
+    auto j = nlohmann::json::parse(line);
+    if (j["kind"] != "event") continue;
+    ++events;
+    EXPECT_NE(j["comm"], "uscope") << line;
+  }
+  EXPECT_GT(events, 100);
+}
+
 TEST(trace, user_stack_is_symbolized) {
   require_root();
   // Long enough a run that the process is alive when its stack is symbolized.
