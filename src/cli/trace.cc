@@ -21,6 +21,7 @@ struct TraceCommandOptions {
   std::vector<std::string> specs;
   bool user_stack = false;
   bool no_move = false;
+  uint32_t buffer_kib = 0;
 };
 
 void print_summary(const TraceCommandOptions& o, const TracePlan& plan,
@@ -72,7 +73,8 @@ int run_trace(const TraceCommandOptions& o) {
   if (!plan) return report_error(plan.error().message);
   if (o.session.verbose) print_sites(plan->sites);
 
-  auto program = TraceProgram::load(plan->recipes, (*session)->watch_pid(), !o.session.no_multi);
+  auto program = TraceProgram::load(plan->recipes, (*session)->watch_pid(), !o.session.no_multi,
+                                    o.buffer_kib * 1024);
   if (!program) return report_error(program.error().message);
   std::vector<AttachSite> sites;
   for (const auto& s : plan->sites) sites.push_back(s.attach);
@@ -134,6 +136,9 @@ void add_trace_command(CLI::App& app, Run& run) {
       ->required();
   add_session_options(cmd, opts->session, false, true);
   cmd->add_flag("-U,--user-stack", opts->user_stack, "Print the symbolized user stack");
+  cmd->add_option("--buffer-kb", opts->buffer_kib,
+                  "Ring buffer size in KiB, a power of two (default 1024); events that do not fit "
+                  "are counted as lost");
   cmd->add_flag("--no-move", opts->no_move,
                 "Always probe a function's first instruction, even when single-stepped");
   cmd->callback([&run, opts] { run = [opts] { return run_trace(*opts); }; });

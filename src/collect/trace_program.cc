@@ -29,7 +29,7 @@ TraceProgram& TraceProgram::operator=(TraceProgram&&) noexcept = default;
 TraceProgram::~TraceProgram() = default;
 
 Result<TraceProgram> TraceProgram::load(std::span<const uscope_recipe> recipes, pid_t tgid,
-                                        bool use_multi) {
+                                        bool use_multi, uint32_t ring_bytes) {
   if (recipes.empty()) return fail("nothing to trace");
   std::unique_ptr<::trace, SkelDeleter> skel(trace__open());
   if (!skel) return fail_errno(errno, "cannot open the BPF object: {}", std::strerror(errno));
@@ -40,6 +40,12 @@ Result<TraceProgram> TraceProgram::load(std::span<const uscope_recipe> recipes, 
   bpf_map__set_max_entries(skel->maps.recipes, n);
   bpf_map__set_max_entries(skel->maps.counters, n * TRACE_NUM_COUNTERS);
   bpf_map__set_max_entries(skel->maps.latency, n * TRACE_HIST_BUCKETS);
+  if (ring_bytes) {
+    auto page = static_cast<uint32_t>(sysconf(_SC_PAGESIZE));
+    if (ring_bytes < page || (ring_bytes & (ring_bytes - 1)))
+      return fail("ring buffer size {} bytes: use a power of two of at least {}", ring_bytes, page);
+    bpf_map__set_max_entries(skel->maps.events, ring_bytes);
+  }
   // The entry table and the stack map are preallocated (megabytes, milliseconds to create):
   // sized down to one slot when no recipe uses them.
   uint32_t flags = 0;

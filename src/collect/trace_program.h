@@ -26,8 +26,9 @@ struct RecipeCounters {
 class TraceProgram {
  public:
   // `tgid` 0 traces every process. Uses uprobe_multi links when `use_multi` and available.
+  // `ring_bytes` sizes the event ring buffer (a power of two of at least a page; 0 = default).
   static Result<TraceProgram> load(std::span<const uscope_recipe> recipes, pid_t tgid,
-                                   bool use_multi);
+                                   bool use_multi, uint32_t ring_bytes = 0);
   TraceProgram(TraceProgram&&) noexcept;
   TraceProgram& operator=(TraceProgram&&) noexcept;
   ~TraceProgram();

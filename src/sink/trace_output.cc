@@ -116,6 +116,9 @@ std::string format_message(const ProbePlan& probe, const std::vector<FieldValue>
 
 TraceOutput::TraceOutput(const TracePlan& plan, Format format, std::FILE* out)
     : plan_(plan), format_(format), out_(out) {
+  // A program reading JSON Lines must get whole lines even when a traced command (-c) writes to
+  // the same pipe: one write() per line keeps each line atomic (lines are under PIPE_BUF).
+  if (format_ == Format::JsonLines) std::setvbuf(out_, nullptr, _IOLBF, 0);
   timespec rt{}, mono{};
   clock_gettime(CLOCK_REALTIME, &rt);
   clock_gettime(CLOCK_MONOTONIC, &mono);

@@ -102,6 +102,28 @@ TEST(trace, system_wide_probe_never_traces_uscope_itself) {
   EXPECT_GT(events, 100);
 }
 
+TEST(trace, lost_events_are_counted_not_dropped_silently) {
+  require_root();
+  // A one-page ring buffer cannot keep up with 200000 events in a tight loop.
+  auto r = uscope({"trace", "--json", "--buffer-kb", "4", "-c", loop_cmd(200000),
+                   "p::work \"%d %s\", arg1, arg2"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  uint64_t events = 0;
+  nlohmann::json summary;
+  std::istringstream in(r.out);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.starts_with("{")) continue;
+    auto j = nlohmann::json::parse(line);
+    if (j["kind"] == "event") ++events;
+    if (j["kind"] == "summary") summary = j;
+  }
+  ASSERT_FALSE(summary.is_null()) << r.out.substr(r.out.size() - 500);
+  EXPECT_GT(summary["lost"].get<uint64_t>(), 0u);
+  EXPECT_EQ(summary["events"].get<uint64_t>(), events);
+  EXPECT_EQ(events + summary["lost"].get<uint64_t>(), 200000u);
+}
+
 TEST(trace, user_stack_is_symbolized) {
   require_root();
   // Long enough a run that the process is alive when its stack is symbolized.
