@@ -3,12 +3,37 @@
 
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "plan/probe_parse.h"
 
 namespace uscope::probe_detail {
+
+namespace {
+
+// The escapes of string and character literals alike.
+constexpr std::string_view kEscapes = "use \\n, \\t, \\0, \\\\, \\\" or \\'";
+
+std::optional<char> escaped_char(char c) {
+  switch (c) {
+    case 'n':
+      return '\n';
+    case 't':
+      return '\t';
+    case '0':
+      return '\0';
+    case '\\':
+    case '"':
+    case '\'':
+      return c;
+    default:
+      return std::nullopt;
+  }
+}
+
+}  // namespace
 
 tl::unexpected<Error> spec_error(int column, std::string_view what, std::string_view fix) {
   return fail("probe spec column {}: {}; {}", column, what, fix);
@@ -131,24 +156,12 @@ Result<Token> Lexer::string_literal(Token tok) {
     if (c == '\\') {
       if (pos_ + 1 >= text_.size())
         return spec_error(tok.column, "this string has no closing '\"'", "close it with '\"'");
-      switch (text_[pos_ + 1]) {
-        case 'n':
-          c = '\n';
-          break;
-        case 't':
-          c = '\t';
-          break;
-        case '\\':
-          c = '\\';
-          break;
-        case '"':
-          c = '"';
-          break;
-        default:
-          return spec_error(
-              column, fmt::format("unknown escape '\\{}'", printable(text_.substr(pos_ + 1, 1))),
-              "use \\n, \\t, \\\\ or \\\"");
-      }
+      auto decoded = escaped_char(text_[pos_ + 1]);
+      if (!decoded)
+        return spec_error(
+            column, fmt::format("unknown escape '\\{}'", printable(text_.substr(pos_ + 1, 1))),
+            kEscapes);
+      c = *decoded;
       pos_ += 2;
     } else {
       ++pos_;
@@ -172,27 +185,12 @@ Result<Token> Lexer::char_literal(Token tok) {
   if (c == '\'') return bad();
   if (c == '\\') {
     if (pos_ + 1 >= text_.size()) return bad();
-    switch (text_[pos_ + 1]) {
-      case 'n':
-        c = '\n';
-        break;
-      case 't':
-        c = '\t';
-        break;
-      case '0':
-        c = '\0';
-        break;
-      case '\\':
-      case '\'':
-      case '"':
-        c = text_[pos_ + 1];
-        break;
-      default:
-        return spec_error(
-            column_of(pos_),
-            fmt::format("unknown escape '\\{}'", printable(text_.substr(pos_ + 1, 1))),
-            "use \\n, \\t, \\0, \\\\ or \\'");
-    }
+    auto decoded = escaped_char(text_[pos_ + 1]);
+    if (!decoded)
+      return spec_error(column_of(pos_),
+                        fmt::format("unknown escape '\\{}'", printable(text_.substr(pos_ + 1, 1))),
+                        kEscapes);
+    c = *decoded;
     ++pos_;
   }
   ++pos_;
