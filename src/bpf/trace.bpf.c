@@ -159,13 +159,14 @@ static __always_inline void emit_u64(struct scratch* s, __u64 v) {
 /* Appends a u32 length and the bytes of a user string (NUL-terminated unless `exact`). */
 static __always_inline void emit_str(struct scratch* s, __u64 addr, __u64 max, int exact) {
   __u32 pos = s->pos;
-  if (pos > TRACE_MAX_DATA - 4) {
+  if (pos > TRACE_MAX_DATA - TRACE_STR_DEFERRED_BYTES) {
     s->drop = DROP_ERROR;
     return;
   }
   __u32 room = TRACE_MAX_DATA - 4 - pos;
   if (max > room) max = room;
-  if (max > TRACE_MAX_STR - 1) max = TRACE_MAX_STR - 1;
+  /* One byte less for the NUL bpf_probe_read_user_str() always writes. */
+  if (max > TRACE_MAX_STR - 2) max = TRACE_MAX_STR - 2;
   long n = 0;
   if (max > 0) {
     if (exact) {
@@ -178,8 +179,13 @@ static __always_inline void emit_str(struct scratch* s, __u64 addr, __u64 max, i
     }
   }
   if (n < 0) {
-    s->read_errors++;
-    n = 0;
+    /* Most often a page the process has not touched yet: a uprobe cannot fault it in. User
+     * space reads the string from the live process instead (see TRACE_STR_DEFERRED). */
+    *(__u32*)&s->data[pos] =
+        TRACE_STR_DEFERRED | (exact ? TRACE_STR_EXACT : 0) | ((__u32)max & TRACE_STR_LEN_MASK);
+    *(__u64*)&s->data[pos + 4] = addr;
+    s->pos = pos + TRACE_STR_DEFERRED_BYTES;
+    return;
   }
   *(__u32*)&s->data[pos] = (__u32)n;
   s->pos = pos + 4 + ((__u32)n & (TRACE_MAX_STR - 1));

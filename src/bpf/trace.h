@@ -148,6 +148,14 @@ struct uscope_entry_value {
   __u64 slots[TRACE_ENTRY_SLOTS];
 };
 
+/* A string field is a u32 length and its bytes. When the read failed in BPF, the u32 has
+ * TRACE_STR_DEFERRED set (and TRACE_STR_EXACT for a pointer + length string), its low bits hold
+ * the length to read, and an 8-byte user address follows instead of the bytes. */
+#define TRACE_STR_DEFERRED 0x80000000u
+#define TRACE_STR_EXACT 0x40000000u
+#define TRACE_STR_LEN_MASK 0x3ffu
+#define TRACE_STR_DEFERRED_BYTES 12
+
 struct uscope_event {
   __u64 ts;          /* bpf_ktime_get_ns() */
   __u64 duration_ns; /* return probes: time since entry, 0 otherwise */

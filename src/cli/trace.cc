@@ -25,7 +25,9 @@ struct TraceCommandOptions {
 };
 
 void print_summary(const TraceCommandOptions& o, const TracePlan& plan,
-                   const std::vector<RecipeCounters>& counters, uint64_t printed, StopReason why) {
+                   const std::vector<RecipeCounters>& counters, const TraceOutput& output,
+                   StopReason why) {
+  uint64_t printed = output.events();
   RecipeCounters total;
   for (const auto& c : counters) {
     total.hits += c.hits;
@@ -44,6 +46,8 @@ void print_summary(const TraceCommandOptions& o, const TracePlan& plan,
                         {"filtered", total.filtered},
                         {"read_errors", total.read_errors},
                         {"returns_without_entry", total.no_entry},
+                        {"late_string_reads", output.late_strings()},
+                        {"unreadable_strings", output.unreadable_strings()},
                         {"sites", plan.sites.size()}};
     fmt::print("{}\n", j.dump());
     return;
@@ -51,6 +55,13 @@ void print_summary(const TraceCommandOptions& o, const TracePlan& plan,
   fmt::print(stderr, "uscope: {}; {} events printed, {} lost (ring buffer full), {} filtered out",
              describe(why), printed, total.lost, total.filtered);
   if (total.read_errors) fmt::print(stderr, ", {} with unreadable memory", total.read_errors);
+  if (output.late_strings())
+    fmt::print(stderr,
+               ", {} strings read from the live process after the event (their page was "
+               "not yet touched at the probe)",
+               output.late_strings());
+  if (output.unreadable_strings())
+    fmt::print(stderr, ", {} strings unreadable", output.unreadable_strings());
   if (total.no_entry) fmt::print(stderr, ", {} returns without a recorded entry", total.no_entry);
   fmt::print(stderr, "\n");
 }
@@ -119,8 +130,7 @@ int run_trace(const TraceCommandOptions& o) {
   program->detach();
   (void)program->consume();
   auto counters = program->counters();
-  print_summary(o, *plan, counters ? *counters : std::vector<RecipeCounters>{}, output.events(),
-                why);
+  print_summary(o, *plan, counters ? *counters : std::vector<RecipeCounters>{}, output, why);
   std::fflush(stdout);
   return kExitOk;
 }

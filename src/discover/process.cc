@@ -1,5 +1,7 @@
 #include "discover/process.h"
 
+#include <sys/uio.h>
+
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -282,6 +284,18 @@ bool process_alive(pid_t pid) {
   if (::kill(pid, 0) == 0 || errno == EPERM) return true;
   struct stat st;
   return ::stat(fmt::format("/proc/{}", pid).c_str(), &st) == 0;
+}
+
+Result<size_t> read_process_memory(pid_t pid, uint64_t addr, std::span<uint8_t> out) {
+  iovec local{out.data(), out.size()};
+  iovec remote{reinterpret_cast<void*>(addr), out.size()};
+  ssize_t n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+  if (n < 0) {
+    int e = errno;
+    return fail_errno(e, "cannot read {} bytes at {:#x} in process {}: {}", out.size(), addr, pid,
+                      std::strerror(e));
+  }
+  return static_cast<size_t>(n);
 }
 
 }  // namespace uscope

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -77,5 +78,9 @@ class Process {
 
 // True if the process still exists (kill(pid, 0) or /proc/PID present).
 bool process_alive(pid_t pid);
+
+// Reads up to out.size() bytes of process `pid` at `addr` (process_vm_readv: never writes, never
+// stops the process); returns how many bytes were readable from the start.
+Result<size_t> read_process_memory(pid_t pid, uint64_t addr, std::span<uint8_t> out);
 
 }  // namespace uscope

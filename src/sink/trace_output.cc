@@ -6,9 +6,12 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
+#include "discover/process.h"
+
 namespace uscope {
 
-std::vector<FieldValue> decode_fields(const ProbePlan& probe, std::span<const uint8_t> data) {
+std::vector<FieldValue> decode_fields(const ProbePlan& probe, std::span<const uint8_t> data,
+                                      const LateStringReader& late_read) {
   std::vector<FieldValue> out;
   size_t pos = 0;
   for (const auto& f : probe.fields) {
@@ -22,8 +25,21 @@ std::vector<FieldValue> decode_fields(const ProbePlan& probe, std::span<const ui
       if (pos + 4 > data.size()) break;
       std::memcpy(&len, data.data() + pos, 4);
       pos += 4;
-      len = static_cast<uint32_t>(std::min<size_t>(len, data.size() - pos));
       v.is_string = true;
+      if (len & TRACE_STR_DEFERRED) {
+        uint64_t addr = 0;
+        if (pos + 8 > data.size()) break;
+        std::memcpy(&addr, data.data() + pos, 8);
+        pos += 8;
+        auto text = late_read ? late_read(addr, len & TRACE_STR_LEN_MASK, len & TRACE_STR_EXACT)
+                              : std::nullopt;
+        v.late = text.has_value();
+        v.unreadable = !v.late;
+        v.text = text.value_or("");
+        out.push_back(std::move(v));
+        continue;
+      }
+      len = static_cast<uint32_t>(std::min<size_t>(len, data.size() - pos));
       v.text.assign(reinterpret_cast<const char*>(data.data() + pos), len);
       pos += len;
     }
@@ -146,7 +162,20 @@ void TraceOutput::event(const uscope_event& ev, std::span<const uint8_t> data,
                         const std::vector<Frame>* stack) {
   if (ev.probe_id >= plan_.probes.size()) return;
   const ProbePlan& probe = plan_.probes[ev.probe_id];
-  auto values = decode_fields(probe, data);
+  auto late_read = [&ev](uint64_t addr, uint32_t len, bool exact) -> std::optional<std::string> {
+    std::string buf(len, '\0');
+    auto n = read_process_memory(static_cast<pid_t>(ev.tgid), addr,
+                                 std::span<uint8_t>(reinterpret_cast<uint8_t*>(buf.data()), len));
+    if (!n || (exact && *n < len)) return std::nullopt;
+    buf.resize(*n);
+    if (!exact) buf.resize(std::min(buf.find('\0'), buf.size()));
+    return buf;
+  };
+  auto values = decode_fields(probe, data, late_read);
+  for (const auto& v : values) {
+    late_strings_ += v.late;
+    unreadable_strings_ += v.unreadable;
+  }
   std::string message = format_message(probe, values);
   std::string comm(ev.comm, strnlen(ev.comm, sizeof(ev.comm)));
   ++events_;

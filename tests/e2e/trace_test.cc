@@ -42,6 +42,17 @@ TEST(trace, entry_probe_with_predicate_and_string_arg) {
   EXPECT_TRUE(bpf_links_of_programs("trace_").empty());
 }
 
+TEST(trace, string_on_untouched_page_is_read_from_the_live_process) {
+  require_root();
+  // The first work() call reads "xyz" only after the probe fired: its page is not mapped yet,
+  // so the BPF read fails and uscope reads the string from the process instead.
+  auto r = uscope({"trace", "--json", "-M", "1", "-c", loop_cmd(100000), "p::work \"%s\", arg2"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\"message\":\"xyz\""), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"late_string_reads\":1"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"unreadable_strings\":0"), std::string::npos) << r.out;
+}
+
 TEST(trace, return_probe_reads_entry_argument_and_retval) {
   require_root();
   auto r = uscope(

@@ -4,7 +4,9 @@
 #include "sink/trace_output.h"
 
 #include <gtest/gtest.h>
+
 #include <time.h>
+#include <tuple>
 
 #include <algorithm>
 #include <cstdint>
@@ -36,6 +38,13 @@ struct Payload {
     bytes.insert(bytes.end(), p, p + 4);
     bytes.insert(bytes.end(), s.begin(), s.end());
     return *this;
+  }
+  // A string the BPF side could not read: flags and length, then the user address.
+  Payload deferred(uint32_t len, bool exact, uint64_t addr) {
+    uint32_t head = TRACE_STR_DEFERRED | (exact ? TRACE_STR_EXACT : 0) | len;
+    const auto* p = reinterpret_cast<const uint8_t*>(&head);
+    bytes.insert(bytes.end(), p, p + 4);
+    return u64(addr);
   }
 };
 
@@ -122,6 +131,36 @@ TEST(trace_output, decodes_values_and_strings_in_emit_order) {
   EXPECT_EQ(v[2].number, 42u);
   EXPECT_TRUE(v[3].is_string);
   EXPECT_EQ(v[3].text, "");
+}
+
+TEST(trace_output, deferred_strings_are_read_late_or_marked_unreadable) {
+  ProbePlan p = probe_of(R"(p::f "%s|%s|%d", str(arg1), str(arg2, arg3), arg4)");
+  Payload data;
+  data.deferred(128, false, 0x1000);
+  data.deferred(5, true, 0x2000);
+  data.u64(9);
+  std::vector<std::tuple<uint64_t, uint32_t, bool>> asked;
+  LateStringReader reader = [&](uint64_t addr, uint32_t len,
+                                bool exact) -> std::optional<std::string> {
+    asked.emplace_back(addr, len, exact);
+    if (addr == 0x1000) return std::string("late");
+    return std::nullopt;
+  };
+  auto v = decode_fields(p, data.bytes, reader);
+  ASSERT_EQ(v.size(), 3u);
+  EXPECT_EQ(asked, (std::vector<std::tuple<uint64_t, uint32_t, bool>>{{0x1000, 128, false},
+                                                                      {0x2000, 5, true}}));
+  EXPECT_TRUE(v[0].late);
+  EXPECT_EQ(v[0].text, "late");
+  EXPECT_TRUE(v[1].unreadable);
+  EXPECT_EQ(v[1].text, "");
+  EXPECT_EQ(v[2].number, 9u);
+  EXPECT_EQ(format_message(p, v), "late||9");
+
+  auto without = decode_fields(p, data.bytes);
+  ASSERT_EQ(without.size(), 3u);
+  EXPECT_TRUE(without[0].unreadable);
+  EXPECT_EQ(without[2].number, 9u);
 }
 
 TEST(trace_output, decoding_stops_at_truncated_data) {
