@@ -126,9 +126,12 @@ Result<PlannedObject*> ObjectCache::get(const std::string& target) {
   if (!ref) return tl::unexpected(ref.error());
   auto elf = ElfFile::open(ref->open_path, ref->display_path);
   if (!elf) return tl::unexpected(elf.error());
-  bool is_go = elf->section(".gopclntab").has_value() || elf->section(".go.buildinfo").has_value();
-  auto obj = std::unique_ptr<PlannedObject>(new PlannedObject{
-      std::move(*ref), std::move(*elf), std::nullopt, std::nullopt, is_go, std::nullopt});
+  auto go = read_go_buildinfo(*elf);
+  if (!go) return tl::unexpected(go.error());
+  bool is_go = go->has_value() || elf->section(".gopclntab").has_value();
+  auto obj = std::unique_ptr<PlannedObject>(new PlannedObject{std::move(*ref), std::move(*elf),
+                                                              std::nullopt, std::nullopt, is_go,
+                                                              std::move(*go), std::nullopt});
   auto* raw = obj.get();
   by_target_.emplace(target, std::move(obj));
   return raw;
@@ -279,6 +282,9 @@ Result<TracePlan> plan_trace(ObjectCache& cache, std::span<const ProbeSpec> spec
       ctx.sp_delta = main_place.sp_delta;
       ctx.capture_stack = opts.capture_stack;
       ctx.go_abi = m.object->is_go;
+      // Before Go 1.17 arguments were on the stack; no build info (very old or stripped) is
+      // taken as the register ABI, the only one Go has used since 2021.
+      if (m.object->go && !m.object->go->register_abi()) ctx.go_stack_abi = m.object->go->version;
       PlannedObject* obj = m.object;
       ctx.symbol_address = [obj](const std::string& name) -> std::optional<uint64_t> {
         auto syms = obj->elf.symbols();

@@ -13,6 +13,7 @@
 #include "attach/uprobe_links.h"
 #include "bpf/trace.h"
 #include "discover/elf_file.h"
+#include "discover/go_buildinfo.h"
 #include "discover/process.h"
 #include "discover/symbol_table.h"
 #include "discover/target.h"
@@ -38,6 +39,7 @@ struct PlannedObject {
   std::optional<SymbolTable> symbols;
   std::optional<std::vector<UsdtProbe>> usdt;
   bool is_go = false;
+  std::optional<GoBuildInfo> go;  // from .go.buildinfo, when the binary has one
   std::optional<std::vector<uint64_t>> branch_targets;  // see plan_function_entry()
 };
 

@@ -133,6 +133,11 @@ class RecipeBuilder {
           e, fmt::format("arg{} is not preserved at return; use $entry(arg{})", e.index, e.index));
     if (e.index < 1 || e.index > 6)
       return at(e, "arg1..arg6 are the register arguments of a function");
+    if (!site_.go_stack_abi.empty())
+      return at(e, fmt::format("this program was built by {}, which passes arguments on the "
+                               "stack (register arguments start with Go 1.17); argN is not "
+                               "supported for it",
+                               site_.go_stack_abi));
     const auto& regs = site_.go_abi ? kGoArgs : kSysvArgs;
     return push_reg(regs[static_cast<size_t>(e.index - 1)]);
   }

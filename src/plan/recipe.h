@@ -30,6 +30,7 @@ struct SiteContext {
   // Go 1.17+ register ABI: integer arguments in RAX, RBX, RCX, RDI, RSI, R8, R9, ... instead of
   // SysV's RDI, RSI, RDX, RCX, R8, R9. (Go before 1.17 passed them on the stack; not handled.)
   bool go_abi = false;
+  std::string go_stack_abi;  // Go version when it predates the register ABI: argN is refused
   // Link-time address of a symbol named in a USDT operand ("foo(%rip)"); nullopt if unknown.
   std::function<std::optional<uint64_t>(const std::string&)> symbol_address;
 };

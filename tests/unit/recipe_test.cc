@@ -141,6 +141,18 @@ TEST(recipe, maps_go_abi_arguments_to_rax_rbx_rcx_rdi_rsi_r8) {
                              reg(UREG_RDI), kEmit, reg(UREG_RSI), kEmit, reg(UREG_R8), kEmit}));
 }
 
+TEST(recipe, refuses_arguments_of_go_before_the_register_abi) {
+  SiteContext site;
+  site.go_abi = true;
+  site.go_stack_abi = "go1.16.15";
+  auto msg = compile_error(R"(p::f "%d", arg1)", site);
+  EXPECT_NE(msg.find("go1.16.15"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("stack"), std::string::npos) << msg;
+  // Probes that read no argument still work.
+  auto c = compile_ok(R"(p::f "%d", $pid)", site);
+  EXPECT_EQ(ops(c.main), (std::vector<Op>{simple(TOP_PID), kEmit}));
+}
+
 TEST(recipe, compiles_predicate_before_emits) {
   auto c = compile_ok(R"(p::f (arg1 > 10) "%d", arg2)");
   EXPECT_EQ(ops(c.main), (std::vector<Op>{reg(UREG_RDI), konst(10), simple(TOP_SGT), kFilter,
