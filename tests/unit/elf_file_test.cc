@@ -1,6 +1,7 @@
 // ElfFile against what binutils (readelf, nm) say about the same files: fixtures built by
 // tests/fixtures/elf and a few of the machine's own libraries.
 #include "discover/elf_file.h"
+#include "command_output.h"
 
 #include <elf.h>
 #include <gtest/gtest.h>
@@ -27,16 +28,7 @@ std::string fixture(const std::string& name) {
   return std::string(USCOPE_FIXTURE_DIR) + "/elf/" + name;
 }
 
-std::string run(const std::string& cmd) {
-  std::string out;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) return out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  pclose(p);
-  return out;
-}
+using test::command_output;
 
 std::vector<uint8_t> read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -52,7 +44,7 @@ struct NmEntry {
 // `nm -S` lines with a size: "addr size type name".
 std::multimap<std::string, NmEntry> nm_sized(const std::string& args) {
   std::multimap<std::string, NmEntry> out;
-  std::istringstream in(run("nm -S " + args));
+  std::istringstream in(command_output("nm -S " + args));
   std::string line;
   while (std::getline(in, line)) {
     std::istringstream l(line);
@@ -70,7 +62,7 @@ struct Load {
 
 std::vector<Load> readelf_loads(const std::string& path) {
   std::vector<Load> out;
-  std::istringstream in(run("readelf -lW " + path));
+  std::istringstream in(command_output("readelf -lW " + path));
   std::string line;
   while (std::getline(in, line)) {
     std::istringstream l(line);
@@ -91,7 +83,7 @@ std::optional<uint64_t> expected_offset(const std::vector<Load>& loads, uint64_t
 
 std::string readelf_build_id(const std::string& path) {
   std::smatch m;
-  const std::string out = run("readelf -n " + path + " 2>/dev/null");
+  const std::string out = command_output("readelf -n " + path + " 2>/dev/null");
   static const std::regex re("Build ID: ([0-9a-f]+)");
   return std::regex_search(out, m, re) ? m[1].str() : "";
 }
@@ -144,7 +136,7 @@ TEST(elf_file, sections_match_readelf) {
   const std::string path = fixture("hello_pie");
   auto elf = ElfFile::open(path);
   ASSERT_TRUE(elf) << elf.error().message;
-  std::istringstream in(run("readelf -SW " + path));
+  std::istringstream in(command_output("readelf -SW " + path));
   static const std::regex re(
       R"(\[\s*(\d+)\]\s+(\S+)\s+\S+\s+([0-9a-f]+)\s+([0-9a-f]+)\s+([0-9a-f]+))");
   std::string line;
@@ -276,7 +268,7 @@ TEST(elf_file, reads_debuglink_name_and_crc) {
   ASSERT_TRUE(link);
   EXPECT_EQ(link->filename, "dbg.debug");
   // gzip's trailer holds the CRC32 of its input, little-endian: an independent CRC32.
-  const std::string trailer = run("gzip -c " + fixture("dbg.debug") + " | tail -c 8");
+  const std::string trailer = command_output("gzip -c " + fixture("dbg.debug") + " | tail -c 8");
   ASSERT_EQ(trailer.size(), 8u);
   uint32_t crc = 0;
   for (int i = 3; i >= 0; --i) crc = (crc << 8) | static_cast<uint8_t>(trailer[i]);
@@ -421,9 +413,9 @@ TEST(elf_file, libssl_dynamic_functions_match_nm) {
     }
   }
   std::set<std::string> theirs;
-  std::istringstream in(run("nm -D --defined-only --without-symbol-versions " + path +
-                            " | awk '$2 ~ /^[TWi]$/ "
-                            "{ print $3 }'"));
+  std::istringstream in(command_output("nm -D --defined-only --without-symbol-versions " + path +
+                                       " | awk '$2 ~ /^[TWi]$/ "
+                                       "{ print $3 }'"));
   std::string name;
   while (in >> name) theirs.insert(name);
   EXPECT_GT(theirs.size(), 500u);
@@ -451,12 +443,13 @@ TEST(elf_file, python3_has_build_id_and_matching_type) {
   const std::string expected = readelf_build_id(path);
   ASSERT_FALSE(expected.empty());
   EXPECT_EQ(elf->build_id(), expected);
-  const bool readelf_says_exec = run("readelf -h " + path).find("EXEC (") != std::string::npos;
+  const bool readelf_says_exec =
+      command_output("readelf -h " + path).find("EXEC (") != std::string::npos;
   EXPECT_EQ(elf->type() == ET_EXEC, readelf_says_exec);
   EXPECT_EQ(elf->is_pie(), !readelf_says_exec);
   // Debian strips python3.11 to .dynsym and points .gnu_debuglink at the -dbg package.
   EXPECT_EQ(elf->section(".symtab").has_value(),
-            run("readelf -SW " + path).find(" .symtab ") != std::string::npos);
+            command_output("readelf -SW " + path).find(" .symtab ") != std::string::npos);
 }
 
 }  // namespace

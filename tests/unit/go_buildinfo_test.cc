@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "command_output.h"
 #include "discover/elf_file.h"
 
 namespace uscope {
@@ -26,15 +27,7 @@ std::string gowork_path() {
   return std::string(USCOPE_FIXTURE_DIR) + "/go/gowork";
 }
 
-std::string run(const std::string& cmd) {
-  std::string out;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) return out;
-  char buf[256];
-  while (fgets(buf, sizeof buf, p) != nullptr) out += buf;
-  pclose(p);
-  return out;
-}
+using test::command_output;
 
 // The 16-byte sentinels cmd/go wraps module info in (cmd/go/internal/modload infoStart/infoEnd).
 // Sized explicitly: the end sentinel holds a NUL.
@@ -131,7 +124,7 @@ struct PointerLayout {
 
 TEST(go_buildinfo, gowork_fixture_matches_go_version) {
   // `go version FILE` prints "FILE: go1.19.8".
-  const std::string out = run("go version " + gowork_path() + " 2>/dev/null");
+  const std::string out = command_output("go version " + gowork_path() + " 2>/dev/null");
   const size_t colon = out.rfind(": ");
   ASSERT_NE(colon, std::string::npos) << "go version printed: " << out;
   std::string expected = out.substr(colon + 2);

@@ -19,6 +19,7 @@
 #include <string_view>
 #include <vector>
 
+#include "command_output.h"
 #include "discover/elf_file.h"
 
 namespace uscope {
@@ -84,21 +85,12 @@ std::vector<uint8_t> bytes_at(const std::string& path, uint64_t addr, size_t n) 
   return {code.begin(), code.end()};
 }
 
-std::string run(const std::string& cmd) {
-  std::string out;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) return out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  pclose(p);
-  return out;
-}
+using test::command_output;
 
 // readelf -n: link-time location addresses of each USDT probe name (in note order).
 std::map<std::string, std::vector<uint64_t>> readelf_usdt_locations(const std::string& path) {
   std::map<std::string, std::vector<uint64_t>> out;
-  std::istringstream in(run("LC_ALL=C readelf -nW '" + path + "' 2>/dev/null"));
+  std::istringstream in(command_output("LC_ALL=C readelf -nW '" + path + "' 2>/dev/null"));
   std::string name;
   for (std::string line; std::getline(in, line);) {
     if (auto at = line.find("    Name: "); at != std::string::npos) {

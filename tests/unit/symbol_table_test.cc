@@ -1,5 +1,6 @@
 // SymbolTable on the fixtures of tests/fixtures/elf, checked against nm on the unstripped builds.
 #include "discover/symbol_table.h"
+#include "command_output.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -20,16 +21,7 @@ std::string fixture(const std::string& name) {
   return std::string(USCOPE_FIXTURE_DIR) + "/elf/" + name;
 }
 
-std::string run(const std::string& cmd) {
-  std::string out;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) return out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  pclose(p);
-  return out;
-}
+using test::command_output;
 
 struct NmEntry {
   uint64_t addr = 0;
@@ -40,7 +32,7 @@ struct NmEntry {
 // Sized text symbols of `path` as nm reports them, by name.
 std::map<std::string, NmEntry> nm_functions(const std::string& path) {
   std::map<std::string, NmEntry> out;
-  std::istringstream in(run("nm -S --defined-only " + path));
+  std::istringstream in(command_output("nm -S --defined-only " + path));
   std::string line;
   while (std::getline(in, line)) {
     std::istringstream l(line);

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "command_output.h"
 #include "discover/elf_file.h"
 #include "discover/usdt.h"
 
@@ -34,16 +35,7 @@ bool exists(const std::string& path) {
   return access(path.c_str(), R_OK) == 0;
 }
 
-std::string run(const std::string& cmd) {
-  std::string out;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) return out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  pclose(p);
-  return out;
-}
+using test::command_output;
 
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> lines;
@@ -53,7 +45,7 @@ std::vector<std::string> lines_of(const std::string& text) {
 }
 
 std::string readelf(const std::string& flags, const std::string& path) {
-  return run("LC_ALL=C readelf " + flags + " '" + path + "' 2>/dev/null");
+  return command_output("LC_ALL=C readelf " + flags + " '" + path + "' 2>/dev/null");
 }
 
 // One stapsdt note as readelf -n prints it.
