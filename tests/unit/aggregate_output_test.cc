@@ -1,6 +1,7 @@
 // `count` tables and `latency` histograms: row filtering and order, exact percentile bucket bounds,
 // the text layout and the JSON Lines fields.
 #include "sink/aggregate_output.h"
+#include "mem_file.h"
 
 #include <gtest/gtest.h>
 
@@ -16,25 +17,7 @@
 namespace uscope {
 namespace {
 
-// Everything a FILE* received.
-class MemFile {
- public:
-  MemFile() : f_(open_memstream(&buf_, &len_)) {}
-  ~MemFile() {
-    std::fclose(f_);
-    std::free(buf_);
-  }
-  std::FILE* get() { return f_; }
-  std::string str() {
-    std::fflush(f_);
-    return std::string(buf_, len_);
-  }
-
- private:
-  char* buf_ = nullptr;
-  size_t len_ = 0;
-  std::FILE* f_;
-};
+using test::MemFile;
 
 std::vector<std::string> lines_of(const std::string& s) {
   std::vector<std::string> out;

@@ -19,6 +19,7 @@
 #include <string_view>
 #include <vector>
 
+#include "mem_file.h"
 #include "plan/recipe.h"
 
 namespace uscope {
@@ -82,25 +83,7 @@ std::string render(std::string_view spec, std::vector<FieldValue> values) {
   return format_message(probe_of(spec), values);
 }
 
-// Everything a FILE* received.
-class MemFile {
- public:
-  MemFile() : f_(open_memstream(&buf_, &len_)) {}
-  ~MemFile() {
-    std::fclose(f_);
-    std::free(buf_);
-  }
-  std::FILE* get() { return f_; }
-  std::string str() {
-    std::fflush(f_);
-    return std::string(buf_, len_);
-  }
-
- private:
-  char* buf_ = nullptr;
-  size_t len_ = 0;
-  std::FILE* f_;
-};
+using test::MemFile;
 
 uscope_event event_of(uint32_t probe_id, const char* comm) {
   uscope_event ev{};
