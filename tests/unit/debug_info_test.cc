@@ -1,5 +1,6 @@
 // Separate debug file lookup (build-id, debuglink with CRC) and MiniDebugInfo / xz decoding.
 #include "discover/debug_info.h"
+#include "temp_dir.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -30,18 +31,7 @@ void write_file(const std::string& path, const std::vector<uint8_t>& bytes) {
       .write(reinterpret_cast<const char*>(bytes.data()), static_cast<long>(bytes.size()));
 }
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "uscope-debug-XXXXXX").string();
-    path_ = mkdtemp(tmpl.data());
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using test::TempDir;
 
 std::string build_id_path(const std::string& root, const std::string& id) {
   return root + "/.build-id/" + id.substr(0, 2) + "/" + id.substr(2) + ".debug";
@@ -49,7 +39,7 @@ std::string build_id_path(const std::string& root, const std::string& id) {
 
 // A copy of dbg_stripped alone in <tmp>/bin, so the fixture's own dbg.debug is not beside it.
 std::string isolated_stripped(const TempDir& dir) {
-  const std::string bin = dir.path() + "/bin/dbg_stripped";
+  const std::string bin = dir.str() + "/bin/dbg_stripped";
   write_file(bin, read_file(fixture("dbg_stripped")));
   return bin;
 }
@@ -84,18 +74,18 @@ TEST(debug_info, finds_debug_file_by_debuglink_in_dot_debug_and_under_root) {
   const std::string bin = isolated_stripped(dir);
   auto elf = ElfFile::open(bin);
   ASSERT_TRUE(elf);
-  EXPECT_FALSE(find_debug_file(*elf, roots({dir.path() + "/root"})));
+  EXPECT_FALSE(find_debug_file(*elf, roots({dir.str() + "/root"})));
 
   // <root>/<dir of the file>/<debuglink>, as Debian's /usr/lib/debug/usr/bin/... layout.
   const std::string under_root =
-      dir.path() + "/root" + fs::canonical(dir.path()).string() + "/bin/dbg.debug";
+      dir.str() + "/root" + fs::canonical(dir.str()).string() + "/bin/dbg.debug";
   write_file(under_root, read_file(fixture("dbg.debug")));
-  EXPECT_EQ(find_debug_file(*elf, roots({dir.path() + "/root"})), under_root);
+  EXPECT_EQ(find_debug_file(*elf, roots({dir.str() + "/root"})), under_root);
 
   // <dir>/.debug/<debuglink> comes before the debug roots.
-  const std::string dot_debug = dir.path() + "/bin/.debug/dbg.debug";
+  const std::string dot_debug = dir.str() + "/bin/.debug/dbg.debug";
   write_file(dot_debug, read_file(fixture("dbg.debug")));
-  const auto found = find_debug_file(*elf, roots({dir.path() + "/root"}));
+  const auto found = find_debug_file(*elf, roots({dir.str() + "/root"}));
   ASSERT_TRUE(found);
   EXPECT_EQ(fs::canonical(*found), fs::canonical(dot_debug));
 }
@@ -107,9 +97,9 @@ TEST(debug_info, rejects_debuglink_file_with_wrong_crc) {
   ASSERT_TRUE(elf);
   auto bytes = read_file(fixture("dbg.debug"));
   bytes.push_back(0);  // same ELF, different CRC32
-  write_file(dir.path() + "/bin/dbg.debug", bytes);
+  write_file(dir.str() + "/bin/dbg.debug", bytes);
   EXPECT_FALSE(find_debug_file(*elf, roots({})));
-  write_file(dir.path() + "/bin/dbg.debug", read_file(fixture("dbg.debug")));
+  write_file(dir.str() + "/bin/dbg.debug", read_file(fixture("dbg.debug")));
   EXPECT_TRUE(find_debug_file(*elf, roots({})));
 }
 
@@ -118,19 +108,19 @@ TEST(debug_info, rejects_build_id_file_of_another_build) {
   const std::string bin = isolated_stripped(dir);
   auto elf = ElfFile::open(bin);
   ASSERT_TRUE(elf && elf->build_id());
-  write_file(build_id_path(dir.path() + "/root", *elf->build_id()),
+  write_file(build_id_path(dir.str() + "/root", *elf->build_id()),
              read_file(fixture("hello_nopie")));
-  EXPECT_FALSE(find_debug_file(*elf, roots({dir.path() + "/root"})));
+  EXPECT_FALSE(find_debug_file(*elf, roots({dir.str() + "/root"})));
 }
 
 TEST(debug_info, applies_root_prefix) {
   TempDir dir;
   auto elf = ElfFile::open(fixture("dbg_stripped"));
   ASSERT_TRUE(elf && elf->build_id());
-  const std::string in_container = build_id_path(dir.path() + "/usr/lib/debug", *elf->build_id());
+  const std::string in_container = build_id_path(dir.str() + "/usr/lib/debug", *elf->build_id());
   write_file(in_container, read_file(fixture("dbg.debug")));
   DebugSearchPaths paths = roots({"/usr/lib/debug"});
-  paths.root_prefix = dir.path();
+  paths.root_prefix = dir.str();
   EXPECT_EQ(find_debug_file(*elf, paths), in_container);
 }
 
@@ -161,9 +151,9 @@ TEST(debug_info, xz_decompress_round_trips_and_is_bounded) {
   TempDir dir;
   std::vector<uint8_t> data(100000);
   for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<uint8_t>((i * 7919) >> 5);
-  write_file(dir.path() + "/d", data);
-  ASSERT_EQ(std::system(("xz -k " + dir.path() + "/d").c_str()), 0);
-  const auto xz = read_file(dir.path() + "/d.xz");
+  write_file(dir.str() + "/d", data);
+  ASSERT_EQ(std::system(("xz -k " + dir.str() + "/d").c_str()), 0);
+  const auto xz = read_file(dir.str() + "/d.xz");
 
   auto out = xz_decompress(xz);
   ASSERT_TRUE(out) << out.error().message;

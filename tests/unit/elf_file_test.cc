@@ -1,7 +1,8 @@
 // ElfFile against what binutils (readelf, nm) say about the same files: fixtures built by
 // tests/fixtures/elf and a few of the machine's own libraries.
 #include "discover/elf_file.h"
-#include "command_output.h"
+#include "temp_dir.h"
+#include "tool_output.h"
 
 #include <elf.h>
 #include <gtest/gtest.h>
@@ -35,26 +36,8 @@ std::vector<uint8_t> read_file(const std::string& path) {
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
-struct NmEntry {
-  uint64_t addr = 0;
-  uint64_t size = 0;
-  char type = 0;
-};
-
-// `nm -S` lines with a size: "addr size type name".
-std::multimap<std::string, NmEntry> nm_sized(const std::string& args) {
-  std::multimap<std::string, NmEntry> out;
-  std::istringstream in(command_output("nm -S " + args));
-  std::string line;
-  while (std::getline(in, line)) {
-    std::istringstream l(line);
-    std::string addr, size, type, name;
-    if (!(l >> addr >> size >> type >> name)) continue;
-    out.emplace(name,
-                NmEntry{std::stoull(addr, nullptr, 16), std::stoull(size, nullptr, 16), type[0]});
-  }
-  return out;
-}
+using test::nm_sized_symbols;
+using test::NmSymbol;
 
 struct Load {
   uint64_t offset, vaddr, filesz;
@@ -95,18 +78,7 @@ const ElfSymbol* find_symbol(const std::vector<ElfSymbol>& syms, const std::stri
   return nullptr;
 }
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "uscope-elf-XXXXXX").string();
-    path_ = mkdtemp(tmpl.data());
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using test::TempDir;
 
 TEST(elf_file, reads_header_of_pie_non_pie_and_shared_library) {
   auto pie = ElfFile::open(fixture("hello_pie"));
@@ -168,7 +140,7 @@ TEST(elf_file, function_symbols_match_nm) {
     auto syms = elf->symbols();
     ASSERT_TRUE(syms) << syms.error().message;
     size_t checked = 0;
-    for (const auto& [sym, e] : nm_sized("--defined-only " + path)) {
+    for (const auto& [sym, e] : nm_sized_symbols("--defined-only " + path)) {
       if (e.type != 'T' && e.type != 't' && e.type != 'W') continue;
       const ElfSymbol* s = find_symbol(*syms, sym);
       ASSERT_NE(s, nullptr) << name << ": " << sym;
@@ -362,13 +334,13 @@ TEST(elf_file, reports_directory) {
 
 TEST(elf_file, reports_non_elf_and_empty_files) {
   TempDir dir;
-  const std::string text = dir.path() + "/x";
+  const std::string text = dir.str() + "/x";
   std::ofstream(text) << "#!/bin/sh\necho this is a script, not a binary\n";
   auto elf = ElfFile::open(text);
   ASSERT_FALSE(elf);
   EXPECT_EQ(elf.error().message, text + ": not an ELF file");
 
-  const std::string empty = dir.path() + "/empty";
+  const std::string empty = dir.str() + "/empty";
   std::ofstream{empty};
   elf = ElfFile::open(empty);
   ASSERT_FALSE(elf);
@@ -387,7 +359,7 @@ TEST(elf_file, reports_truncated_elf) {
   TempDir dir;
   const auto bytes = read_file(fixture("hello_pie"));
   for (size_t keep : {bytes.size() / 2, size_t{100}, size_t{40}, size_t{10}}) {
-    const std::string path = dir.path() + "/cut" + std::to_string(keep);
+    const std::string path = dir.str() + "/cut" + std::to_string(keep);
     std::ofstream(path, std::ios::binary)
         .write(reinterpret_cast<const char*>(bytes.data()), static_cast<long>(keep));
     auto elf = ElfFile::open(path);

@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "command_output.h"
 #include "discover/elf_file.h"
+#include "tool_output.h"
 
 namespace uscope {
 namespace {

@@ -19,8 +19,8 @@
 #include <string_view>
 #include <vector>
 
-#include "command_output.h"
 #include "discover/elf_file.h"
+#include "tool_output.h"
 
 namespace uscope {
 namespace {

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <string>
 
+#include "temp_dir.h"
 #include "util/unique_fd.h"
 
 namespace fs = std::filesystem;
@@ -34,18 +35,7 @@ std::string read_link(const std::string& path) {
   return fs::read_symlink(path, ec).string();
 }
 
-// A scratch directory removed at the end of the test.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "uscope-proc-XXXXXX").string();
-    path = mkdtemp(tmpl.data());
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
+using test::TempDir;
 
 }  // namespace
 
@@ -218,21 +208,21 @@ TEST(proc_maps, converts_offsets_and_addresses) {
 
 TEST(proc_maps, uses_map_files_exe_and_comm_under_proc_root) {
   TempDir root;
-  fs::create_directories(root.path / "77/map_files");
-  std::ofstream(root.path / "77/map_files/7f0000000000-7f0000001000") << "x";
-  std::ofstream(root.path / "77/comm") << "worker\n";
-  fs::create_symlink("/opt/app (deleted)", root.path / "77/exe");
+  fs::create_directories(root.path() / "77/map_files");
+  std::ofstream(root.path() / "77/map_files/7f0000000000-7f0000001000") << "x";
+  std::ofstream(root.path() / "77/comm") << "worker\n";
+  fs::create_symlink("/opt/app (deleted)", root.path() / "77/exe");
   auto p =
       Process::from_maps(77,
                          "7f0000000000-7f0000001000 r--p 00000000 08:01 9 /lib/liba.so\n"
                          "7f0000001000-7f0000002000 r-xp 00001000 08:01 9 /lib/liba.so\n"
                          "7f0000100000-7f0000101000 r-xp 00000000 08:01 8 /opt/app (deleted)\n",
-                         root.path.string());
+                         root.path().string());
   ASSERT_TRUE(p) << p.error().message;
   ASSERT_EQ(p->objects().size(), 2u);
   EXPECT_EQ(p->objects()[0].open_path,
-            (root.path / "77/map_files/7f0000000000-7f0000001000").string());
-  EXPECT_EQ(p->objects()[1].open_path, root.path.string() + "/77/root/opt/app");
+            (root.path() / "77/map_files/7f0000000000-7f0000001000").string());
+  EXPECT_EQ(p->objects()[1].open_path, root.path().string() + "/77/root/opt/app");
   ASSERT_NE(p->main_object(), nullptr);
   EXPECT_EQ(p->main_object()->path, "/opt/app");
   EXPECT_EQ(p->comm(), "worker");
@@ -298,7 +288,7 @@ TEST(process, unreadable_maps_names_capability) {
 TEST(process, lists_dlopened_deleted_library_with_readable_open_path) {
   std::string fixture = std::string(USCOPE_FIXTURE_DIR) + "/process/libprocess_tiny.so";
   TempDir dir;
-  fs::path copy = dir.path / "libuscope-dyn-probes.so";
+  fs::path copy = dir.path() / "libuscope-dyn-probes.so";
   fs::copy_file(fixture, copy);
   void* handle = dlopen(copy.c_str(), RTLD_NOW | RTLD_LOCAL);
   ASSERT_NE(handle, nullptr) << dlerror();

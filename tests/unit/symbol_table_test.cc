@@ -1,6 +1,6 @@
 // SymbolTable on the fixtures of tests/fixtures/elf, checked against nm on the unstripped builds.
 #include "discover/symbol_table.h"
-#include "command_output.h"
+#include "tool_output.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -23,24 +23,13 @@ std::string fixture(const std::string& name) {
 
 using test::command_output;
 
-struct NmEntry {
-  uint64_t addr = 0;
-  uint64_t size = 0;
-  char type = 0;
-};
+using test::NmSymbol;
 
 // Sized text symbols of `path` as nm reports them, by name.
-std::map<std::string, NmEntry> nm_functions(const std::string& path) {
-  std::map<std::string, NmEntry> out;
-  std::istringstream in(command_output("nm -S --defined-only " + path));
-  std::string line;
-  while (std::getline(in, line)) {
-    std::istringstream l(line);
-    std::string addr, size, type, name;
-    if (!(l >> addr >> size >> type >> name)) continue;
-    if (type != "T" && type != "t" && type != "W") continue;
-    out[name] = {std::stoull(addr, nullptr, 16), std::stoull(size, nullptr, 16), type[0]};
-  }
+std::map<std::string, NmSymbol> nm_functions(const std::string& path) {
+  std::map<std::string, NmSymbol> out;
+  for (const auto& [name, sym] : test::nm_sized_symbols("--defined-only " + path))
+    if (sym.type == 'T' || sym.type == 't' || sym.type == 'W') out[name] = sym;
   return out;
 }
 

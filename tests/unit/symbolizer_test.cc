@@ -1,4 +1,5 @@
 #include "symbolize/symbolizer.h"
+#include "temp_dir.h"
 
 #include <dlfcn.h>
 #include <gtest/gtest.h>
@@ -69,17 +70,7 @@ pid_t reaped_pid() {
   return child;
 }
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "uscope-sym-XXXXXX").string();
-    path = mkdtemp(tmpl.data());
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
+using test::TempDir;
 
 // dlopen()s a private copy of a fixture library, so the mapping is new to this process even if
 // another test already loaded the fixture.
@@ -88,7 +79,7 @@ struct LoadedCopy {
   fs::path path;
   void* handle = nullptr;
   LoadedCopy(const std::string& fixture, const std::string& name) {
-    path = dir.path / name;
+    path = dir.path() / name;
     fs::copy_file(fixture, path);
     handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   }
@@ -272,7 +263,7 @@ TEST(symbolizer, object_that_cannot_be_opened_is_no_symbols_with_its_name) {
   TempDir dir;
   auto p = Process::from_maps(
       4242, "7f0000000000-7f0000002000 r-xp 00001000 fd:01 99999999 /nonexistent/libgone.so\n",
-      dir.path.string());
+      dir.path().string());
   ASSERT_TRUE(p) << p.error().message;
   Symbolizer s;
   std::vector<uint64_t> addrs = {0x7f0000000010, 0x7f0000005000};

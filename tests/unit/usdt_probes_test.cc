@@ -17,9 +17,9 @@
 #include <string>
 #include <vector>
 
-#include "command_output.h"
 #include "discover/elf_file.h"
 #include "discover/usdt.h"
+#include "tool_output.h"
 
 namespace uscope {
 namespace {
