@@ -11,6 +11,8 @@ packages=(
   # fixtures and real targets the tests attach to
   systemtap-sdt-dev binutils elfutils xz-utils python3.11 openjdk-17-jdk-headless golang-go
   libssl3 openssl redis-server redis-tools
+  # libc's separate debug file: the names of its internal functions (__memcpy_avx2_...)
+  libc6-dbg util-linux
   # peers for benchmarks
   bpftrace
 )
