@@ -124,6 +124,7 @@ StopReason EventLoop::run(const Callbacks& cb) {
                             ? start + std::chrono::duration_cast<clock::duration>(*opts_.duration)
                             : clock::time_point::max();
   exe_armed_ = !opts_.watch_is_child;
+  auto next_exec_check = start;
   for (;;) {
     std::vector<pollfd> fds{{signal_fd_.get(), POLLIN, 0}};
     if (pid_fd_.valid()) fds.push_back({pid_fd_.get(), POLLIN, 0});
@@ -151,8 +152,12 @@ StopReason EventLoop::run(const Callbacks& cb) {
         return StopReason::TargetExited;
       }
     }
-    if (target_execed()) return StopReason::TargetExeced;
     now = clock::now();
+    // A stat() of /proc/PID/exe per wake-up would cost a syscall per ring-buffer batch.
+    if (now >= next_exec_check) {
+      if (target_execed()) return StopReason::TargetExeced;
+      next_exec_check = now + std::chrono::milliseconds(kExecCheckMs);
+    }
     if (now >= deadline) return StopReason::Duration;
     if (now >= next_interval) {
       if (cb.interval) cb.interval();

@@ -129,9 +129,10 @@ Result<PlannedObject*> ObjectCache::get(const std::string& target) {
   auto go = read_go_buildinfo(*elf);
   if (!go) return tl::unexpected(go.error());
   bool is_go = go->has_value() || elf->section(".gopclntab").has_value();
-  auto obj = std::unique_ptr<PlannedObject>(new PlannedObject{std::move(*ref), std::move(*elf),
-                                                              std::nullopt, std::nullopt, is_go,
-                                                              std::move(*go), std::nullopt});
+  auto obj = std::make_unique<PlannedObject>(
+      PlannedObject{.ref = std::move(*ref), .elf = std::move(*elf)});
+  obj->is_go = is_go;
+  obj->go = std::move(*go);
   auto* raw = obj.get();
   by_target_.emplace(target, std::move(obj));
   return raw;
@@ -287,11 +288,15 @@ Result<TracePlan> plan_trace(ObjectCache& cache, std::span<const ProbeSpec> spec
       if (m.object->go && !m.object->go->register_abi()) ctx.go_stack_abi = m.object->go->version;
       PlannedObject* obj = m.object;
       ctx.symbol_address = [obj](const std::string& name) -> std::optional<uint64_t> {
-        auto syms = obj->elf.symbols();
-        if (!syms) return std::nullopt;
-        for (const auto& s : *syms)
-          if (s.name == name && s.defined) return s.addr;
-        return std::nullopt;
+        if (!obj->symbol_addresses) {
+          obj->symbol_addresses.emplace();
+          if (auto syms = obj->elf.symbols())
+            for (const auto& s : *syms)
+              if (s.defined) obj->symbol_addresses->emplace(s.name, s.addr);
+        }
+        auto it = obj->symbol_addresses->find(name);
+        if (it == obj->symbol_addresses->end()) return std::nullopt;
+        return it->second;
       };
       auto compiled = compile_probe(spec, ctx, probe);
       if (!compiled) return tl::unexpected(compiled.error());

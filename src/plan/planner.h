@@ -36,11 +36,13 @@ struct TargetContext {
 struct PlannedObject {
   ObjectRef ref;
   ElfFile elf;
-  std::optional<SymbolTable> symbols;
-  std::optional<std::vector<UsdtProbe>> usdt;
+  std::optional<SymbolTable> symbols{};
+  std::optional<std::vector<UsdtProbe>> usdt{};
   bool is_go = false;
-  std::optional<GoBuildInfo> go;  // from .go.buildinfo, when the binary has one
-  std::optional<std::vector<uint64_t>> branch_targets;  // see plan_function_entry()
+  std::optional<GoBuildInfo> go{};  // from .go.buildinfo, when the binary has one
+  std::optional<std::vector<uint64_t>> branch_targets{};  // see plan_function_entry()
+  // Defined symbols of every kind by name, read once for USDT operands that name one.
+  std::optional<std::map<std::string, uint64_t>> symbol_addresses{};
 };
 
 // Where an entry probe on the function at [addr, addr+size) goes. A move past more than endbr64
