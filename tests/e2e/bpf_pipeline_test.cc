@@ -21,7 +21,7 @@ uint64_t offset_of_work(const std::string& path) {
 }
 
 void count_work_calls(bool multi) {
-  require_root();
+  USCOPE_REQUIRE_ROOT();
   const std::string path = fixture("native/target_loop");
   const uint64_t off = offset_of_work(path);
   constexpr int kCalls = 5000;
@@ -49,7 +49,7 @@ TEST(bpf_pipeline, counts_every_call_with_uprobe_multi) {
 }
 
 TEST(bpf_pipeline, ignores_other_processes) {
-  require_root();
+  USCOPE_REQUIRE_ROOT();
   const std::string path = fixture("native/target_loop");
   GatedProcess watched({path, "10"});
   GatedProcess other({path, "777"});
@@ -63,7 +63,7 @@ TEST(bpf_pipeline, ignores_other_processes) {
 }
 
 TEST(check_command, proves_a_real_attach) {
-  require_root();
+  USCOPE_REQUIRE_ROOT();
   auto r = uscope({"check"});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("attach (single)    ok"), std::string::npos) << r.out;

@@ -22,7 +22,7 @@ std::vector<nlohmann::json> json_rows(const std::string& out) {
 }
 
 TEST(count, counts_exact_calls_of_a_command) {
-  require_root();
+  USCOPE_REQUIRE_ROOT();
   auto r =
       uscope({"count", "--json", "-c", fixture("native/target_loop") + " 12345", "work", "mai*"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -34,7 +34,7 @@ TEST(count, counts_exact_calls_of_a_command) {
 }
 
 TEST(count, all_of_libc_attaches_fast_in_a_running_process) {
-  require_root();
+  USCOPE_REQUIRE_ROOT();
   GatedProcess target({fixture("native/alloc_loop")});
   target.start();
   auto r = uscope({"count", "-p", std::to_string(target.pid()), "-d", "1", "c:*"});
@@ -52,7 +52,7 @@ TEST(count, all_of_libc_attaches_fast_in_a_running_process) {
 }
 
 TEST(count, calls_entering_mid_prologue_are_not_counted_for_the_other_function) {
-  require_root();
+  USCOPE_REQUIRE_ROOT();
   auto r = uscope({"count", "--json", "-c", fixture("native/mempcpy_loop") + " 1000", "c:*cpy*",
                    "c:*memmove*"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -66,7 +66,7 @@ TEST(count, calls_entering_mid_prologue_are_not_counted_for_the_other_function) 
 }
 
 TEST(count, prints_every_interval_and_at_exit) {
-  require_root();
+  USCOPE_REQUIRE_ROOT();
   auto r =
       uscope({"count", "-i", "0.3", "-d", "1.1", "-c", fixture("native/alloc_loop"), "c:malloc"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -77,7 +77,7 @@ TEST(count, prints_every_interval_and_at_exit) {
 }
 
 TEST(latency, histogram_counts_every_call) {
-  require_root();
+  USCOPE_REQUIRE_ROOT();
   auto r = uscope({"latency", "--json", "-c", fixture("native/target_loop") + " 2000", "work"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto rows = json_rows(r.out);
@@ -92,7 +92,7 @@ TEST(latency, histogram_counts_every_call) {
 }
 
 TEST(latency, reports_entries_the_kernel_never_returned_from) {
-  require_root();
+  USCOPE_REQUIRE_ROOT();
   // 10 rounds of recursion 100 deep: the kernel keeps at most 64 pending return probes per task.
   auto r = uscope({"latency", "-c", fixture("native/recurse") + " 100 10", "descend"});
   ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -183,8 +183,4 @@ std::string fixture(const std::string& relative) {
   return std::string(USCOPE_FIXTURE_DIR) + "/" + relative;
 }
 
-void require_root() {
-  ASSERT_EQ(geteuid(), 0u) << "end-to-end tests attach BPF programs and must run as root";
-}
-
 }  // namespace uscope::e2e

@@ -1,7 +1,9 @@
 #pragma once
 // Helpers for end-to-end tests: run uscope or a fixture as a child, gate a fixture's start so a
 // test can attach first, and list the BPF links the kernel holds.
+#include <gtest/gtest.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 #include <string>
 #include <vector>
@@ -47,7 +49,13 @@ std::vector<int> bpf_links_of_programs(const std::string& prefix, pid_t owner = 
 
 std::string fixture(const std::string& relative);  // USCOPE_FIXTURE_DIR/relative
 
-// Fails the test (not skips) when not root: in CI a missing BPF capability is a failure.
-void require_root();
+// Fails the test (not skips) when not root: in CI a missing BPF capability is a failure. A macro,
+// because a failed assertion inside a helper function returns from the helper, not the test.
+#define USCOPE_REQUIRE_ROOT()                                                             \
+  do {                                                                                    \
+    if (geteuid() != 0)                                                                   \
+      GTEST_FAIL() << "end-to-end tests attach BPF programs and must run as root (CAP_BPF, " \
+                      "CAP_PERFMON)";                                                      \
+  } while (0)
 
 }  // namespace uscope::e2e

@@ -9,7 +9,7 @@ namespace uscope::e2e {
 namespace {
 
 TEST(jvm, thread_start_probe_names_every_jvm_thread) {
-  require_root();
+  USCOPE_REQUIRE_ROOT();
   const std::string libjvm = "/usr/lib/jvm/java-17-openjdk-amd64/lib/server/libjvm.so";
   auto r = uscope({"trace", "-c", "java -version",
                    "u:" + libjvm + ":hotspot:thread__start \"%s\", str(arg1, arg2)"},

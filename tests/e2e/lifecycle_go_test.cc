@@ -10,7 +10,7 @@ namespace uscope::e2e {
 namespace {
 
 TEST(lifecycle, target_exec_ends_the_session) {
-  require_root();
+  USCOPE_REQUIRE_ROOT();
   GatedProcess target({fixture("native/exec_after"), "600"});
   target.start();
   auto t0 = std::chrono::steady_clock::now();
@@ -34,7 +34,7 @@ TEST(lifecycle, unprivileged_user_is_told_which_capabilities) {
 }
 
 TEST(go, entry_probe_reads_go_register_abi_arguments) {
-  require_root();
+  USCOPE_REQUIRE_ROOT();
   auto r = uscope({"trace", "-c", fixture("go/gowork") + " 50",
                    "p::main.work (arg1 == 7) \"i=%d tag=%s\", arg1, str(arg2, arg3)"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -43,7 +43,7 @@ TEST(go, entry_probe_reads_go_register_abi_arguments) {
 }
 
 TEST(go, return_probes_are_refused) {
-  require_root();
+  USCOPE_REQUIRE_ROOT();
   for (const auto& args : std::vector<std::vector<std::string>>{
            {"trace", "-c", fixture("go/gowork") + " 5", "r::main.work"},
            {"latency", "-c", fixture("go/gowork") + " 5", "main.work"}}) {
@@ -55,7 +55,7 @@ TEST(go, return_probes_are_refused) {
 }
 
 TEST(go, count_counts_go_functions) {
-  require_root();
+  USCOPE_REQUIRE_ROOT();
   auto r = uscope({"count", "-c", fixture("go/gowork") + " 321", "main.*"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("main.work          321"), std::string::npos) << r.out;

@@ -11,7 +11,7 @@ namespace uscope::e2e {
 namespace {
 
 TEST(redis, create_string_object_shows_commands) {
-  require_root();
+  USCOPE_REQUIRE_ROOT();
   const std::string port = "16379";
   GatedProcess server({"/usr/bin/redis-server", "--port", port, "--bind", "127.0.0.1", "--save", "",
                        "--appendonly", "no"});

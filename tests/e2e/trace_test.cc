@@ -29,7 +29,7 @@ std::string loop_cmd(int n) {
 }
 
 TEST(trace, entry_probe_with_predicate_and_string_arg) {
-  require_root();
+  USCOPE_REQUIRE_ROOT();
   auto r = uscope(
       {"trace", "-c", loop_cmd(1000), "p::work (arg1 % 100 == 7) \"i=%d tag=%s\", arg1, arg2"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -43,7 +43,7 @@ TEST(trace, entry_probe_with_predicate_and_string_arg) {
 }
 
 TEST(trace, string_on_untouched_page_is_read_from_the_live_process) {
-  require_root();
+  USCOPE_REQUIRE_ROOT();
   // The first work() call reads "xyz" only after the probe fired: its page is not mapped yet,
   // so the BPF read fails and uscope reads the string from the process instead.
   auto r = uscope({"trace", "--json", "-M", "1", "-c", loop_cmd(100000), "p::work \"%s\", arg2"});
@@ -54,7 +54,7 @@ TEST(trace, string_on_untouched_page_is_read_from_the_live_process) {
 }
 
 TEST(trace, return_probe_reads_entry_argument_and_retval) {
-  require_root();
+  USCOPE_REQUIRE_ROOT();
   auto r = uscope(
       {"trace", "-c", loop_cmd(50), "r::work (retval > 90) \"%ld -> %ld\", $entry(arg1), retval"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -65,7 +65,7 @@ TEST(trace, return_probe_reads_entry_argument_and_retval) {
 }
 
 TEST(trace, libc_function_in_running_process) {
-  require_root();
+  USCOPE_REQUIRE_ROOT();
   GatedProcess target({fixture("native/alloc_loop")});
   target.start();
   auto r = uscope({"trace", "-p", std::to_string(target.pid()), "-M", "5", "--json",
@@ -95,7 +95,7 @@ TEST(trace, libc_function_in_running_process) {
 }
 
 TEST(trace, system_wide_probe_never_traces_uscope_itself) {
-  require_root();
+  USCOPE_REQUIRE_ROOT();
   GatedProcess target({fixture("native/alloc_loop")});
   target.start();
   // Printing allocates: were uscope's own mallocs traced, each event would cause more.
@@ -114,7 +114,7 @@ TEST(trace, system_wide_probe_never_traces_uscope_itself) {
 }
 
 TEST(trace, lost_events_are_counted_not_dropped_silently) {
-  require_root();
+  USCOPE_REQUIRE_ROOT();
   // A one-page ring buffer cannot keep up with 200000 events in a tight loop.
   auto r = uscope({"trace", "--json", "--buffer-kb", "4", "-c", loop_cmd(200000),
                    "p::work \"%d %s\", arg1, arg2"});
@@ -136,7 +136,7 @@ TEST(trace, lost_events_are_counted_not_dropped_silently) {
 }
 
 TEST(trace, user_stack_is_symbolized) {
-  require_root();
+  USCOPE_REQUIRE_ROOT();
   // Long enough a run that the process is alive when its stack is symbolized.
   auto r = uscope({"trace", "-U", "-M", "1", "-c", loop_cmd(20000000), "p::work"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -149,7 +149,7 @@ TEST(trace, user_stack_is_symbolized) {
 }
 
 TEST(trace, moves_entry_probe_past_endbr64_and_says_so) {
-  require_root();
+  USCOPE_REQUIRE_ROOT();
   auto r = uscope({"trace", "-v", "-c", loop_cmd(3), "p::work \"%d\", arg1"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("emulated"), std::string::npos) << r.err;
@@ -159,7 +159,7 @@ TEST(trace, moves_entry_probe_past_endbr64_and_says_so) {
 }
 
 TEST(trace, stops_cleanly_on_sigterm_and_detaches) {
-  require_root();
+  USCOPE_REQUIRE_ROOT();
   GatedProcess target({fixture("native/alloc_loop")});
   target.start();
   int out[2];
@@ -189,7 +189,7 @@ TEST(trace, stops_cleanly_on_sigterm_and_detaches) {
 }
 
 TEST(trace, target_killed_mid_trace_ends_session) {
-  require_root();
+  USCOPE_REQUIRE_ROOT();
   GatedProcess target({fixture("native/alloc_loop")});
   target.start();
   std::thread killer([&] {
@@ -204,7 +204,7 @@ TEST(trace, target_killed_mid_trace_ends_session) {
 }
 
 TEST(trace, bad_specs_name_the_problem) {
-  require_root();
+  USCOPE_REQUIRE_ROOT();
   auto unknown = uscope({"trace", "-c", loop_cmd(1), "p::wrok"});
   EXPECT_EQ(unknown.exit_code, 1);
   EXPECT_NE(unknown.err.find("closest: work"), std::string::npos) << unknown.err;
@@ -241,7 +241,7 @@ int read_semaphore(pid_t pid, uint64_t file_offset, const std::string& object) {
 }
 
 TEST(trace, python_usdt_raises_semaphore_only_while_attached) {
-  require_root();
+  USCOPE_REQUIRE_ROOT();
   const std::string python = "/usr/bin/python3.11";
   auto listed = uscope({"list", "--json", python, "python:function__return"});
   ASSERT_EQ(listed.exit_code, 0) << listed.err;
