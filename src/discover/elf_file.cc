@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <map>
 #include <mutex>
 
 #include "util/unique_fd.h"
@@ -116,6 +117,23 @@ bool table_fits(uint64_t off, uint64_t count, uint64_t entsize, uint64_t size) {
   return count <= (size - off) / entsize;
 }
 
+// Reads [offset, offset + size) of the file at `path` with pread; false if it cannot be read whole.
+bool read_file_range(const std::string& path, uint64_t offset, uint64_t size,
+                     std::vector<uint8_t>& out) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return false;
+  out.resize(size);
+  size_t done = 0;
+  while (done < size) {
+    ssize_t n =
+        ::pread(fd.get(), out.data() + done, size - done, static_cast<off_t>(offset + done));
+    if (n <= 0) break;
+    done += static_cast<size_t>(n);
+  }
+  out.resize(done);
+  return done == size;
+}
+
 }  // namespace
 
 struct ElfFile::Impl {
@@ -136,6 +154,11 @@ struct ElfFile::Impl {
 
   // libelf is not thread-safe, and section_data() decompresses in place.
   mutable std::mutex mu;
+  // Executable sections as read from the file (code_bytes()), by section index. Not through
+  // libelf's mapping: a read-only private mapping of a file is still VM_MAYEXEC, so the kernel
+  // writes the int3 of every uprobe another session holds on the file into it, and the code would
+  // read as breakpoints.
+  mutable std::map<size_t, std::vector<uint8_t>> code;
 
   Result<void> load();
   Result<std::span<const uint8_t>> data_locked(const ElfSection& s) const;
@@ -557,13 +580,25 @@ Result<std::vector<ElfNote>> ElfFile::notes(std::string_view owner) const {
 }
 
 std::span<const uint8_t> ElfFile::code_bytes(uint64_t addr, uint64_t len) const {
-  for (const auto& s : sections()) {
+  const auto& all = sections();
+  for (size_t i = 0; i < all.size(); ++i) {
+    const auto& s = all[i];
     if (!(s.flags & SHF_EXECINSTR) || s.type == SHT_NOBITS) continue;
     if (addr < s.addr || addr - s.addr >= s.size) continue;
-    auto data = section_data(s);
-    if (!data || addr - s.addr >= data->size()) return {};
+    std::span<const uint8_t> data;
+    if (!impl_->memory.empty() || (s.flags & SHF_COMPRESSED)) {
+      auto d = section_data(s);
+      if (!d) return {};
+      data = *d;
+    } else {
+      std::lock_guard lock(impl_->mu);
+      auto [it, added] = impl_->code.try_emplace(i);
+      if (added && !read_file_range(impl_->path, s.offset, s.size, it->second)) return {};
+      data = it->second;
+    }
+    if (addr - s.addr >= data.size()) return {};
     uint64_t start = addr - s.addr;
-    return data->subspan(start, std::min<uint64_t>(len, data->size() - start));
+    return data.subspan(start, std::min<uint64_t>(len, data.size() - start));
   }
   return {};
 }
