@@ -44,9 +44,10 @@ class RecipeBuilder {
 
   // Adds a string constant to the recipe's pool; returns its offset.
   Result<uint8_t> pool(const Expr& e, const std::string& s) {
-    // The BPF side reads the compared string and its NUL into TRACE_POOL bytes.
-    if (s.size() > TRACE_POOL - 2)
-      return at(e, fmt::format("a compared string is at most {} bytes", TRACE_POOL - 2));
+    // The BPF side reads the compared string, one byte more (a longer string must differ) and
+    // a NUL into TRACE_POOL bytes.
+    if (s.size() > TRACE_POOL - 3)
+      return at(e, fmt::format("a compared string is at most {} bytes", TRACE_POOL - 3));
     if (pool_used_ + s.size() > TRACE_POOL - 1)
       return at(e, "string constants exceed 127 bytes in one probe");
     std::memcpy(r_.pool + pool_used_, s.data(), s.size());

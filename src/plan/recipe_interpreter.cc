@@ -163,7 +163,7 @@ class Machine {
   // The string at `src` (or comm) equals pool[off, off + len). One byte more than the literal
   // is read, so that a longer string is not taken for equal.
   uint64_t str_equal(uint64_t src, uint32_t off, uint32_t len, bool comm) {
-    if (len >= TRACE_POOL - 1) return 0;
+    if (len >= TRACE_POOL - 2) return 0;
     uint8_t tmp[TRACE_POOL + 2] = {};
     if (comm) {
       std::memcpy(tmp, comm_, TRACE_COMM_LEN);

@@ -150,6 +150,26 @@ TEST_P(matrix, trace_prints_arguments_and_stacks_without_moving_probes) {
   trace_all(true);
 }
 
+// str(p) == "alph" must not match "alpha": the BPF side reads one byte past the literal. The
+// first call may find the string's page not yet mapped (filtered, counted unreadable); by the
+// fourth call mx_string has read it.
+TEST(matrix_strings, string_compare_matches_the_whole_string_only) {
+  USCOPE_REQUIRE_ROOT();
+  auto r = uscope({"trace", "--json", "-c", fixture("matrix/matrix-O2-fp-cet-pie") + " 6",
+                   R"(p::mx_string (str(arg1) == "alph") "prefix %s", arg1)",
+                   R"(p::mx_string (str(arg1) == "alpha") "whole %s", arg1)"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  int prefix = 0, whole = 0;
+  for (const auto& j : json_rows(r.out)) {
+    if (j["kind"] != "event") continue;
+    std::string m = j["message"];
+    prefix += m.starts_with("prefix");
+    whole += m == "whole alpha";
+  }
+  EXPECT_EQ(prefix, 0) << r.out;
+  EXPECT_GE(whole, 1) << r.out;
+}
+
 INSTANTIATE_TEST_SUITE_P(fixture, matrix, ::testing::ValuesIn(matrix_variants()),
                          [](const auto& info) {
                            std::string name = info.param.substr(7);  // without "matrix-"

@@ -241,8 +241,8 @@ TEST(recipe_interpreter, comm_compare_matches_the_whole_name_only) {
   EXPECT_EQ(run(spec, in).run.outcome, RecipeOutcome::Filtered);
 }
 
-// trace.bpf.c's str_equal() reads len + 1 bytes, so it takes "GETX" for "GET"; the reference
-// reads one byte more (see the report of issue 7).
+// One byte past the literal is read: "GETX" is not "GET" (trace.bpf.c read len + 1 bytes and
+// took any string starting with the literal for equal).
 TEST(recipe_interpreter, string_compare_matches_the_whole_string_only) {
   Memory mem;
   mem.put(0x1000, std::string("GET\0", 4));

@@ -265,24 +265,25 @@ TEST(recipe, string_constants_share_one_pool_in_order) {
 }
 
 TEST(recipe, string_pool_overflow_fails_at_the_literal) {
-  std::string fits = "p::f (str(arg1) == \"" + std::string(126, 'a') + "\")";
+  std::string fits = "p::f (str(arg1) == \"" + std::string(125, 'a') + "\")";
   auto c = compile_ok(fits);
-  EXPECT_EQ(ops(c.main), (std::vector<Op>{reg(UREG_RDI), {TOP_STREQ, 0, 126, 0}, kFilter}));
-  EXPECT_EQ(std::string(c.main.pool, 126), std::string(126, 'a'));
+  EXPECT_EQ(ops(c.main), (std::vector<Op>{reg(UREG_RDI), {TOP_STREQ, 0, 125, 0}, kFilter}));
+  EXPECT_EQ(std::string(c.main.pool, 125), std::string(125, 'a'));
   std::string over = "p::f (str(arg1) == \"" + std::string(128, 'a') + "\")";
   // The literal starts at column 20.
-  EXPECT_EQ(compile_error(over), "probe spec column 20: a compared string is at most 126 bytes");
+  EXPECT_EQ(compile_error(over), "probe spec column 20: a compared string is at most 125 bytes");
   // Two literals count together: 100 + 28 bytes.
   std::string two = "p::f (str(arg1) == \"" + std::string(100, 'a') + "\" && str(arg2) == \"" +
                     std::string(28, 'b') + "\")";
   EXPECT_NE(compile_error(two).find("string constants exceed 127 bytes"), std::string::npos);
 }
 
-// The BPF side compares at most TRACE_POOL - 2 bytes: longer literals are refused.
+// The BPF side compares at most TRACE_POOL - 3 bytes: longer literals are refused.
 TEST(recipe, string_literal_bpf_cannot_compare_is_refused) {
-  std::string spec = "p::f (str(arg1) == \"" + std::string(127, 'a') + "\")";
+  std::string spec = "p::f (str(arg1) == \"" + std::string(126, 'a') + "\")";
   auto c = compile(spec);
-  EXPECT_FALSE(c.has_value()) << "compiled a 127-byte STREQ that str_equal() never matches";
+  EXPECT_FALSE(c.has_value())
+      << "compiled a 126-byte STREQ that str_equal() cannot tell from a longer string";
 }
 
 TEST(recipe, entry_value_in_return_probe_uses_entry_slot_and_entry_recipe) {
