@@ -170,6 +170,25 @@ TEST(matrix_strings, string_compare_matches_the_whole_string_only) {
   EXPECT_GE(whole, 1) << r.out;
 }
 
+// Three 1000-byte pointer + length strings and a value do not fit one event (TRACE_MAX_DATA): the
+// planner shortens the strings instead of the BPF side dropping every such event as malformed.
+TEST(matrix_strings, long_strings_are_shortened_to_fit_the_event) {
+  USCOPE_REQUIRE_ROOT();
+  // arg1 points at a local of main: the stack above it is mapped and touched.
+  const std::string len = "arg1 - arg1 + 1000";  // an expression: exactly that many bytes
+  auto r = uscope({"trace", "--json", "-c", fixture("matrix/matrix-O2-fp-cet-pie") + " 2",
+                   "p::mx_pointer \"%s|%s|%s|%ld\", str(arg1, " + len + "), str(arg1, " + len +
+                       "), str(arg1, " + len + "), *(s64*)arg1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::vector<uint64_t> values;  // before the fix: none, every event dropped
+  for (const auto& j : json_rows(r.out)) {
+    if (j["kind"] != "event") continue;
+    ASSERT_EQ(j["values"].size(), 4u) << j.dump();
+    values.push_back(j["values"][3]);
+  }
+  EXPECT_EQ(values, (std::vector<uint64_t>{1000, 1001})) << r.out;
+}
+
 INSTANTIATE_TEST_SUITE_P(fixture, matrix, ::testing::ValuesIn(matrix_variants()),
                          [](const auto& info) {
                            std::string name = info.param.substr(7);  // without "matrix-"
