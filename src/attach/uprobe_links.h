@@ -11,18 +11,11 @@
 #include <string>
 #include <vector>
 
+#include "plan/attach_site.h"
 #include "util/result.h"
 #include "util/unique_fd.h"
 
 namespace uscope {
-
-struct AttachSite {
-  std::string path;     // file to probe (may be /proc/PID/map_files/... or /proc/PID/root/...)
-  uint64_t offset = 0;  // file offset of the probed instruction
-  uint64_t ref_ctr_offset = 0;  // file offset of a USDT semaphore, 0 = none
-  uint64_t cookie = 0;          // bpf_get_attach_cookie() value: the site's index in uscope's maps
-  bool retprobe = false;
-};
 
 // strerror() that also names the kernel-internal errors uprobe attach returns.
 std::string describe_errno(int e);

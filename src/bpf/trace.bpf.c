@@ -203,14 +203,15 @@ static __always_inline void emit_comm(struct scratch* s) {
   s->pos = pos + 4 + n;
 }
 
-/* Compares the string at `src` (user memory, or comm when `comm`) with pool[off, off+len). */
+/* Compares the string at `src` (user memory, or comm when `comm`) with pool[off, off+len). One
+ * byte past the literal is read, so that a longer string does not compare equal. */
 static __always_inline __u64 str_equal(struct scratch* s, const struct uscope_recipe* r, __u64 src,
                                        __u32 off, __u32 len, int comm) {
-  if (len >= TRACE_POOL - 1) return 0;
+  if (len >= TRACE_POOL - 2) return 0;
   if (comm) {
     __builtin_memcpy(s->tmp, s->ev.comm, TRACE_COMM_LEN);
     s->tmp[TRACE_COMM_LEN] = 0;
-  } else if (bpf_probe_read_user_str(s->tmp, (len + 1) & (TRACE_POOL - 1), (void*)src) < 0) {
+  } else if (bpf_probe_read_user_str(s->tmp, (len + 2) & (TRACE_POOL - 1), (void*)src) < 0) {
     s->read_errors++;
     return 0;
   }

@@ -10,7 +10,6 @@
 #include <string>
 #include <vector>
 
-#include "attach/uprobe_links.h"
 #include "bpf/trace.h"
 #include "discover/elf_file.h"
 #include "discover/go_buildinfo.h"
@@ -18,6 +17,7 @@
 #include "discover/symbol_table.h"
 #include "discover/target.h"
 #include "discover/usdt.h"
+#include "plan/attach_site.h"
 #include "plan/probe_spec.h"
 #include "plan/recipe.h"
 #include "plan/site_cost.h"

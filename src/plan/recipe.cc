@@ -44,9 +44,10 @@ class RecipeBuilder {
 
   // Adds a string constant to the recipe's pool; returns its offset.
   Result<uint8_t> pool(const Expr& e, const std::string& s) {
-    // The BPF side reads the compared string and its NUL into TRACE_POOL bytes.
-    if (s.size() > TRACE_POOL - 2)
-      return at(e, fmt::format("a compared string is at most {} bytes", TRACE_POOL - 2));
+    // The BPF side reads the compared string, one byte more (a longer string must differ) and
+    // a NUL into TRACE_POOL bytes.
+    if (s.size() > TRACE_POOL - 3)
+      return at(e, fmt::format("a compared string is at most {} bytes", TRACE_POOL - 3));
     if (pool_used_ + s.size() > TRACE_POOL - 1)
       return at(e, "string constants exceed 127 bytes in one probe");
     std::memcpy(r_.pool + pool_used_, s.data(), s.size());
@@ -247,12 +248,12 @@ class RecipeBuilder {
     if (e.children.size() < 2) return op(TOP_EMIT_STR, 0, 0, kDefaultStringBytes, 0, 1);
     const Expr& len = e.children[1];
     if (len.op == Expr::Op::Int) {  // str(p, 32): NUL-terminated, at most 32 bytes
-      int64_t n = std::clamp<int64_t>(len.value, 0, TRACE_MAX_STR - 1);
+      int64_t n = std::clamp<int64_t>(len.value, 0, kMaxStringBytes);
       return op(TOP_EMIT_STR, 0, 0, n, 0, 1);
     }
     // str(p, arg2): exactly arg2 bytes (capped), for pointer + length strings.
     if (auto r = value(len); !r) return r;
-    return op(TOP_EMIT_STR, 1, 0, TRACE_MAX_STR - 1, 0, 2);
+    return op(TOP_EMIT_STR, 1, 0, kMaxStringBytes, 0, 2);
   }
 
   std::vector<int> entry_args;  // argN saved at entry, by slot
@@ -264,6 +265,35 @@ class RecipeBuilder {
   int depth_ = 0;
   size_t pool_used_ = 0;
 };
+
+// Lowers the largest string read sizes to one common cap, the highest that lets the largest
+// payload the recipe can write fit TRACE_MAX_DATA. The BPF side drops an event as malformed when
+// a field finds no room left, so without this a probe printing several long strings would lose
+// exactly its biggest events; a shortened string is marked truncated instead.
+void fit_payload(uscope_recipe& r) {
+  int64_t fixed = 0;
+  std::vector<uscope_op*> strings;
+  for (uint32_t i = 0; i < r.n_ops; ++i) {
+    uscope_op& o = r.ops[i];
+    if (o.code == TOP_EMIT) fixed += 8;
+    if (o.code == TOP_EMIT_COMM) fixed += 4 + TRACE_COMM_LEN;  // the room emit_comm() checks for
+    if (o.code == TOP_EMIT_STR) strings.push_back(&o);
+  }
+  // A string the BPF side cannot read takes TRACE_STR_DEFERRED_BYTES instead of its bytes.
+  auto worst = [&](int64_t cap) {
+    int64_t total = fixed;
+    for (const uscope_op* o : strings)
+      total += std::max<int64_t>(4 + std::min<int64_t>(o->imm, cap), TRACE_STR_DEFERRED_BYTES);
+    return total;
+  };
+  if (worst(kMaxStringBytes) <= TRACE_MAX_DATA) return;
+  int64_t lo = 0, hi = kMaxStringBytes;  // worst(lo) fits: at most 64 fields of 20 bytes
+  while (lo + 1 < hi) {
+    int64_t mid = (lo + hi) / 2;
+    (worst(mid) <= TRACE_MAX_DATA ? lo : hi) = mid;
+  }
+  for (uscope_op* o : strings) o->imm = std::min<int64_t>(o->imm, lo);
+}
 
 }  // namespace
 
@@ -290,6 +320,7 @@ Result<CompiledProbe> compile_probe(const ProbeSpec& spec, const SiteContext& si
   }
   for (size_t i = 0; i < spec.args.size() && i < spec.conversions.size(); ++i)
     if (auto r = b.emit(spec.args[i], spec.conversions[i]); !r) return tl::unexpected(r.error());
+  fit_payload(out.main);
   out.fields = std::move(b.fields);
   if (site.capture_stack) out.main.flags |= TRACE_F_STACK;
   if (site.kind == ProbeKind::Entry && spec.offset == 0) out.main.flags |= TRACE_F_AT_ENTRY;
@@ -301,7 +332,7 @@ Result<CompiledProbe> compile_probe(const ProbeSpec& spec, const SiteContext& si
     entry.sp_delta = site.sp_delta;
     entry.flags = TRACE_F_SAVE_ENTRY;
     for (size_t slot = 0; slot < b.entry_args.size(); ++slot) {
-      auto reg = kSysvArgs[static_cast<size_t>(b.entry_args[slot] - 1)];
+      auto reg = (site.go_abi ? kGoArgs : kSysvArgs)[static_cast<size_t>(b.entry_args[slot] - 1)];
       entry.ops[entry.n_ops++] = uscope_op{TOP_REG, static_cast<uint8_t>(reg), 0, 0, 0};
       entry.ops[entry.n_ops++] = uscope_op{TOP_SAVE, static_cast<uint8_t>(slot), 0, 0, 0};
     }

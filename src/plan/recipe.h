@@ -54,7 +54,10 @@ uscope_recipe latency_return_recipe(uint32_t probe_id);
 // Index into uscope_reg of a canonical x86-64 register name ("rdi", "rip"), or -1.
 int trace_register(const std::string& name);
 
-// Default and maximum bytes read for %s.
+// Default and maximum bytes read for %s. The maximum leaves room in the BPF side's
+// TRACE_MAX_STR read for the NUL bpf_probe_read_user_str() writes and for one byte more, read to
+// see whether the string goes on (TRACE_STR_TRUNCATED).
 inline constexpr int kDefaultStringBytes = 128;
+inline constexpr int kMaxStringBytes = TRACE_MAX_STR - 3;
 
 }  // namespace uscope

@@ -206,9 +206,8 @@ TEST(recipe, compiles_typed_dereference_with_width_and_sign) {
 
 TEST(recipe, str_with_length_expression_emits_exact_length) {
   auto c = compile_ok(R"(p::f "%s", str(arg1, arg2))");
-  EXPECT_EQ(
-      ops(c.main),
-      (std::vector<Op>{reg(UREG_RDI), reg(UREG_RSI), {TOP_EMIT_STR, 1, 0, TRACE_MAX_STR - 1}}));
+  EXPECT_EQ(ops(c.main),
+            (std::vector<Op>{reg(UREG_RDI), reg(UREG_RSI), {TOP_EMIT_STR, 1, 0, kMaxStringBytes}}));
   ASSERT_EQ(c.fields.size(), 1u);
   EXPECT_EQ(c.fields[0].kind, OutputField::Kind::String);
   EXPECT_EQ(c.fields[0].conv.conv, 's');
@@ -217,9 +216,9 @@ TEST(recipe, str_with_length_expression_emits_exact_length) {
 TEST(recipe, str_with_constant_length_is_nul_terminated_at_most_that_long) {
   auto c = compile_ok(R"(p::f "%s", str(arg1, 32))");
   EXPECT_EQ(ops(c.main), (std::vector<Op>{reg(UREG_RDI), {TOP_EMIT_STR, 0, 0, 32}}));
-  // Capped at TRACE_MAX_STR - 1.
+  // Capped at what one BPF string read holds.
   auto big = compile_ok(R"(p::f "%s", str(arg1, 5000))");
-  EXPECT_EQ(ops(big.main), (std::vector<Op>{reg(UREG_RDI), {TOP_EMIT_STR, 0, 0, 1023}}));
+  EXPECT_EQ(ops(big.main), (std::vector<Op>{reg(UREG_RDI), {TOP_EMIT_STR, 0, 0, 1021}}));
 }
 
 TEST(recipe, percent_s_of_plain_pointer_reads_nul_terminated_default_bytes) {
@@ -266,24 +265,25 @@ TEST(recipe, string_constants_share_one_pool_in_order) {
 }
 
 TEST(recipe, string_pool_overflow_fails_at_the_literal) {
-  std::string fits = "p::f (str(arg1) == \"" + std::string(126, 'a') + "\")";
+  std::string fits = "p::f (str(arg1) == \"" + std::string(125, 'a') + "\")";
   auto c = compile_ok(fits);
-  EXPECT_EQ(ops(c.main), (std::vector<Op>{reg(UREG_RDI), {TOP_STREQ, 0, 126, 0}, kFilter}));
-  EXPECT_EQ(std::string(c.main.pool, 126), std::string(126, 'a'));
+  EXPECT_EQ(ops(c.main), (std::vector<Op>{reg(UREG_RDI), {TOP_STREQ, 0, 125, 0}, kFilter}));
+  EXPECT_EQ(std::string(c.main.pool, 125), std::string(125, 'a'));
   std::string over = "p::f (str(arg1) == \"" + std::string(128, 'a') + "\")";
   // The literal starts at column 20.
-  EXPECT_EQ(compile_error(over), "probe spec column 20: a compared string is at most 126 bytes");
+  EXPECT_EQ(compile_error(over), "probe spec column 20: a compared string is at most 125 bytes");
   // Two literals count together: 100 + 28 bytes.
   std::string two = "p::f (str(arg1) == \"" + std::string(100, 'a') + "\" && str(arg2) == \"" +
                     std::string(28, 'b') + "\")";
   EXPECT_NE(compile_error(two).find("string constants exceed 127 bytes"), std::string::npos);
 }
 
-// The BPF side compares at most TRACE_POOL - 2 bytes: longer literals are refused.
+// The BPF side compares at most TRACE_POOL - 3 bytes: longer literals are refused.
 TEST(recipe, string_literal_bpf_cannot_compare_is_refused) {
-  std::string spec = "p::f (str(arg1) == \"" + std::string(127, 'a') + "\")";
+  std::string spec = "p::f (str(arg1) == \"" + std::string(126, 'a') + "\")";
   auto c = compile(spec);
-  EXPECT_FALSE(c.has_value()) << "compiled a 127-byte STREQ that str_equal() never matches";
+  EXPECT_FALSE(c.has_value())
+      << "compiled a 126-byte STREQ that str_equal() cannot tell from a longer string";
 }
 
 TEST(recipe, entry_value_in_return_probe_uses_entry_slot_and_entry_recipe) {
@@ -529,6 +529,41 @@ TEST(recipe, usdt_indexed_operand_with_symbol_uses_the_symbol) {
   for (const Op& o : ops(c->main))
     if (o.code == TOP_CONST && o.imm == 0x4040) uses_symbol = true;
   EXPECT_TRUE(uses_symbol) << ::testing::PrintToString(ops(c->main));
+}
+
+// The BPF side drops an event whose next field finds no room: read sizes shrink to one cap at
+// which the largest possible payload fits TRACE_MAX_DATA.
+TEST(recipe, string_sizes_shrink_until_the_largest_payload_fits) {
+  auto c = compile_ok(R"(p::f "%s %s %d", str(arg1, arg2), str(arg3, arg4), arg5)");
+  // 2 x (4 + cap) + 8 <= 2048: cap 1016.
+  EXPECT_EQ(ops(c.main), (std::vector<Op>{reg(UREG_RDI),
+                                          reg(UREG_RSI),
+                                          {TOP_EMIT_STR, 1, 0, 1016},
+                                          reg(UREG_RDX),
+                                          reg(UREG_RCX),
+                                          {TOP_EMIT_STR, 1, 0, 1016},
+                                          reg(UREG_R8),
+                                          kEmit}));
+  // Small strings keep their size; only the large ones come down.
+  auto mixed = compile_ok(R"(p::f "%s %s %s", str(arg1, 10), str(arg2, 1500), str(arg3, 1500))");
+  EXPECT_EQ(ops(mixed.main), (std::vector<Op>{reg(UREG_RDI),
+                                              {TOP_EMIT_STR, 0, 0, 10},
+                                              reg(UREG_RSI),
+                                              {TOP_EMIT_STR, 0, 0, 1013},
+                                              reg(UREG_RDX),
+                                              {TOP_EMIT_STR, 0, 0, 1013}}));
+  // What fits is left alone.
+  auto fits = compile_ok(R"(p::f "%s %s", str(arg1, 1000), str(arg2, 1000))");
+  EXPECT_EQ(fits.main.ops[1].imm, 1000);
+  EXPECT_EQ(fits.main.ops[3].imm, 1000);
+}
+
+TEST(recipe, go_entry_values_are_saved_from_go_argument_registers) {
+  SiteContext site;
+  site.go_abi = true;
+  auto c = compile_ok(R"(r::f "%d", $entry(arg2))", site);
+  ASSERT_TRUE(c.entry.has_value());
+  EXPECT_EQ(ops(*c.entry), (std::vector<Op>{reg(UREG_RBX), {TOP_SAVE, 0, 0, 0}}));
 }
 
 TEST(recipe, latency_recipes_have_no_ops_and_their_flags) {

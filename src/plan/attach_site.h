@@ -1,0 +1,17 @@
+#pragma once
+// Where one uprobe goes: what the planner hands to attach/. A plain struct, free of libbpf, so
+// plan/ stays pure (unit-tested and fuzzed without BPF).
+#include <cstdint>
+#include <string>
+
+namespace uscope {
+
+struct AttachSite {
+  std::string path;     // file to probe (may be /proc/PID/map_files/... or /proc/PID/root/...)
+  uint64_t offset = 0;  // file offset of the probed instruction
+  uint64_t ref_ctr_offset = 0;  // file offset of a USDT semaphore, 0 = none
+  uint64_t cookie = 0;          // bpf_get_attach_cookie() value: the site's index in uscope's maps
+  bool retprobe = false;
+};
+
+}  // namespace uscope
