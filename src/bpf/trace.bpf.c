@@ -404,7 +404,7 @@ static __always_inline int run(struct pt_regs* ctx) {
     return 0;
   }
   if (s->drop) {
-    count(ri, TC_LOST);
+    count(ri, TC_MALFORMED);
     return 0;
   }
 

@@ -123,7 +123,9 @@ struct uscope_recipe {
   struct uscope_op ops[TRACE_MAX_OPS];
 };
 
-/* Per-recipe counters (per-CPU array, TRACE_NUM_COUNTERS slots per recipe). */
+/* Per-recipe counters (per-CPU array, TRACE_NUM_COUNTERS slots per recipe). Every loss has its
+ * own counter: an event is either emitted, filtered, lost, malformed or (return probes) without
+ * an entry. New counters go at the end, so that the indices of the others stay put. */
 enum uscope_counter {
   TC_HITS = 0,    /* program ran */
   TC_EMITTED,     /* event written */
@@ -132,7 +134,11 @@ enum uscope_counter {
   TC_READ_ERRORS, /* a user memory read failed (value shown as 0 / empty string) */
   TC_NO_ENTRY,    /* return without a recorded entry */
   TC_ENTRY_SAVE_FAILED,
-  TC_MATCHED, /* return matched with its entry (latency histogram) */
+  TC_MATCHED,      /* return matched with its entry (latency histogram) */
+  TC_MALFORMED,    /* event dropped: malformed recipe (stack machine misuse, bad op) or an event
+                      larger than TRACE_MAX_DATA */
+  TC_STACK_FAILED, /* event written without its user stack: the capture failed */
+  TC_TRUNCATED,    /* event written with at least one string cut (TRACE_STR_TRUNCATED) */
   TRACE_NUM_COUNTERS
 };
 

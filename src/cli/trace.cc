@@ -37,12 +37,18 @@ void print_summary(const TraceCommandOptions& o, const TracePlan& plan,
     total.read_errors += c.read_errors;
     total.no_entry += c.no_entry;
     total.entry_save_failed += c.entry_save_failed;
+    total.malformed += c.malformed;
+    total.stack_failed += c.stack_failed;
+    total.truncated += c.truncated;
   }
   if (o.session.json) {
     nlohmann::json j = {{"kind", "summary"},
                         {"stop", describe(why)},
                         {"events", printed},
                         {"lost", total.lost},
+                        {"malformed", total.malformed},
+                        {"stack_failed", total.stack_failed},
+                        {"truncated_strings", total.truncated},
                         {"filtered", total.filtered},
                         {"read_errors", total.read_errors},
                         {"returns_without_entry", total.no_entry},
@@ -54,6 +60,12 @@ void print_summary(const TraceCommandOptions& o, const TracePlan& plan,
   }
   fmt::print(stderr, "uscope: {}; {} events printed, {} lost (ring buffer full), {} filtered out",
              describe(why), printed, total.lost, total.filtered);
+  if (total.malformed)
+    fmt::print(stderr, ", {} dropped as malformed (recipe error or event too big)",
+               total.malformed);
+  if (total.stack_failed)
+    fmt::print(stderr, ", {} without their user stack (capture failed)", total.stack_failed);
+  if (total.truncated) fmt::print(stderr, ", {} with a string cut short", total.truncated);
   if (total.read_errors) fmt::print(stderr, ", {} with unreadable memory", total.read_errors);
   if (output.late_strings())
     fmt::print(stderr,
@@ -130,7 +142,11 @@ int run_trace(const TraceCommandOptions& o) {
   program->detach();
   (void)program->consume();
   auto counters = program->counters();
-  print_summary(o, *plan, counters ? *counters : std::vector<RecipeCounters>{}, output, why);
+  if (!counters) {
+    std::fflush(stdout);
+    return report_error("cannot read the event counters: " + counters.error().message);
+  }
+  print_summary(o, *plan, *counters, output, why);
   std::fflush(stdout);
   return kExitOk;
 }

@@ -108,9 +108,18 @@ Result<std::vector<RecipeCounters>> TraceProgram::counters() const {
       if (!n) return tl::unexpected(n.error());
       v[c] = *n;
     }
-    out[r] = {
-        v[TC_HITS],     v[TC_EMITTED],           v[TC_LOST],   v[TC_FILTERED], v[TC_READ_ERRORS],
-        v[TC_NO_ENTRY], v[TC_ENTRY_SAVE_FAILED], v[TC_MATCHED]};
+    RecipeCounters& c = out[r];
+    c.hits = v[TC_HITS];
+    c.emitted = v[TC_EMITTED];
+    c.lost = v[TC_LOST];
+    c.filtered = v[TC_FILTERED];
+    c.read_errors = v[TC_READ_ERRORS];
+    c.no_entry = v[TC_NO_ENTRY];
+    c.entry_save_failed = v[TC_ENTRY_SAVE_FAILED];
+    c.matched = v[TC_MATCHED];
+    c.malformed = v[TC_MALFORMED];
+    c.stack_failed = v[TC_STACK_FAILED];
+    c.truncated = v[TC_TRUNCATED];
   }
   return out;
 }
