@@ -467,11 +467,20 @@ static __always_inline int run(struct pt_regs* ctx) {
   }
   s->ev.stack_len = stack_len;
   if (stack_len > TRACE_MAX_FRAMES * 8) stack_len = TRACE_MAX_FRAMES * 8;
-  /* A deferred string must be read while the process still holds it: wake the reader now. */
-  __u64 rb_flags = s->deferred || bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes
-                       ? BPF_RB_FORCE_WAKEUP
-                       : BPF_RB_NO_WAKEUP;
-  if (bpf_ringbuf_output(&events, &s->ev, sizeof(s->ev) + len + stack_len, rb_flags)) {
+  /* Wake the reader when this record makes the pending data cross a multiple of wakeup_bytes
+   * (a quarter of the ring): a few wake-ups per ring's worth of records, never one per record.
+   * Forcing one per record while a backlog stays above the threshold costs each an irq_work (a
+   * self-IPI, a VM exit in a guest): 16 us per event measured here. Every multiple, not only the
+   * first, so that a reader that went to sleep above the threshold is still woken before the
+   * ring fills. A deferred string must be read while the process still holds it: that record
+   * wakes the reader at once. */
+  __u64 size = sizeof(s->ev) + len + stack_len;
+  __u64 avail = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA);
+  __u64 rb_flags =
+      s->deferred || wakeup_bytes == 0 || (avail + size + 8) / wakeup_bytes != avail / wakeup_bytes
+          ? BPF_RB_FORCE_WAKEUP
+          : BPF_RB_NO_WAKEUP;
+  if (bpf_ringbuf_output(&events, &s->ev, size, rb_flags)) {
     count(ri, TC_LOST);
   } else {
     count(ri, TC_EMITTED);
