@@ -4,10 +4,12 @@
 
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <vector>
 
 #include "cli/command.h"
 #include "cli/session.h"
+#include "collect/event_decoder.h"
 #include "collect/trace_program.h"
 #include "sink/trace_output.h"
 #include "symbolize/symbolizer.h"
@@ -26,7 +28,7 @@ struct TraceCommandOptions {
 
 void print_summary(const TraceCommandOptions& o, const TracePlan& plan,
                    const std::vector<RecipeCounters>& counters, const TraceOutput& output,
-                   StopReason why) {
+                   const EventDecoder& decoder, StopReason why) {
   uint64_t printed = output.events();
   RecipeCounters total;
   for (const auto& c : counters) {
@@ -37,31 +39,45 @@ void print_summary(const TraceCommandOptions& o, const TracePlan& plan,
     total.read_errors += c.read_errors;
     total.no_entry += c.no_entry;
     total.entry_save_failed += c.entry_save_failed;
+    total.malformed += c.malformed;
+    total.stack_failed += c.stack_failed;
+    total.truncated += c.truncated;
   }
+  total.malformed += decoder.malformed();
+  total.truncated += decoder.late_truncated();
   if (o.session.json) {
     nlohmann::json j = {{"kind", "summary"},
                         {"stop", describe(why)},
                         {"events", printed},
                         {"lost", total.lost},
+                        {"malformed", total.malformed},
+                        {"stack_failed", total.stack_failed},
+                        {"truncated_strings", total.truncated},
                         {"filtered", total.filtered},
                         {"read_errors", total.read_errors},
                         {"returns_without_entry", total.no_entry},
-                        {"late_string_reads", output.late_strings()},
-                        {"unreadable_strings", output.unreadable_strings()},
+                        {"late_string_reads", decoder.late_strings()},
+                        {"unreadable_strings", decoder.unreadable_strings()},
                         {"sites", plan.sites.size()}};
     fmt::print("{}\n", j.dump());
     return;
   }
   fmt::print(stderr, "uscope: {}; {} events printed, {} lost (ring buffer full), {} filtered out",
              describe(why), printed, total.lost, total.filtered);
+  if (total.malformed)
+    fmt::print(stderr, ", {} dropped as malformed (recipe error or event too big)",
+               total.malformed);
+  if (total.stack_failed)
+    fmt::print(stderr, ", {} without their user stack (capture failed)", total.stack_failed);
+  if (total.truncated) fmt::print(stderr, ", {} with a string cut short", total.truncated);
   if (total.read_errors) fmt::print(stderr, ", {} with unreadable memory", total.read_errors);
-  if (output.late_strings())
+  if (decoder.late_strings())
     fmt::print(stderr,
                ", {} strings read from the live process after the event (their page was "
                "not yet touched at the probe)",
-               output.late_strings());
-  if (output.unreadable_strings())
-    fmt::print(stderr, ", {} strings unreadable", output.unreadable_strings());
+               decoder.late_strings());
+  if (decoder.unreadable_strings())
+    fmt::print(stderr, ", {} strings unreadable", decoder.unreadable_strings());
   if (total.no_entry) fmt::print(stderr, ", {} returns without a recorded entry", total.no_entry);
   fmt::print(stderr, "\n");
 }
@@ -97,19 +113,15 @@ int run_trace(const TraceCommandOptions& o) {
   TraceOutput output(*plan,
                      o.session.json ? TraceOutput::Format::JsonLines : TraceOutput::Format::Text);
   Symbolizer symbolizer;
-  auto on_event = [&](const uscope_event& ev, std::span<const uint8_t> data) {
+  EventDecoder decoder(*plan);
+  DecodedEvent decoded;
+  auto on_event = [&](const uscope_event& ev, std::span<const uint8_t> payload) {
     if (o.session.max_events && output.events() >= o.session.max_events) return;
-    if (o.user_stack && ev.user_stack_id >= 0) {
-      auto ips = program->user_stack(ev.user_stack_id);
-      std::vector<Frame> frames;
-      if (ips) {
-        // In a prologue the frame-pointer walk starts at the caller's frame and skips the
-        // caller itself; its return address is on the stack.
-        if (ev.return_address && ips->size() >= 1 &&
-            (ips->size() < 2 || (*ips)[1] != ev.return_address))
-          ips->insert(ips->begin() + 1, ev.return_address);
-        frames = symbolizer.symbolize(static_cast<pid_t>(ev.tgid), *ips, true);
-      }
+    if (!decoder.decode(ev, payload, decoded)) return;  // counted as malformed
+    auto data = payload.first(ev.data_len);
+    if (o.user_stack) {
+      std::vector<Frame> frames =
+          symbolizer.symbolize(static_cast<pid_t>(ev.tgid), decoded.user_stack, true);
       output.event(ev, data, &frames);
     } else {
       output.event(ev, data, nullptr);
@@ -122,15 +134,34 @@ int run_trace(const TraceCommandOptions& o) {
   EventLoop::Callbacks cb;
   cb.data_fd = program->events_epoll_fd();
   // Flushed per batch: a person (or a pipe) sees events as they happen, not at exit.
+  // A bounded batch per wake-up (the event loop's rewrite owns the policy; see kPollPeriodMs).
+  std::optional<Error> read_error;
   cb.drain = [&] {
-    if (program->consume().value_or(0) > 0) std::fflush(stdout);
+    size_t handed = 0;
+    for (int round = 0; round < 64; ++round) {
+      auto r = program->consume(1024);
+      if (!r) {
+        read_error = r.error();
+        break;
+      }
+      handed += r->events;
+      if (!r->more_pending) break;
+    }
+    if (handed) std::fflush(stdout);
   };
-  cb.done = [&] { return o.session.max_events && output.events() >= o.session.max_events; };
+  cb.done = [&] {
+    return read_error || (o.session.max_events && output.events() >= o.session.max_events);
+  };
   StopReason why = (*session)->run(cb);
   program->detach();
-  (void)program->consume();
+  if (auto r = program->consume_all(); !r && !read_error) read_error = r.error();
+  if (read_error) return report_error(read_error->message);
   auto counters = program->counters();
-  print_summary(o, *plan, counters ? *counters : std::vector<RecipeCounters>{}, output, why);
+  if (!counters) {
+    std::fflush(stdout);
+    return report_error("cannot read the event counters: " + counters.error().message);
+  }
+  print_summary(o, *plan, *counters, output, decoder, why);
   std::fflush(stdout);
   return kExitOk;
 }

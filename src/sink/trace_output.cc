@@ -39,7 +39,7 @@ std::vector<FieldValue> decode_fields(const ProbePlan& probe, std::span<const ui
         out.push_back(std::move(v));
         continue;
       }
-      len = static_cast<uint32_t>(std::min<size_t>(len, data.size() - pos));
+      len = static_cast<uint32_t>(std::min<size_t>(len & TRACE_STR_LEN_MASK, data.size() - pos));
       v.text.assign(reinterpret_cast<const char*>(data.data() + pos), len);
       pos += len;
     }

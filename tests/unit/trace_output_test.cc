@@ -94,7 +94,7 @@ uscope_event event_of(uint32_t probe_id, const char* comm) {
   ev.tid = 1240;
   ev.cpu = 3;
   ev.probe_id = probe_id;
-  ev.user_stack_id = -1;
+  ev.stack_len = 0;
   std::strncpy(ev.comm, comm, sizeof(ev.comm));
   return ev;
 }
