@@ -4,13 +4,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "attach/attach_race.h"
 #include "attach/bpf_features.h"
 
 namespace uscope::cli {
 
 void add_session_options(CLI::App* cmd, SessionOptions& o, bool with_interval,
                          bool with_max_events) {
-  cmd->add_option("-p,--pid", o.pid, "Trace only process PID");
+  cmd->add_option("-p,--pid", o.pid,
+                  "Trace only process PID (all its threads; processes it forks are not traced)");
   cmd->add_option("-c,--command", o.command,
                   "Start CMD (quoted, with its arguments), trace it from its first instruction, "
                   "stop when it exits");
@@ -78,6 +80,13 @@ Result<std::unique_ptr<Session>> Session::open(const SessionOptions& o) {
   if (!loop) return tl::unexpected(loop.error());
   s->loop_.emplace(std::move(*loop));
   return s;
+}
+
+Error Session::explain_attach_failure(const Error& failure,
+                                      std::span<const AttachSite> sites) const {
+  // A launched command runs uscope's image until released: only its exit can explain anything.
+  ExeIdentity planned = process_ ? process_->exe() : ExeIdentity{};
+  return uscope::explain_attach_failure(failure, context_.pid, planned, sites);
 }
 
 Result<void> Session::start() {
