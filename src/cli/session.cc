@@ -60,6 +60,9 @@ Result<std::unique_ptr<Session>> Session::open(const SessionOptions& o) {
     s->process_ = std::move(*p);
     s->context_.process = &*s->process_;
     s->context_.pid = o.pid;
+    // The executable the plan is made for: an exec before the loop starts still ends the session.
+    lo.exe_dev = s->process_->exe().dev;
+    lo.exe_ino = s->process_->exe().ino;
   } else if (!o.command.empty()) {
     auto c = LaunchedCommand::prepare(o.command);
     if (!c) return tl::unexpected(c.error());
