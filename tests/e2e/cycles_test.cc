@@ -85,6 +85,7 @@ TEST(cycles, interrupted_sessions_leave_nothing_behind) {
   const std::vector<std::vector<std::string>> sessions = {
       {"trace", "-p", pid, "p:" + exe + ":work \"%d\", arg1"},
       {"count", "-p", pid, exe + ":work", "c:usleep"},
+      {"trace", "--no-multi", "-p", pid, "p:" + exe + ":work"},  // perf-event links
       {"latency", "-p", pid, exe + ":work"},
       {"trace", "-c", forever, "p::work"},
       {"count", "-c", forever, "work"},
