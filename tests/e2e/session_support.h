@@ -70,11 +70,13 @@ class UscopeChild {
   void signal(int sig) const { kill(pid_, sig); }
   // Exit code (128+N for signal N), or -1 if it did not exit within `timeout_s`.
   int wait(double timeout_s = 20) {
+    if (reaped_) return exit_code_;
     int status = 0;
     bool done = wait_until([&] { return waitpid(pid_, &status, WNOHANG) == pid_; }, timeout_s);
     if (!done) return -1;
     reaped_ = true;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return exit_code_;
   }
 
  private:
@@ -92,6 +94,7 @@ class UscopeChild {
   pid_t pid_ = -1;
   int out_ = -1, err_ = -1;
   bool reaped_ = false;
+  int exit_code_ = -1;
 };
 
 // Number of open fds of a process.
