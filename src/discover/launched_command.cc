@@ -114,11 +114,22 @@ Result<LaunchedCommand> LaunchedCommand::prepare(const std::string& command_line
                    : 65536;
   const char* path = exe->c_str();
 
-  int go[2], exec_status[2];
-  if (pipe2(go, O_CLOEXEC) != 0 || pipe2(exec_status, O_CLOEXEC) != 0)
-    return fail_errno(errno, "pipe: {}", std::strerror(errno));
+  int go[2] = {-1, -1}, exec_status[2] = {-1, -1};
+  auto close_pipes = [&] {
+    for (int fd : {go[0], go[1], exec_status[0], exec_status[1]})
+      if (fd >= 0) close(fd);
+  };
+  if (pipe2(go, O_CLOEXEC) != 0 || pipe2(exec_status, O_CLOEXEC) != 0) {
+    int e = errno;
+    close_pipes();
+    return fail_errno(e, "pipe: {}", std::strerror(e));
+  }
   pid_t pid = fork();
-  if (pid < 0) return fail_errno(errno, "fork: {}", std::strerror(errno));
+  if (pid < 0) {
+    int e = errno;
+    close_pipes();
+    return fail_errno(e, "fork: {}", std::strerror(e));
+  }
   if (pid == 0) {
     close(go[1]);
     close(exec_status[0]);
