@@ -14,8 +14,8 @@ void add_session_options(CLI::App* cmd, SessionOptions& o, bool with_interval,
   cmd->add_option("-p,--pid", o.pid,
                   "Trace only process PID (all its threads; processes it forks are not traced)");
   cmd->add_option("-c,--command", o.command,
-                  "Start CMD (quoted, with its arguments), trace it from its first instruction, "
-                  "stop when it exits");
+                  "Start CMD (quoted, with its arguments) as a shell would, trace it from its "
+                  "first instruction (not the processes it forks), stop when it exits");
   cmd->add_option("-d,--duration", o.duration_s, "Stop after SECONDS")->check(CLI::PositiveNumber);
   if (with_interval)
     cmd->add_option("-i,--interval", o.interval_s, "Print the summary every SECONDS")
