@@ -34,8 +34,9 @@ Result<void> UprobeLinks::attach_each(bpf_program* prog, const std::vector<Attac
     bpf_link* link = bpf_program__attach_uprobe_opts(prog, pid_, s.path.c_str(), s.offset, &opts);
     if (!link) {
       int e = errno;
-      auto err = fail_errno(e, "cannot attach {}probe to {} at offset {:#x}: {}",
-                            s.retprobe ? "return " : "u", s.path, s.offset, describe_errno(e));
+      auto err =
+          fail_errno(e, "cannot attach {}probe to {} at offset {:#x}: {}",
+                     s.retprobe ? "return " : "u", shown_path(s), s.offset, describe_errno(e));
       if (!skip_refused_) return err;
       refused_.push_back({s, err.value()});
       continue;
@@ -58,6 +59,7 @@ Result<void> UprobeLinks::attach_group(bpf_program* prog, const std::vector<Atta
   const AttachSite& first = sites[group[0]];
   UprobeMultiRequest req;
   req.path = &first.path;
+  req.display_path = &shown_path(first);
   req.offsets = offsets;
   if (any_ref_ctr) req.ref_ctr_offsets = ref_ctrs;
   req.cookies = cookies;
@@ -73,9 +75,9 @@ Result<void> UprobeLinks::attach_group(bpf_program* prog, const std::vector<Atta
   if (e == EPERM || e == EBADF || e == ENOENT || e == ESRCH || e == ENOMEM)
     return tl::unexpected(fd.error());
   if (group.size() == 1) {
-    auto err =
-        fail_errno(e, "cannot attach {}probe to {} at offset {:#x}: {}",
-                   first.retprobe ? "return " : "u", first.path, first.offset, describe_errno(e));
+    auto err = fail_errno(e, "cannot attach {}probe to {} at offset {:#x}: {}",
+                          first.retprobe ? "return " : "u", shown_path(first), first.offset,
+                          describe_errno(e));
     if (!skip_refused_) return err;
     refused_.push_back({first, err.value()});
     return {};

@@ -50,7 +50,8 @@ Result<UniqueFd> create_uprobe_multi_link(int prog_fd, const UprobeMultiRequest&
   int fd = static_cast<int>(syscall(__NR_bpf, BPF_LINK_CREATE, &attr, sizeof(attr)));
   if (fd < 0) {
     int e = errno;
-    return fail_errno(e, "uprobe_multi link on {} ({} sites): {}", *req.path, req.offsets.size(),
+    return fail_errno(e, "cannot attach uprobes to {} ({} sites): {}",
+                      req.display_path ? *req.display_path : *req.path, req.offsets.size(),
                       describe_errno(e));
   }
   return UniqueFd(fd);

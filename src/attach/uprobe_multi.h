@@ -17,6 +17,7 @@ inline constexpr uint32_t kBpfFUprobeMultiReturn = 1;  // BPF_F_UPROBE_MULTI_RET
 
 struct UprobeMultiRequest {
   const std::string* path = nullptr;
+  const std::string* display_path = nullptr;  // for messages; nullptr = path
   std::span<const uint64_t> offsets;
   std::span<const uint64_t> ref_ctr_offsets;  // empty or same size as offsets
   std::span<const uint64_t> cookies;          // empty or same size as offsets

@@ -3,6 +3,7 @@
 // cookie names (see trace.h).
 #include "vmlinux.h"
 
+#include <bpf/bpf_core_read.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
@@ -22,6 +23,15 @@ const volatile __u64 wakeup_bytes = 0;
  *   entries   ~100 bytes x 65536 (preallocated) with a return probe that needs its entry, else 1
  *   latency   512 bytes per TRACE_F_HISTOGRAM recipe, else 1 row
  *   scratches ~3.5 KiB per CPU */
+/* -c: the target runs uscope's code between its fork and its exec; only the command counts. A
+ * forked child's self_exec_id equals its parent_exec_id until its exec increments it (copy_process,
+ * begin_new_exec); threads inherit both, so they differ in every thread of the exec'd command. */
+const volatile __u32 only_after_exec = 0;
+
+static __always_inline int before_exec(void) {
+  struct task_struct* t = bpf_get_current_task_btf();
+  return BPF_CORE_READ(t, self_exec_id) == BPF_CORE_READ(t, parent_exec_id);
+}
 
 struct {
   __uint(type, BPF_MAP_TYPE_ARRAY);
@@ -382,6 +392,7 @@ static __always_inline __u32 log2_bucket(__u64 v) {
 static __always_inline int run(struct pt_regs* ctx) {
   __u64 pid_tgid = bpf_get_current_pid_tgid();
   if ((target_tgid && (pid_tgid >> 32) != target_tgid) || (pid_tgid >> 32) == self_tgid) return 0;
+  if (only_after_exec && before_exec()) return 0;
   __u32 ri = (__u32)bpf_get_attach_cookie(ctx);
   const struct uscope_recipe* r = bpf_map_lookup_elem(&recipes, &ri);
   __u32 zero = 0;

@@ -40,7 +40,8 @@ int run_count(const CountOptions& o) {
       ++unprobeable;
       continue;
     }
-    AttachSite a{m.object->ref.open_path, place.offset, m.ref_ctr_offset, sites.size(), false};
+    AttachSite a{m.object->ref.open_path,   place.offset, m.ref_ctr_offset, sites.size(), false,
+                 m.object->ref.display_path};
     if (o.session.verbose) shown.push_back({a, 0, m.object->ref.display_path, m.label, place});
     sites.push_back(std::move(a));
     site_of.push_back(&m);
@@ -49,8 +50,10 @@ int run_count(const CountOptions& o) {
   if (sites.empty()) return report_error("no probeable site among the matches");
 
   auto t0 = std::chrono::steady_clock::now();
-  auto counts = HitCounts::attach(sites, (*session)->watch_pid(), !o.session.no_multi, true);
-  if (!counts) return report_error(counts.error().message);
+  auto counts = HitCounts::attach(sites, (*session)->watch_pid(), !o.session.no_multi, true,
+                                  (*session)->launched());
+  if (!counts)
+    return report_error((*session)->explain_attach_failure(counts.error(), sites).message);
   auto attach_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0);
   for (const auto& r : counts->refused()) {
     if (o.session.verbose)

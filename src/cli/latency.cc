@@ -47,18 +47,21 @@ int run_latency(const LatencyOptions& o) {
     auto place = place_site(m, ProbeKind::Return, {}, false, !o.no_move);
     const std::string& path = m.object->ref.open_path;
     recipes.push_back(latency_entry_recipe(k, place.sp_delta));
-    sites.push_back({path, place.offset, 0, recipes.size() - 1, false});
+    const std::string& display = m.object->ref.display_path;
+    sites.push_back({path, place.offset, 0, recipes.size() - 1, false, display});
     recipes.push_back(latency_return_recipe(k));
-    sites.push_back({path, place.offset, 0, recipes.size() - 1, true});
+    sites.push_back({path, place.offset, 0, recipes.size() - 1, true, display});
     if (o.session.verbose) {
       shown.push_back({sites[sites.size() - 2], k, m.object->ref.display_path, m.label, place});
       shown.push_back({sites.back(), k, m.object->ref.display_path, m.label, place});
     }
   }
   if (o.session.verbose) print_sites(shown);
-  auto program = TraceProgram::load(recipes, (*session)->watch_pid(), !o.session.no_multi);
+  auto program = TraceProgram::load(recipes, (*session)->watch_pid(), !o.session.no_multi, 0,
+                                    (*session)->launched());
   if (!program) return report_error(program.error().message);
-  if (auto r = program->attach(sites, true); !r) return report_error(r.error().message);
+  if (auto r = program->attach(sites, true); !r)
+    return report_error((*session)->explain_attach_failure(r.error(), sites).message);
   // A function with either half refused cannot be timed: leave it out and say so.
   std::vector<bool> refused(matched->size());
   for (const auto& r : program->refused()) {

@@ -5,6 +5,7 @@
 #include <exception>
 
 #include "cli/command.h"
+#include "discover/launched_command.h"
 
 namespace uscope::cli {
 
@@ -17,6 +18,8 @@ int report_error(const std::string& message, int code) {
 
 int main(int argc, char** argv) {
   using namespace uscope::cli;
+  // Before anything blocks a signal: a -c command starts with the mask uscope was started with.
+  uscope::LaunchedCommand::remember_start_state();
   // A closed stdout (`| head`) becomes a write error that unwinds and detaches, not a silent kill.
   signal(SIGPIPE, SIG_IGN);
   CLI::App app{"uscope: instrument and profile user-space programs with eBPF"};

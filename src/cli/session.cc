@@ -4,16 +4,18 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "attach/attach_race.h"
 #include "attach/bpf_features.h"
 
 namespace uscope::cli {
 
 void add_session_options(CLI::App* cmd, SessionOptions& o, bool with_interval,
                          bool with_max_events) {
-  cmd->add_option("-p,--pid", o.pid, "Trace only process PID");
+  cmd->add_option("-p,--pid", o.pid,
+                  "Trace only process PID (all its threads; processes it forks are not traced)");
   cmd->add_option("-c,--command", o.command,
-                  "Start CMD (quoted, with its arguments), trace it from its first instruction, "
-                  "stop when it exits");
+                  "Start CMD (quoted, with its arguments) as a shell would, trace it from its "
+                  "first instruction (not the processes it forks), stop when it exits");
   cmd->add_option("-d,--duration", o.duration_s, "Stop after SECONDS")->check(CLI::PositiveNumber);
   if (with_interval)
     cmd->add_option("-i,--interval", o.interval_s, "Print the summary every SECONDS")
@@ -58,6 +60,9 @@ Result<std::unique_ptr<Session>> Session::open(const SessionOptions& o) {
     s->process_ = std::move(*p);
     s->context_.process = &*s->process_;
     s->context_.pid = o.pid;
+    // The executable the plan is made for: an exec before the loop starts still ends the session.
+    lo.exe_dev = s->process_->exe().dev;
+    lo.exe_ino = s->process_->exe().ino;
   } else if (!o.command.empty()) {
     auto c = LaunchedCommand::prepare(o.command);
     if (!c) return tl::unexpected(c.error());
@@ -78,6 +83,13 @@ Result<std::unique_ptr<Session>> Session::open(const SessionOptions& o) {
   if (!loop) return tl::unexpected(loop.error());
   s->loop_.emplace(std::move(*loop));
   return s;
+}
+
+Error Session::explain_attach_failure(const Error& failure,
+                                      std::span<const AttachSite> sites) const {
+  // A launched command runs uscope's image until released: only its exit can explain anything.
+  ExeIdentity planned = process_ ? process_->exe() : ExeIdentity{};
+  return uscope::explain_attach_failure(failure, context_.pid, planned, sites);
 }
 
 Result<void> Session::start() {

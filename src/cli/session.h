@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 
 #include "collect/event_loop.h"
@@ -45,6 +46,10 @@ class Session {
   // Where probes go; points into this session, which is why it does not move.
   const TargetContext& context() const { return context_; }
   pid_t watch_pid() const { return context_.pid; }
+  // -c: the watched process is uscope's fork until its exec; BPF programs gate on the exec.
+  bool launched() const { return command_.has_value(); }
+  // A failed attach, or what happened to the target in the meantime when that explains it.
+  Error explain_attach_failure(const Error& failure, std::span<const AttachSite> sites) const;
   // Lets a launched command exec (no-op without -c).
   Result<void> start();
   // Runs the event loop until a stop.

@@ -101,11 +101,12 @@ int run_trace(const TraceCommandOptions& o) {
   if (o.session.verbose) print_sites(plan->sites);
 
   auto program = TraceProgram::load(plan->recipes, (*session)->watch_pid(), !o.session.no_multi,
-                                    o.buffer_kib * 1024);
+                                    o.buffer_kib * 1024, (*session)->launched());
   if (!program) return report_error(program.error().message);
   std::vector<AttachSite> sites;
   for (const auto& s : plan->sites) sites.push_back(s.attach);
-  if (auto r = program->attach(sites); !r) return report_error(r.error().message);
+  if (auto r = program->attach(sites); !r)
+    return report_error((*session)->explain_attach_failure(r.error(), sites).message);
   if (o.session.verbose)
     fmt::print(stderr, "uscope: {} sites attached through {} {}\n", sites.size(),
                program->link_count(), program->uses_multi() ? "uprobe_multi links" : "links");

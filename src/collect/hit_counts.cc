@@ -24,13 +24,14 @@ HitCounts& HitCounts::operator=(HitCounts&&) noexcept = default;
 HitCounts::~HitCounts() = default;
 
 Result<HitCounts> HitCounts::attach(const std::vector<AttachSite>& sites, pid_t tgid,
-                                    bool use_multi, bool skip_refused) {
+                                    bool use_multi, bool skip_refused, bool only_after_exec) {
   if (sites.empty()) return fail("no sites to count");
   std::unique_ptr<hit_counter, SkelDeleter> skel(hit_counter__open());
   if (!skel) return fail_errno(errno, "cannot open BPF object: {}", std::strerror(errno));
   skel->rodata->target_tgid = tgid > 0 ? static_cast<uint32_t>(tgid) : 0;
   // uscope never traces itself unless asked to by PID (`uscope check` does).
   skel->rodata->self_tgid = tgid == getpid() ? 0 : static_cast<uint32_t>(getpid());
+  skel->rodata->only_after_exec = only_after_exec;
   bpf_map__set_max_entries(skel->maps.hits, static_cast<uint32_t>(sites.size()));
   bool multi =
       UprobeLinks::prepare_programs(skel->progs.count_hit, skel->progs.count_hit_multi, use_multi);

@@ -19,8 +19,9 @@ class HitCounts {
   // Loads the program sized for `sites.size()` counters; `tgid` 0 counts every process.
   // Uses uprobe_multi links when `use_multi` and the kernel has them, single links otherwise.
   // With `skip_refused`, sites the kernel cannot probe are left out (see refused()).
+  // `only_after_exec`: `tgid` is a command uscope forked; nothing counts before its exec.
   static Result<HitCounts> attach(const std::vector<AttachSite>& sites, pid_t tgid, bool use_multi,
-                                  bool skip_refused = false);
+                                  bool skip_refused = false, bool only_after_exec = false);
 
   HitCounts(HitCounts&&) noexcept;
   HitCounts& operator=(HitCounts&&) noexcept;

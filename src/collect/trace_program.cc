@@ -36,7 +36,7 @@ TraceProgram& TraceProgram::operator=(TraceProgram&&) noexcept = default;
 TraceProgram::~TraceProgram() = default;
 
 Result<TraceProgram> TraceProgram::load(std::span<const uscope_recipe> recipes, pid_t tgid,
-                                        bool use_multi, uint32_t ring_bytes) {
+                                        bool use_multi, uint32_t ring_bytes, bool only_after_exec) {
   if (recipes.empty()) return fail("nothing to trace");
   // The recipe interpreter runs its ops with bpf_loop(): without it the verifier would reject
   // the program with a log no user can act on.
@@ -49,6 +49,7 @@ Result<TraceProgram> TraceProgram::load(std::span<const uscope_recipe> recipes, 
   skel->rodata->target_tgid = tgid > 0 ? static_cast<uint32_t>(tgid) : 0;
   // uscope never traces itself unless asked to by PID (`uscope check` does).
   skel->rodata->self_tgid = tgid == getpid() ? 0 : static_cast<uint32_t>(getpid());
+  skel->rodata->only_after_exec = only_after_exec;
   auto n = static_cast<uint32_t>(recipes.size());
   bpf_map__set_max_entries(skel->maps.recipes, n);
   bpf_map__set_max_entries(skel->maps.counters, n * TRACE_NUM_COUNTERS);

@@ -43,8 +43,10 @@ class TraceProgram {
 
   // `tgid` 0 traces every process. Uses uprobe_multi links when `use_multi` and available.
   // `ring_bytes` sizes the event ring buffer (a power of two of at least a page; 0 = default).
+  // `only_after_exec`: `tgid` is a command uscope forked; no event before its exec.
   static Result<TraceProgram> load(std::span<const uscope_recipe> recipes, pid_t tgid,
-                                   bool use_multi, uint32_t ring_bytes = 0);
+                                   bool use_multi, uint32_t ring_bytes = 0,
+                                   bool only_after_exec = false);
   TraceProgram(TraceProgram&&) noexcept;
   TraceProgram& operator=(TraceProgram&&) noexcept;
   ~TraceProgram();

@@ -1,7 +1,9 @@
 #include "discover/launched_command.h"
 
 #include <fcntl.h>
+#include <linux/close_range.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -16,6 +18,17 @@
 namespace uscope {
 
 namespace {
+
+sigset_t start_mask;
+bool have_start_mask = false;
+
+// Marks every fd from 3 up close-on-exec, so the command gets none of uscope's (BPF objects, the
+// ring buffer, the signalfd) while the exec-status pipe still reports a failed exec. Runs in the
+// forked child: system calls only. `max_fd` is computed before the fork for old kernels.
+void close_fds_on_exec(int max_fd) {
+  if (close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) == 0) return;
+  for (int fd = 3; fd < max_fd; ++fd) fcntl(fd, F_SETFD, FD_CLOEXEC);
+}
 
 Result<std::string> find_executable(const std::string& name) {
   auto usable = [](const std::string& p) {
@@ -44,6 +57,10 @@ Result<std::string> find_executable(const std::string& name) {
 }
 
 }  // namespace
+
+void LaunchedCommand::remember_start_state() {
+  have_start_mask = sigprocmask(SIG_BLOCK, nullptr, &start_mask) == 0;
+}
 
 LaunchedCommand::LaunchedCommand(LaunchedCommand&& o) noexcept
     : pid_(std::exchange(o.pid_, -1)),
@@ -78,20 +95,51 @@ Result<LaunchedCommand> LaunchedCommand::prepare(const std::string& command_line
   auto exe = find_executable(argv[0]);
   if (!exe) return tl::unexpected(exe.error());
 
-  int go[2], exec_status[2];
-  if (pipe2(go, O_CLOEXEC) != 0 || pipe2(exec_status, O_CLOEXEC) != 0)
-    return fail_errno(errno, "pipe: {}", std::strerror(errno));
+  // Everything the child needs is built before the fork: between fork and exec the child runs
+  // uscope's image, so a malloc there would be an event of uscope's (and is unsafe after a fork).
+  std::vector<char*> cargv;
+  for (auto& a : argv) cargv.push_back(a.data());
+  cargv.push_back(nullptr);
+  sigset_t mask;
+  if (have_start_mask)
+    mask = start_mask;
+  else
+    sigprocmask(SIG_BLOCK, nullptr, &mask);
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  rlimit nofile{};
+  int max_fd = getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < 65536
+                   ? static_cast<int>(nofile.rlim_cur)
+                   : 65536;
+  const char* path = exe->c_str();
+
+  int go[2] = {-1, -1}, exec_status[2] = {-1, -1};
+  auto close_pipes = [&] {
+    for (int fd : {go[0], go[1], exec_status[0], exec_status[1]})
+      if (fd >= 0) close(fd);
+  };
+  if (pipe2(go, O_CLOEXEC) != 0 || pipe2(exec_status, O_CLOEXEC) != 0) {
+    int e = errno;
+    close_pipes();
+    return fail_errno(e, "pipe: {}", std::strerror(e));
+  }
   pid_t pid = fork();
-  if (pid < 0) return fail_errno(errno, "fork: {}", std::strerror(errno));
+  if (pid < 0) {
+    int e = errno;
+    close_pipes();
+    return fail_errno(e, "fork: {}", std::strerror(e));
+  }
   if (pid == 0) {
     close(go[1]);
     close(exec_status[0]);
     char byte;
     if (read(go[0], &byte, 1) != 1) _exit(127);  // uscope gave up before releasing us
-    std::vector<char*> cargv;
-    for (auto& a : argv) cargv.push_back(a.data());
-    cargv.push_back(nullptr);
-    execv(exe->c_str(), cargv.data());
+    // An ignored signal stays ignored across exec (uscope ignores SIGPIPE); handlers do not.
+    for (int sig = 1; sig < NSIG; ++sig) sigaction(sig, &dfl, nullptr);
+    sigprocmask(SIG_SETMASK, &mask, nullptr);
+    close_fds_on_exec(max_fd);
+    execve(path, cargv.data(), environ);
     int e = errno;
     (void)!write(exec_status[1], &e, sizeof(e));
     _exit(127);

@@ -1,7 +1,10 @@
 #pragma once
 // `-c 'CMD ARGS'`: uscope starts the command itself, held just before its exec until the probes
 // are attached, so that even the first instruction of main (and every USDT semaphore the kernel
-// raises at mmap time) is covered.
+// raises at mmap time) is covered. The command starts as it would from a shell: uscope's
+// environment, cwd and fds 0-2, default signal dispositions and the signal mask uscope started
+// with; nothing of what uscope set up for itself (SIGPIPE ignored, stop signals blocked, BPF fds).
+#include <signal.h>
 #include <sys/types.h>
 
 #include <string>
@@ -13,6 +16,10 @@ namespace uscope {
 
 class LaunchedCommand {
  public:
+  // Records the signal mask uscope was started with. Call first thing in main, before anything
+  // blocks a signal; without it the mask at prepare() time is used.
+  static void remember_start_state();
+
   // Splits `command_line` like a shell would (quotes, no expansion of $(...)), finds the program
   // on PATH, and forks a child that waits for release() before exec'ing it.
   static Result<LaunchedCommand> prepare(const std::string& command_line);

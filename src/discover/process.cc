@@ -209,8 +209,12 @@ Result<Process> Process::open(pid_t pid) {
   if (pid <= 0) return fail("invalid PID {}", pid);
   auto text = read_maps_text(pid);
   if (!text) return tl::unexpected(text.error());
+  // Before the maps: an exec between the two shows as a changed identity later, never as maps
+  // of one program attributed to another.
+  ExeIdentity exe = exe_identity(pid);
   auto p = from_maps(pid, *text);
   if (!p) return with_context(fmt::format("process {}", pid), p.error());
+  p->exe_ = exe;
   return p;
 }
 
@@ -277,6 +281,22 @@ std::string Process::comm() const {
   std::string s = read_small_file(fmt::format("{}/{}/comm", proc_root_, pid_));
   if (!s.empty() && s.back() == '\n') s.pop_back();
   return s;
+}
+
+ExeIdentity exe_identity(pid_t pid) {
+  struct stat st {};
+  if (::stat(fmt::format("/proc/{}/exe", pid).c_str(), &st) != 0) return {};
+  return {st.st_dev, st.st_ino};
+}
+
+bool process_exited(pid_t pid) {
+  if (!process_alive(pid)) return true;
+  // The state follows the command name, which may hold spaces and parentheses: take the last ')'.
+  std::string stat = read_small_file(fmt::format("/proc/{}/stat", pid));
+  size_t close = stat.rfind(')');
+  if (close == std::string::npos || close + 2 >= stat.size()) return !process_alive(pid);
+  char state = stat[close + 2];
+  return state == 'Z' || state == 'X';
 }
 
 bool process_alive(pid_t pid) {

@@ -50,6 +50,16 @@ struct MappedObject {
   std::optional<uint64_t> offset_of_address(uint64_t addr) const;
 };
 
+// Which executable a process runs, to notice that it exec'd another one: (device, inode) of
+// /proc/PID/exe. Both 0 when it could not be read.
+struct ExeIdentity {
+  uint64_t dev = 0;
+  uint64_t ino = 0;
+  bool known() const { return dev != 0 || ino != 0; }
+  bool operator==(const ExeIdentity&) const = default;
+};
+ExeIdentity exe_identity(pid_t pid);
+
 class Process {
  public:
   // Reads /proc/PID/maps; fails with a clear message if the PID does not exist or is not readable.
@@ -66,6 +76,8 @@ class Process {
   const MappedObject* main_object() const;
   const MappedObject* object_containing(uint64_t addr) const;
   std::string comm() const;  // /proc/PID/comm without newline, "" if gone
+  // The executable it ran when opened (unknown for a process model from maps text).
+  const ExeIdentity& exe() const { return exe_; }
 
  private:
   pid_t pid_ = 0;
@@ -74,10 +86,13 @@ class Process {
   std::vector<MappedObject> objects_;
   // Index into objects_, found once at construction: the process may exit before it is asked.
   size_t main_index_ = 0;
+  ExeIdentity exe_;
 };
 
 // True if the process still exists (kill(pid, 0) or /proc/PID present).
 bool process_alive(pid_t pid);
+// True if it has exited, though its parent may not have reaped it yet (a zombie).
+bool process_exited(pid_t pid);
 
 // Reads up to out.size() bytes of process `pid` at `addr` (process_vm_readv: never writes, never
 // stops the process); returns how many bytes were readable from the start.

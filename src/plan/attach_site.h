@@ -12,6 +12,13 @@ struct AttachSite {
   uint64_t ref_ctr_offset = 0;  // file offset of a USDT semaphore, 0 = none
   uint64_t cookie = 0;          // bpf_get_attach_cookie() value: the site's index in uscope's maps
   bool retprobe = false;
+  std::string display_path{};  // the path the user knows, for messages; "" = `path`
 };
+
+// The path to name in a message about the site: never a /proc/PID/map_files link when the user
+// knows the file by its name.
+inline const std::string& shown_path(const AttachSite& s) {
+  return s.display_path.empty() ? s.path : s.display_path;
+}
 
 }  // namespace uscope

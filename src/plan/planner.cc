@@ -305,6 +305,7 @@ Result<TracePlan> plan_trace(ObjectCache& cache, std::span<const ProbeSpec> spec
       auto add_site = [&](const uscope_recipe& r, const SitePlacement& place, bool retprobe) {
         PlannedSite s;
         s.attach.path = obj->ref.open_path;
+        s.attach.display_path = obj->ref.display_path;
         s.attach.offset = place.offset;
         s.attach.ref_ctr_offset = m.ref_ctr_offset;
         s.attach.cookie = plan.recipes.size();
