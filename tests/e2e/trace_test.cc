@@ -249,7 +249,10 @@ TEST(trace, python_usdt_raises_semaphore_only_while_attached) {
   EXPECT_NE(r.out.find("workload.py:handle_request"), std::string::npos);
   EXPECT_NE(r.out.find("workload.py:leaf"), std::string::npos);
   EXPECT_NE(r.out.find("gen=2"), std::string::npos);
-  EXPECT_NE(r.out.find("\"lost\":0"), std::string::npos);
+  // Counted, not necessarily 0: on a loaded machine uscope may fall behind the interpreter, and
+  // then the kernel drops and counts (lost_events_are_counted_not_dropped_silently checks that).
+  EXPECT_NE(r.out.find("\"lost\":"), std::string::npos)
+      << r.out.substr(r.out.rfind('\n', r.out.size() - 2) + 1);
   EXPECT_TRUE(bpf_links_of_programs("trace_").empty());
 }
 
