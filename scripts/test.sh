@@ -12,8 +12,9 @@ cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 scripts/build.sh
 BUILD_TARGETS=uscope scripts/build.sh build-release -DCMAKE_BUILD_TYPE=Release
-scripts/build.sh build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DUSCOPE_WERROR=ON \
-  -DUSCOPE_SANITIZE=address,undefined
+# Warnings are not errors here: the sanitizers' instrumentation makes g++ 12 warn falsely (e.g.
+# -Wmaybe-uninitialized inside std::regex); build/ holds the code to -Werror.
+scripts/build.sh build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DUSCOPE_SANITIZE=address,undefined
 
 # Runs ctest in build dir $1; leaves "dir: N passed, M failed" in $summaries.
 summaries=()
