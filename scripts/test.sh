@@ -5,7 +5,7 @@
 #   build-release/  a packager's plain Release build, no -Werror: uscope only, it must compile
 #   build-asan/     uscope and the tests with ASan + UBSan: unit and end-to-end tests again, so the
 #                   end-to-end tests run the sanitized uscope (they find it through USCOPE_BIN)
-#   build-fuzz/     each libFuzzer target for FUZZ_SECONDS (default 20) from its seed corpus
+#   build-fuzz/     each libFuzzer target for FUZZ_SECONDS (default 10) from its seed corpus
 # The last lines give the test counts. Exits non-zero if anything failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -39,7 +39,7 @@ run_ctest() {
 run_ctest build
 # halt_on_error and no recovery: the first report fails the test that caused it, with a stack.
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 run_ctest build-asan
-scripts/fuzz.sh "${FUZZ_SECONDS:-20}" || { failed_any=1; summaries+=("fuzz: FAILED"); }
+scripts/fuzz.sh "${FUZZ_SECONDS:-10}" || { failed_any=1; summaries+=("fuzz: FAILED"); }
 # The test counts once more as the last lines, after the fuzzers' output.
 printf 'tests %s\n' "${summaries[@]}"
 exit $failed_any
