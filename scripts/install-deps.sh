@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs everything uscope needs to build, test and benchmark, from Debian 12's apt only.
+# Installs everything uscope needs to build, test (also with ASan/UBSan and libFuzzer) and benchmark,
+# from Debian 12's apt only, on a minimal root (debootstrap --variant=minbase).
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 packages=(
@@ -7,14 +8,18 @@ packages=(
   cmake g++ make pkg-config clang llvm bpftool libbpf-dev
   libelf-dev libdw-dev libcapstone-dev liblzma-dev libiberty-dev zlib1g-dev
   libcli11-dev libfmt-dev nlohmann-json3-dev libexpected-dev libprotobuf-dev protobuf-compiler
-  libgtest-dev libgmock-dev libclang-rt-14-dev
+  libgtest-dev libgmock-dev
+  # sanitizers and fuzzers: g++'s ASan/UBSan runtimes come with it; clang's (and libFuzzer) do not
+  libasan8 libubsan1 libclang-rt-14-dev
   # fixtures and real targets the tests attach to
   systemtap-sdt-dev binutils elfutils xz-utils python3.11 openjdk-17-jdk-headless golang-go
   libssl3 openssl redis-server redis-tools
   # libc's separate debug file: the names of its internal functions (__memcpy_avx2_...)
-  libc6-dbg util-linux
-  # peers for benchmarks
-  bpftrace
+  libc6-dbg
+  # tools tests and scripts run: setpriv (util-linux), ps (procps), file
+  util-linux procps file
+  # peers for benchmarks, and the python3 that runs them
+  bpftrace python3
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -1,16 +1,45 @@
 #!/usr/bin/env bash
-# Installs what is needed, builds, and runs every test: unit tests (no root), end-to-end tests
-# (attach to real processes; need root and BPF: a missing capability fails them) and each
-# libFuzzer target for a bounded time.
+# Installs what is needed, builds, and runs every test, as CI does (.ci/run):
+#   build/          the developer build (warnings are errors): unit tests (no root) and end-to-end
+#                   tests (attach to real processes; need root and BPF: a missing capability fails)
+#   build-release/  a packager's plain Release build, no -Werror: uscope only, it must compile
+#   build-asan/     uscope and the tests with ASan + UBSan: unit and end-to-end tests again, so the
+#                   end-to-end tests run the sanitized uscope (they find it through USCOPE_BIN)
+#   build-fuzz/     each libFuzzer target for FUZZ_SECONDS (default 10) from its seed corpus
+# The last lines give the test counts. Exits non-zero if anything failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 scripts/build.sh
-mkdir -p build/logs
-ctest --test-dir build --output-on-failure -j2 --timeout 300 2>&1 | tee build/logs/ctest.log
-scripts/fuzz.sh "${FUZZ_SECONDS:-20}"
-# The test count once more as the last line, after the fuzzers' output.
-summary=$(grep -E '^[0-9]+% tests passed, [0-9]+ tests failed out of [0-9]+' build/logs/ctest.log)
-failed=$(sed -E 's/.* ([0-9]+) tests failed out of ([0-9]+).*/\1/' <<<"$summary")
-total=$(sed -E 's/.* out of ([0-9]+).*/\1/' <<<"$summary")
-echo "tests: $((total - failed)) passed, $failed failed"
+BUILD_TARGETS=uscope scripts/build.sh build-release -DCMAKE_BUILD_TYPE=Release
+# Warnings are not errors here: the sanitizers' instrumentation makes g++ 12 warn falsely (e.g.
+# -Wmaybe-uninitialized inside std::regex); build/ holds the code to -Werror.
+scripts/build.sh build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DUSCOPE_SANITIZE=address,undefined
+
+# Runs ctest in build dir $1; leaves "dir: N passed, M failed" in $summaries.
+summaries=()
+failed_any=0
+run_ctest() {
+  local dir=$1 log=$1/logs/ctest.log
+  echo "ctest in $dir (log: $log)" >&2
+  ctest --test-dir "$dir" --output-on-failure -j2 --timeout 300 >"$log" 2>&1 || failed_any=1
+  grep -E '^[0-9]+% tests passed|^The following tests FAILED|^[[:space:]]+[0-9]+ - ' "$log" >&2 || true
+  local summary failed total
+  summary=$(grep -E '^[0-9]+% tests passed, [0-9]+ tests failed out of [0-9]+' "$log" || true)
+  if [ -z "$summary" ]; then
+    tail -40 "$log" >&2
+    summaries+=("$dir: ctest did not finish (log: $log)")
+    failed_any=1
+    return
+  fi
+  failed=$(sed -E 's/.* ([0-9]+) tests failed out of ([0-9]+).*/\1/' <<<"$summary")
+  total=$(sed -E 's/.* out of ([0-9]+).*/\1/' <<<"$summary")
+  summaries+=("$dir: $((total - failed)) passed, $failed failed")
+}
+run_ctest build
+# halt_on_error and no recovery: the first report fails the test that caused it, with a stack.
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 run_ctest build-asan
+scripts/fuzz.sh "${FUZZ_SECONDS:-10}" || { failed_any=1; summaries+=("fuzz: FAILED"); }
+# The test counts once more as the last lines, after the fuzzers' output.
+printf 'tests %s\n' "${summaries[@]}"
+exit $failed_any

@@ -64,6 +64,15 @@ std::optional<int> small_number(std::string_view s) {
   return v;
 }
 
+// A register name with its number appended. Not `"x" + std::to_string(n)`: that inserts at the
+// front of the temporary, where g++ 12 at -O3 reports a false -Wrestrict overlap (a g++ 12 bug);
+// appending into a fresh string has no overlapping copy to misjudge.
+std::string numbered(std::string_view prefix, int n) {
+  std::string name(prefix);
+  name += std::to_string(n);
+  return name;
+}
+
 struct RegInfo {
   std::string canonical;
   int width = 8;        // bytes the name itself denotes; the size of a bare (no `N@`) argument
@@ -98,7 +107,7 @@ std::optional<RegInfo> x86_register(std::string_view raw) {
     auto n = small_number(std::string_view(name).substr(1, digits_end - 1));
     const std::string_view suffix = std::string_view(name).substr(digits_end);
     if (n && *n >= 8 && *n <= 15) {
-      const std::string canonical = "r" + std::to_string(*n);
+      const std::string canonical = numbered("r", *n);
       if (suffix.empty()) return RegInfo{canonical, 8, true};
       if (suffix == "d") return RegInfo{canonical, 4, true};
       if (suffix == "w") return RegInfo{canonical, 2, true};
@@ -108,7 +117,7 @@ std::optional<RegInfo> x86_register(std::string_view raw) {
   // sys/sdt.h marks float arguments "8f@"; gcc then names an SSE register.
   if (name.size() > 3 && name.starts_with("xmm")) {
     auto n = small_number(std::string_view(name).substr(3));
-    if (n && *n <= 15) return RegInfo{"xmm" + std::to_string(*n), 8, false};
+    if (n && *n <= 15) return RegInfo{numbered("xmm", *n), 8, false};
   }
   return std::nullopt;
 }
@@ -128,16 +137,16 @@ std::optional<RegInfo> a64_register(std::string_view raw) {
   if (!n) return std::nullopt;
   switch (name[0]) {
     case 'x':
-      if (*n <= 30) return RegInfo{"x" + std::to_string(*n), 8, true};
+      if (*n <= 30) return RegInfo{numbered("x", *n), 8, true};
       break;
     case 'w':
-      if (*n <= 30) return RegInfo{"x" + std::to_string(*n), 4, true};
+      if (*n <= 30) return RegInfo{numbered("x", *n), 4, true};
       break;
     case 'd':
-      if (*n <= 31) return RegInfo{"v" + std::to_string(*n), 8, false};
+      if (*n <= 31) return RegInfo{numbered("v", *n), 8, false};
       break;
     case 's':
-      if (*n <= 31) return RegInfo{"v" + std::to_string(*n), 4, false};
+      if (*n <= 31) return RegInfo{numbered("v", *n), 4, false};
       break;
     default:
       break;

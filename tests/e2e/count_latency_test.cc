@@ -33,19 +33,20 @@ TEST(count, counts_exact_calls_of_a_command) {
   EXPECT_TRUE(bpf_links_of_programs("count_hit").empty());
 }
 
-TEST(count, all_of_libc_attaches_fast_in_a_running_process) {
+// How fast is bench/'s to measure; here: every libc function, in a process already running.
+TEST(count, all_of_libc_attaches_in_a_running_process) {
   USCOPE_REQUIRE_ROOT();
   GatedProcess target({fixture("native/alloc_loop")});
   target.start();
+  ASSERT_TRUE(wait_for_mapping(target.pid(), "libc.so"));
   auto r = uscope({"count", "-p", std::to_string(target.pid()), "-d", "1", "c:*"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::smatch m;
   ASSERT_TRUE(std::regex_search(
       r.err, m,
-      std::regex(R"(counting (\d+) sites.*attached in ([0-9.]+) ms through (\d+) uprobe_multi)")))
+      std::regex(R"(counting (\d+) sites.*attached in [0-9.]+ ms through \d+ uprobe_multi)")))
       << r.err;
   EXPECT_GT(std::stoi(m[1]), 1000);
-  EXPECT_LT(std::stod(m[2]), 1000.0);
   EXPECT_NE(r.out.find("malloc"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("free"), std::string::npos);
   EXPECT_TRUE(bpf_links_of_programs("count_hit").empty());

@@ -1,15 +1,20 @@
 #include "e2e_support.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <array>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -32,11 +37,14 @@ int decode_status(int status) {
 
 }  // namespace
 
-CommandResult run(const std::vector<std::string>& argv, int timeout_s) {
+RunningCommand::RunningCommand(const std::vector<std::string>& argv, int timeout_s) {
   int out[2], err[2];
-  if (pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC)) return {};
-  pid_t pid = fork();
-  if (pid == 0) {
+  if (pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC)) {
+    exited_ = true;
+    return;
+  }
+  pid_ = fork();
+  if (pid_ == 0) {
     dup2(out[1], 1);
     dup2(err[1], 2);
     int devnull = open("/dev/null", O_RDONLY);
@@ -47,16 +55,32 @@ CommandResult run(const std::vector<std::string>& argv, int timeout_s) {
   }
   close(out[1]);
   close(err[1]);
-  CommandResult r;
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
-  std::array<pollfd, 2> fds{{{out[0], POLLIN, 0}, {err[0], POLLIN, 0}}};
+  collector_ =
+      std::thread([this, fd = out[0], efd = err[0], deadline] { collect(fd, efd, deadline); });
+}
+
+RunningCommand RunningCommand::uscope(const std::vector<std::string>& args, int timeout_s) {
+  std::vector<std::string> argv{USCOPE_BIN};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return RunningCommand(argv, timeout_s);
+}
+
+RunningCommand::~RunningCommand() {
+  signal(SIGKILL);
+  if (collector_.joinable()) collector_.join();
+}
+
+void RunningCommand::collect(int out_fd, int err_fd,
+                             std::chrono::steady_clock::time_point deadline) {
+  std::array<pollfd, 2> fds{{{out_fd, POLLIN, 0}, {err_fd, POLLIN, 0}}};
   int open_fds = 2;
   while (open_fds > 0) {
     int left = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(
                                     deadline - std::chrono::steady_clock::now())
                                     .count());
     if (left <= 0) {
-      kill(pid, SIGKILL);
+      kill(pid_, SIGKILL);
       break;
     }
     if (poll(fds.data(), fds.size(), left) <= 0) continue;
@@ -69,22 +93,50 @@ CommandResult run(const std::vector<std::string>& argv, int timeout_s) {
         fds[i].fd = -1;
         --open_fds;
       } else {
-        (i == 0 ? r.out : r.err).append(buf, static_cast<size_t>(n));
+        std::lock_guard lock(mu_);
+        (i == 0 ? result_.out : result_.err).append(buf, static_cast<size_t>(n));
+        changed_.notify_all();
       }
     }
   }
   for (auto& f : fds)
     if (f.fd >= 0) close(f.fd);
   int status = 0;
-  waitpid(pid, &status, 0);
-  r.exit_code = decode_status(status);
-  return r;
+  waitpid(pid_, &status, 0);
+  std::lock_guard lock(mu_);
+  result_.exit_code = decode_status(status);
+  exited_ = true;
+  changed_.notify_all();
+}
+
+void RunningCommand::signal(int sig) {
+  std::lock_guard lock(mu_);
+  if (!exited_) kill(pid_, sig);
+}
+
+testing::AssertionResult RunningCommand::wait_for_output(const std::string& text) {
+  std::unique_lock lock(mu_);
+  bool found = changed_.wait_for(
+      lock, kWaitTimeout, [&] { return exited_ || result_.out.find(text) != std::string::npos; });
+  if (result_.out.find(text) != std::string::npos) return testing::AssertionSuccess();
+  return testing::AssertionFailure()
+         << (found ? "exited" : "timed out") << " before printing '" << text << "'; stdout:\n"
+         << result_.out << "\nstderr:\n"
+         << result_.err;
+}
+
+CommandResult RunningCommand::finish() {
+  if (collector_.joinable()) collector_.join();
+  std::lock_guard lock(mu_);
+  return result_;
+}
+
+CommandResult run(const std::vector<std::string>& argv, int timeout_s) {
+  return RunningCommand(argv, timeout_s).finish();
 }
 
 CommandResult uscope(const std::vector<std::string>& args, int timeout_s) {
-  std::vector<std::string> argv{USCOPE_BIN};
-  argv.insert(argv.end(), args.begin(), args.end());
-  return run(argv, timeout_s);
+  return RunningCommand::uscope(args, timeout_s).finish();
 }
 
 std::string shell(const std::string& cmd) {
@@ -129,8 +181,34 @@ void GatedProcess::start() {
   ASSERT_EQ(write(stdin_w_, &go, 1), 1);
 }
 
+testing::AssertionResult GatedProcess::wait_for_line(const std::string& text) {
+  auto deadline = std::chrono::steady_clock::now() + kWaitTimeout;
+  for (;;) {
+    for (size_t begin = 0, end; (end = unread_.find('\n', begin)) != std::string::npos;
+         begin = end + 1) {
+      if (unread_.substr(begin, end - begin).find(text) == std::string::npos) continue;
+      unread_.erase(0, end + 1);
+      return testing::AssertionSuccess();
+    }
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    pollfd p{stdout_r_, POLLIN, 0};
+    if (left.count() <= 0 || poll(&p, 1, static_cast<int>(left.count())) <= 0)
+      return testing::AssertionFailure()
+             << "process " << pid_ << " printed no line with '" << text << "' within "
+             << kWaitTimeout.count() << " s; it printed: " << unread_;
+    char buf[4096];
+    ssize_t n = read(stdout_r_, buf, sizeof(buf));
+    if (n <= 0)
+      return testing::AssertionFailure()
+             << "process " << pid_ << " closed its stdout before a line with '" << text
+             << "'; it printed: " << unread_;
+    unread_.append(buf, static_cast<size_t>(n));
+  }
+}
+
 int GatedProcess::wait(std::string* out) {
-  std::string text;
+  std::string text = std::move(unread_);
   char buf[4096];
   ssize_t n;
   while ((n = read(stdout_r_, buf, sizeof(buf))) > 0) text.append(buf, static_cast<size_t>(n));
@@ -177,6 +255,83 @@ std::vector<int> bpf_links_of_programs(const std::string& prefix, pid_t owner) {
       out.push_back(id);
   }
   return out;
+}
+
+std::vector<int> bpf_links_held_by(pid_t pid, const std::string& prefix) {
+  // A link's fdinfo names it and its program: "link_id:\t7" and "prog_id:\t42".
+  std::vector<std::pair<int, int>> held;  // link id, program id
+  std::string dir = "/proc/" + std::to_string(pid) + "/fdinfo";
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    std::ifstream in(entry.path());
+    int link = -1, prog = -1;
+    for (std::string line; std::getline(in, line);) {
+      std::sscanf(line.c_str(), "link_id: %d", &link);
+      std::sscanf(line.c_str(), "prog_id: %d", &prog);
+    }
+    if (link >= 0 && prog >= 0) held.emplace_back(link, prog);
+  }
+  std::vector<int> out;
+  if (held.empty()) return out;
+  auto progs = nlohmann::json::parse(shell("bpftool -j prog list"), nullptr, false);
+  std::set<int> named;
+  if (progs.is_array())
+    for (const auto& p : progs)
+      if (p.value("name", "").rfind(prefix, 0) == 0) named.insert(p.value("id", -1));
+  for (auto [link, prog] : held)
+    if (named.count(prog)) out.push_back(link);
+  return out;
+}
+
+testing::AssertionResult wait_until(const std::string& what, const std::function<bool()>& holds,
+                                    std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!holds()) {
+    if (std::chrono::steady_clock::now() > deadline)
+      return testing::AssertionFailure()
+             << "timed out after " << timeout.count() << " ms waiting until " << what;
+    // Polling, not timing: the wait ends at the first check where the condition holds.
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return testing::AssertionSuccess();
+}
+
+testing::AssertionResult wait_for_mapping(pid_t pid, const std::string& library) {
+  std::string maps = "/proc/" + std::to_string(pid) + "/maps";
+  auto mapped = [&] {
+    std::ifstream in(maps);
+    for (std::string line; std::getline(in, line);) {
+      char perms[8] = {};
+      if (std::sscanf(line.c_str(), "%*x-%*x %7s", perms) == 1 && perms[2] == 'x' &&
+          line.find(library) != std::string::npos)
+        return true;
+    }
+    return false;
+  };
+  auto r =
+      wait_until("process " + std::to_string(pid) + " maps " + library + " executable", mapped);
+  if (!r) r << "; " << maps << ":\n" << shell("cat " + maps);
+  return r;
+}
+
+testing::AssertionResult wait_for_links(pid_t owner, const std::string& prefix) {
+  return wait_until(
+      "process " + std::to_string(owner) + " holds a BPF link of a program named " + prefix + "*",
+      [&] { return !bpf_links_held_by(owner, prefix).empty(); });
+}
+
+testing::AssertionResult wait_for_port(int port) {
+  return wait_until("something accepts TCP connections on 127.0.0.1:" + std::to_string(port), [&] {
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return false;
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bool ok = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+    close(fd);
+    return ok;
+  });
 }
 
 std::string fixture(const std::string& relative) {

@@ -1,11 +1,17 @@
 #pragma once
 // Helpers for end-to-end tests: run uscope or a fixture as a child, gate a fixture's start so a
-// test can attach first, and list the BPF links the kernel holds.
+// test can attach first, wait for conditions (never for a fixed time), and list the BPF links the
+// kernel holds.
 #include <gtest/gtest.h>
 #include <sys/types.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace uscope::e2e {
@@ -20,6 +26,35 @@ struct CommandResult {
 CommandResult run(const std::vector<std::string>& argv, int timeout_s = 60);
 // Runs build/uscope with `args`.
 CommandResult uscope(const std::vector<std::string>& args, int timeout_s = 60);
+
+// A command running while the test acts on it or on its target (a uscope attached to a process):
+// its output is collected as it comes, so a chatty command never blocks on a full pipe. Killed at
+// its timeout, or when destroyed unfinished.
+class RunningCommand {
+ public:
+  explicit RunningCommand(const std::vector<std::string>& argv, int timeout_s = 60);
+  // build/uscope with `args`.
+  static RunningCommand uscope(const std::vector<std::string>& args, int timeout_s = 60);
+  ~RunningCommand();
+  RunningCommand(const RunningCommand&) = delete;
+  RunningCommand& operator=(const RunningCommand&) = delete;
+  pid_t pid() const { return pid_; }
+  void signal(int sig);
+  // Until its stdout contains `text`.
+  testing::AssertionResult wait_for_output(const std::string& text);
+  // Waits for the exit; the full output and exit code.
+  CommandResult finish();
+
+ private:
+  void collect(int out_fd, int err_fd, std::chrono::steady_clock::time_point deadline);
+
+  pid_t pid_ = -1;
+  std::mutex mu_;
+  std::condition_variable changed_;
+  CommandResult result_;  // guarded by mu_
+  bool exited_ = false;   // guarded by mu_: reaped, the pid may name another process now
+  std::thread collector_;
+};
 // Runs a shell command line, returning its stdout (for readelf/nm comparisons).
 std::string shell(const std::string& cmd);
 
@@ -32,6 +67,8 @@ class GatedProcess {
   GatedProcess& operator=(const GatedProcess&) = delete;
   pid_t pid() const { return pid_; }
   void start();
+  // Until the child prints a line containing `text` (a fixture saying it has set up).
+  testing::AssertionResult wait_for_line(const std::string& text);
   // Waits for exit; returns the exit code and leaves stdout in `out`.
   int wait(std::string* out = nullptr);
 
@@ -40,22 +77,41 @@ class GatedProcess {
   int stdin_w_ = -1;
   int stdout_r_ = -1;
   bool reaped_ = false;
+  std::string unread_;  // stdout read by wait_for_line() past its line
 };
+
+// How long a wait for a condition may take before the test fails: generous, because tests must
+// pass on a loaded machine; a wait ends as soon as its condition holds.
+inline constexpr std::chrono::seconds kWaitTimeout{20};
+
+// Polls `holds` until it is true; fails naming `what` after `timeout`.
+testing::AssertionResult wait_until(const std::string& what, const std::function<bool()>& holds,
+                                    std::chrono::milliseconds timeout = kWaitTimeout);
+// Until process `pid` maps an executable segment of a file whose path contains `library`
+// ("libc.so"): before that, uscope -p finds no such library in it.
+testing::AssertionResult wait_for_mapping(pid_t pid, const std::string& library);
+// Until process `owner` (a uscope the test started) holds a BPF link of a program whose name starts
+// with `prefix`: it has attached.
+testing::AssertionResult wait_for_links(pid_t owner, const std::string& prefix);
+// Until something accepts TCP connections on 127.0.0.1:`port`.
+testing::AssertionResult wait_for_port(int port);
 
 // IDs of the BPF links in the kernel whose program name starts with `prefix` (bpftool link list
 // joined with bpftool prog list) held by this test process or by no process at all.
 // `owner` also counts links held by that process (a uscope the test started).
 std::vector<int> bpf_links_of_programs(const std::string& prefix, pid_t owner = 0);
+// IDs of the BPF links process `pid` holds an fd to whose program name starts with `prefix`.
+std::vector<int> bpf_links_held_by(pid_t pid, const std::string& prefix);
 
 std::string fixture(const std::string& relative);  // USCOPE_FIXTURE_DIR/relative
 
 // Fails the test (not skips) when not root: in CI a missing BPF capability is a failure. A macro,
 // because a failed assertion inside a helper function returns from the helper, not the test.
-#define USCOPE_REQUIRE_ROOT()                                                             \
-  do {                                                                                    \
-    if (geteuid() != 0)                                                                   \
+#define USCOPE_REQUIRE_ROOT()                                                                \
+  do {                                                                                       \
+    if (geteuid() != 0)                                                                      \
       GTEST_FAIL() << "end-to-end tests attach BPF programs and must run as root (CAP_BPF, " \
-                      "CAP_PERFMON)";                                                      \
+                      "CAP_PERFMON)";                                                        \
   } while (0)
 
 }  // namespace uscope::e2e

@@ -1,9 +1,7 @@
 // The blog's Redis example for real: createStringObject(ptr, len) traced in a running
 // redis-server while a client sends commands.
 #include <gtest/gtest.h>
-
-#include <chrono>
-#include <thread>
+#include <signal.h>
 
 #include "e2e_support.h"
 
@@ -12,26 +10,23 @@ namespace {
 
 TEST(redis, create_string_object_shows_commands) {
   USCOPE_REQUIRE_ROOT();
-  const std::string port = "16379";
-  GatedProcess server({"/usr/bin/redis-server", "--port", port, "--bind", "127.0.0.1", "--save", "",
-                       "--appendonly", "no"});
-  bool ready = false;
-  for (int i = 0; i < 100 && !ready; ++i) {
-    ready = shell("redis-cli -p " + port + " ping 2>/dev/null").find("PONG") != std::string::npos;
-    if (!ready) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  ASSERT_TRUE(ready) << "redis-server did not start";
+  const int port = 16379;
+  const std::string cli = "redis-cli -p " + std::to_string(port);
+  GatedProcess server({"/usr/bin/redis-server", "--port", std::to_string(port), "--bind",
+                       "127.0.0.1", "--save", "", "--appendonly", "no"});
+  ASSERT_TRUE(wait_for_port(port)) << "redis-server did not start";
 
-  CommandResult r;
-  std::thread tracer([&] {
-    r = uscope({"trace", "-p", std::to_string(server.pid()), "-d", "2",
-                "p:/usr/bin/redis-server:createStringObject \"%s\", str(arg1, arg2)"});
-  });
-  std::this_thread::sleep_for(std::chrono::milliseconds(800));
-  shell("redis-cli -p " + port + " set uscope-key festival");
-  shell("redis-cli -p " + port + " get uscope-key");
-  tracer.join();
-  shell("redis-cli -p " + port + " shutdown nosave");
+  auto tracer = RunningCommand::uscope(
+      {"trace", "-p", std::to_string(server.pid()),
+       "p:/usr/bin/redis-server:createStringObject \"%s\", str(arg1, arg2)"});
+  ASSERT_TRUE(wait_for_links(tracer.pid(), "trace_"));
+  shell(cli + " set uscope-key festival");
+  shell(cli + " get uscope-key");
+  // The value is the set command's last argument: once it is printed, so is the key.
+  EXPECT_TRUE(tracer.wait_for_output("festival"));
+  tracer.signal(SIGTERM);
+  auto r = tracer.finish();
+  shell(cli + " shutdown nosave");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("createStringObject   uscope-key"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("festival"), std::string::npos) << r.out;

@@ -5,10 +5,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <nlohmann/json.hpp>
 #include <sstream>
-#include <thread>
 
 #include "e2e_support.h"
 
@@ -68,6 +66,7 @@ TEST(trace, libc_function_in_running_process) {
   USCOPE_REQUIRE_ROOT();
   GatedProcess target({fixture("native/alloc_loop")});
   target.start();
+  ASSERT_TRUE(wait_for_mapping(target.pid(), "libc.so"));
   auto r = uscope({"trace", "-p", std::to_string(target.pid()), "-M", "5", "--json",
                    "p:c:malloc (arg1 == 42) \"size=%zu\", arg1"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -98,6 +97,7 @@ TEST(trace, system_wide_probe_never_traces_uscope_itself) {
   USCOPE_REQUIRE_ROOT();
   GatedProcess target({fixture("native/alloc_loop")});
   target.start();
+  ASSERT_TRUE(wait_for_mapping(target.pid(), "libc.so"));
   // Printing allocates: were uscope's own mallocs traced, each event would cause more.
   auto r = uscope({"trace", "--json", "-d", "1", "p:c:malloc"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -162,29 +162,13 @@ TEST(trace, stops_cleanly_on_sigterm_and_detaches) {
   USCOPE_REQUIRE_ROOT();
   GatedProcess target({fixture("native/alloc_loop")});
   target.start();
-  int out[2];
-  ASSERT_EQ(pipe(out), 0);
-  pid_t pid = fork();
-  if (pid == 0) {
-    dup2(out[1], 2);
-    execl(USCOPE_BIN, USCOPE_BIN, "trace", "-p", std::to_string(target.pid()).c_str(), "p:c:free",
-          nullptr);
-    _exit(127);
-  }
-  close(out[1]);
-  // Wait until attached: the program's links exist.
-  for (int i = 0; i < 100 && bpf_links_of_programs("trace_", pid).empty(); ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  EXPECT_FALSE(bpf_links_of_programs("trace_", pid).empty());
-  kill(pid, SIGTERM);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  char buf[4096];
-  ssize_t n = read(out[0], buf, sizeof(buf));
-  close(out[0]);
-  std::string err(buf, n > 0 ? static_cast<size_t>(n) : 0);
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << err;
-  EXPECT_NE(err.find("interrupted"), std::string::npos) << err;
+  ASSERT_TRUE(wait_for_mapping(target.pid(), "libc.so"));
+  auto tracer = RunningCommand::uscope({"trace", "-p", std::to_string(target.pid()), "p:c:free"});
+  ASSERT_TRUE(wait_for_links(tracer.pid(), "trace_"));
+  tracer.signal(SIGTERM);
+  auto r = tracer.finish();
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("interrupted"), std::string::npos) << r.err;
   EXPECT_TRUE(bpf_links_of_programs("trace_").empty());
 }
 
@@ -192,12 +176,12 @@ TEST(trace, target_killed_mid_trace_ends_session) {
   USCOPE_REQUIRE_ROOT();
   GatedProcess target({fixture("native/alloc_loop")});
   target.start();
-  std::thread killer([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(700));
-    kill(target.pid(), SIGKILL);
-  });
-  auto r = uscope({"trace", "-p", std::to_string(target.pid()), "p:c:malloc (arg1 == 3)"}, 30);
-  killer.join();
+  ASSERT_TRUE(wait_for_mapping(target.pid(), "libc.so"));
+  auto tracer = RunningCommand::uscope(
+      {"trace", "-p", std::to_string(target.pid()), "p:c:malloc (arg1 == 3)"});
+  ASSERT_TRUE(wait_for_links(tracer.pid(), "trace_"));
+  kill(target.pid(), SIGKILL);
+  auto r = tracer.finish();
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("target exited"), std::string::npos) << r.err;
   EXPECT_TRUE(bpf_links_of_programs("trace_").empty());
@@ -248,26 +232,27 @@ TEST(trace, python_usdt_raises_semaphore_only_while_attached) {
   auto probe = nlohmann::json::parse(listed.out.substr(0, listed.out.find('\n')));
   uint64_t sem_offset = probe["locations"][0]["semaphore_offset"];
 
-  GatedProcess py({python, fixture("python/workload.py"), "20"});
+  GatedProcess py({python, fixture("python/workload.py"), "20", "--ready"});
   py.start();
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ASSERT_TRUE(py.wait_for_line("ready"));
   EXPECT_EQ(read_semaphore(py.pid(), sem_offset, python), 0);
 
-  CommandResult r;
-  std::thread tracer([&] {
-    r = uscope({"trace", "-p", std::to_string(py.pid()), "-d", "2.5", "--json",
-                "u:" + python + ":python:function__return \"%s:%s\", arg1, arg2",
-                "u:" + python + ":python:gc__start \"gen=%d\", arg1"});
-  });
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
-  EXPECT_GE(read_semaphore(py.pid(), sem_offset, python), 1);
-  tracer.join();
+  auto tracer =
+      RunningCommand::uscope({"trace", "-p", std::to_string(py.pid()), "-d", "2.5", "--json",
+                              "u:" + python + ":python:function__return \"%s:%s\", arg1, arg2",
+                              "u:" + python + ":python:gc__start \"gen=%d\", arg1"});
+  EXPECT_TRUE(wait_until("the USDT semaphore is raised",
+                         [&] { return read_semaphore(py.pid(), sem_offset, python) >= 1; }));
+  auto r = tracer.finish();
   EXPECT_EQ(read_semaphore(py.pid(), sem_offset, python), 0);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("workload.py:handle_request"), std::string::npos);
   EXPECT_NE(r.out.find("workload.py:leaf"), std::string::npos);
   EXPECT_NE(r.out.find("gen=2"), std::string::npos);
-  EXPECT_NE(r.out.find("\"lost\":0"), std::string::npos);
+  // Counted, not necessarily 0: on a loaded machine uscope may fall behind the interpreter, and
+  // then the kernel drops and counts (lost_events_are_counted_not_dropped_silently checks that).
+  EXPECT_NE(r.out.find("\"lost\":"), std::string::npos)
+      << r.out.substr(r.out.rfind('\n', r.out.size() - 2) + 1);
   EXPECT_TRUE(bpf_links_of_programs("trace_").empty());
 }
 
