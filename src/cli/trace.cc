@@ -2,6 +2,10 @@
 // line (or JSON object) per event, from one generic BPF program configured by recipes.
 #include <fmt/core.h>
 
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <vector>
@@ -11,6 +15,7 @@
 #include "collect/trace_program.h"
 #include "sink/trace_output.h"
 #include "symbolize/symbolizer.h"
+#include "util/output_buffer.h"
 
 namespace uscope::cli {
 
@@ -24,11 +29,18 @@ struct TraceCommandOptions {
   uint32_t buffer_kib = 0;
 };
 
-void print_summary(const TraceCommandOptions& o, const TracePlan& plan,
-                   const std::vector<RecipeCounters>& counters, const TraceOutput& output,
-                   StopReason why) {
-  uint64_t printed = output.events();
-  RecipeCounters total;
+// What a session saw and lost, each loss under its own name (the JSON summary's keys).
+struct TraceTotals {
+  RecipeCounters bpf;         // summed over recipes
+  uint64_t printed = 0;       // events formatted for the output
+  uint64_t late_strings = 0;  // read from the live process after the event
+  uint64_t unreadable_strings = 0;
+  uint64_t output_dropped = 0;  // read from the ring but never written out (stop deadline)
+};
+
+TraceTotals totals_of(const std::vector<RecipeCounters>& counters) {
+  TraceTotals t;
+  RecipeCounters& total = t.bpf;
   for (const auto& c : counters) {
     total.hits += c.hits;
     total.emitted += c.emitted;
@@ -41,25 +53,34 @@ void print_summary(const TraceCommandOptions& o, const TracePlan& plan,
     total.stack_failed += c.stack_failed;
     total.truncated += c.truncated;
   }
-  if (o.session.json) {
-    nlohmann::json j = {{"kind", "summary"},
-                        {"stop", describe(why)},
-                        {"events", printed},
-                        {"lost", total.lost},
-                        {"malformed", total.malformed},
-                        {"stack_failed", total.stack_failed},
-                        {"truncated_strings", total.truncated},
-                        {"filtered", total.filtered},
-                        {"read_errors", total.read_errors},
-                        {"returns_without_entry", total.no_entry},
-                        {"late_string_reads", output.late_strings()},
-                        {"unreadable_strings", output.unreadable_strings()},
-                        {"sites", plan.sites.size()}};
-    fmt::print("{}\n", j.dump());
-    return;
-  }
+  return t;
+}
+
+std::string json_summary(const TracePlan& plan, const TraceTotals& t, StopReason why) {
+  const RecipeCounters& total = t.bpf;
+  nlohmann::json j = {{"kind", "summary"},
+                      {"stop", describe(why)},
+                      {"events", t.printed},
+                      {"lost", total.lost},
+                      {"malformed", total.malformed},
+                      {"stack_failed", total.stack_failed},
+                      {"truncated_strings", total.truncated},
+                      {"filtered", total.filtered},
+                      {"read_errors", total.read_errors},
+                      {"returns_without_entry", total.no_entry},
+                      {"late_string_reads", t.late_strings},
+                      {"unreadable_strings", t.unreadable_strings},
+                      {"output_dropped", t.output_dropped},
+                      {"sites", plan.sites.size()}};
+  return j.dump() + "\n";
+}
+
+void print_text_summary(const TraceTotals& t, StopReason why) {
+  const RecipeCounters& total = t.bpf;
   fmt::print(stderr, "uscope: {}; {} events printed, {} lost (ring buffer full), {} filtered out",
-             describe(why), printed, total.lost, total.filtered);
+             describe(why), t.printed, total.lost, total.filtered);
+  if (t.output_dropped)
+    fmt::print(stderr, ", {} not written (output too slow at the stop)", t.output_dropped);
   if (total.malformed)
     fmt::print(stderr, ", {} dropped as malformed (recipe error or event too big)",
                total.malformed);
@@ -67,16 +88,60 @@ void print_summary(const TraceCommandOptions& o, const TracePlan& plan,
     fmt::print(stderr, ", {} without their user stack (capture failed)", total.stack_failed);
   if (total.truncated) fmt::print(stderr, ", {} with a string cut short", total.truncated);
   if (total.read_errors) fmt::print(stderr, ", {} with unreadable memory", total.read_errors);
-  if (output.late_strings())
+  if (t.late_strings)
     fmt::print(stderr,
                ", {} strings read from the live process after the event (their page was "
                "not yet touched at the probe)",
-               output.late_strings());
-  if (output.unreadable_strings())
-    fmt::print(stderr, ", {} strings unreadable", output.unreadable_strings());
+               t.late_strings);
+  if (t.unreadable_strings) fmt::print(stderr, ", {} strings unreadable", t.unreadable_strings);
   if (total.no_entry) fmt::print(stderr, ", {} returns without a recorded entry", total.no_entry);
   fmt::print(stderr, "\n");
 }
+
+// Until collect/event_decoder lands: the payload split by the probe's fields into `out`.
+void decode_interim(const ProbePlan& probe, const uscope_event& ev, std::span<const uint8_t> data,
+                    DecodedEvent& out) {
+  out.header = ev;
+  out.n_values = 0;
+  size_t pos = 0;
+  for (const auto& f : probe.fields) {
+    if (out.values.size() <= out.n_values) out.values.emplace_back();
+    DecodedValue& v = out.values[out.n_values];
+    v = DecodedValue{};
+    if (f.kind == OutputField::Kind::Value) {
+      if (pos + 8 > data.size()) break;
+      std::memcpy(&v.number, data.data() + pos, 8);
+      pos += 8;
+    } else {
+      uint32_t len = 0;
+      if (pos + 4 > data.size()) break;
+      std::memcpy(&len, data.data() + pos, 4);
+      pos += 4;
+      v.is_string = true;
+      if (len & TRACE_STR_DEFERRED) {
+        if (pos + 8 > data.size()) break;
+        pos += 8;
+        v.unreadable = true;
+        ++out.n_values;
+        continue;
+      }
+      len = static_cast<uint32_t>(std::min<size_t>(len & TRACE_STR_LEN_MASK, data.size() - pos));
+      v.text.assign(reinterpret_cast<const char*>(data.data() + pos), len);
+      pos += len;
+    }
+    ++out.n_values;
+  }
+}
+
+// A stop must take effect within ~100 ms: after the detach (tens of ms: the kernel waits for an
+// RCU grace period), what the ring buffer holds is read and the output written for at most these.
+constexpr auto kStopDrain = std::chrono::milliseconds(20);
+constexpr auto kStopFlush = std::chrono::milliseconds(40);
+constexpr auto kSummaryFlush = std::chrono::milliseconds(20);
+// Events per read of the ring buffer: bounds the work between two looks at signals and timers.
+constexpr size_t kBatchEvents = 512;
+// How often the ring buffer is read without a wake-up.
+constexpr auto kRingPoll = std::chrono::milliseconds(10);
 
 int run_trace(const TraceCommandOptions& o) {
   std::vector<ProbeSpec> specs;
@@ -106,25 +171,36 @@ int run_trace(const TraceCommandOptions& o) {
     fmt::print(stderr, "uscope: {} sites attached through {} {}\n", sites.size(),
                program->link_count(), program->uses_multi() ? "uprobe_multi links" : "links");
 
+  OutputBuffer out(STDOUT_FILENO);
   TraceOutput output(*plan,
-                     o.session.json ? TraceOutput::Format::JsonLines : TraceOutput::Format::Text);
+                     o.session.json ? TraceOutput::Format::JsonLines : TraceOutput::Format::Text,
+                     out, o.user_stack);
   Symbolizer symbolizer;
+  DecodedEvent decoded;  // reused from event to event
+  std::vector<uint64_t> ips;
+  std::vector<Frame> frames;
+  uint64_t read_events = 0;
+  auto limit_reached = [&] {
+    return o.session.max_events && output.events() >= o.session.max_events;
+  };
   auto on_event = [&](const uscope_event& ev, std::span<const uint8_t> data) {
-    if (o.session.max_events && output.events() >= o.session.max_events) return;
+    ++read_events;
+    if (limit_reached() || ev.probe_id >= plan->probes.size()) return;
+    decode_interim(plan->probes[ev.probe_id], ev, data, decoded);
     if (o.user_stack && ev.user_stack_id >= 0) {
-      auto ips = program->user_stack(ev.user_stack_id);
-      std::vector<Frame> frames;
-      if (ips) {
+      auto stack = program->user_stack(ev.user_stack_id);
+      frames.clear();
+      if (stack) {
+        ips = std::move(*stack);
         // In a prologue the frame-pointer walk starts at the caller's frame and skips the
         // caller itself; its return address is on the stack.
-        if (ev.return_address && ips->size() >= 1 &&
-            (ips->size() < 2 || (*ips)[1] != ev.return_address))
-          ips->insert(ips->begin() + 1, ev.return_address);
-        frames = symbolizer.symbolize(static_cast<pid_t>(ev.tgid), *ips, true);
+        if (ev.return_address && ips.size() >= 1 && (ips.size() < 2 || ips[1] != ev.return_address))
+          ips.insert(ips.begin() + 1, ev.return_address);
+        frames = symbolizer.symbolize(static_cast<pid_t>(ev.tgid), ips, true);
       }
-      output.event(ev, data, &frames);
+      output.event(decoded, &frames);
     } else {
-      output.event(ev, data, nullptr);
+      output.event(decoded, nullptr);
     }
   };
   if (auto r = program->open_events(on_event); !r) return report_error(r.error().message);
@@ -133,21 +209,40 @@ int run_trace(const TraceCommandOptions& o) {
 
   EventLoop::Callbacks cb;
   cb.data_fd = program->events_epoll_fd();
-  // Flushed per batch: a person (or a pipe) sees events as they happen, not at exit.
-  cb.drain = [&] {
-    if (program->consume().value_or(0) > 0) std::fflush(stdout);
-  };
-  cb.done = [&] { return o.session.max_events && output.events() >= o.session.max_events; };
+  cb.drain = [&] { return program->consume().value_or(0) >= static_cast<int>(kBatchEvents); };
+  cb.output = &out;
+  cb.data_poll = kRingPoll;
+  cb.done = limit_reached;
   StopReason why = (*session)->run(cb);
+
+  // Detach first: nothing new arrives while what was caught is read and written out.
   program->detach();
-  (void)program->consume();
-  auto counters = program->counters();
-  if (!counters) {
-    std::fflush(stdout);
-    return report_error("cannot read the event counters: " + counters.error().message);
+  using clock = std::chrono::steady_clock;
+  auto drain_until = clock::now() + kStopDrain;
+  while (why != StopReason::OutputClosed && !limit_reached() && out.has_room() &&
+         clock::now() < drain_until && cb.drain()) {
   }
-  print_summary(o, *plan, *counters, output, why);
-  std::fflush(stdout);
+  out.flush_until(clock::now() + kStopFlush);
+  auto counters = program->counters();
+  if (!counters) return report_error("cannot read the event counters: " + counters.error().message);
+  TraceTotals t = totals_of(*counters);
+  t.printed = output.events();
+  t.late_strings = output.late_strings();
+  t.unreadable_strings = output.unreadable_strings();
+  // Written by the BPF side but never written out: left in the ring buffer at the stop (unless
+  // -M said no more), or formatted and still buffered when the output did not take them in time.
+  if (why != StopReason::MaxEvents && t.bpf.emitted > read_events)
+    t.output_dropped += t.bpf.emitted - read_events;
+  uint64_t dropped = output.events_in(out.drop_pending());
+  t.output_dropped += dropped;
+  t.printed -= dropped;
+  if (o.session.json) {
+    // After the events, in the same stream; when even it cannot be written, stderr says it all.
+    out.append(json_summary(*plan, t, why));
+    if (out.flush_until(clock::now() + kSummaryFlush)) return kExitOk;
+    fmt::print(stderr, "uscope: the JSON summary could not be written to the output in time\n");
+  }
+  print_text_summary(t, why);
   return kExitOk;
 }
 
