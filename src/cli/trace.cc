@@ -136,8 +136,8 @@ void decode_interim(const ProbePlan& probe, const uscope_event& ev, std::span<co
 // A stop must take effect within ~100 ms: after the detach (tens of ms: the kernel waits for an
 // RCU grace period), what the ring buffer holds is read and the output written for at most these.
 constexpr auto kStopDrain = std::chrono::milliseconds(20);
-constexpr auto kStopFlush = std::chrono::milliseconds(40);
-constexpr auto kSummaryFlush = std::chrono::milliseconds(20);
+constexpr auto kStopFlush = std::chrono::milliseconds(30);
+constexpr auto kSummaryFlush = std::chrono::milliseconds(10);
 // Events per read of the ring buffer: bounds the work between two looks at signals and timers.
 constexpr size_t kBatchEvents = 512;
 // How often the ring buffer is read without a wake-up.

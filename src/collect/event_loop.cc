@@ -68,10 +68,11 @@ Result<EventLoop> EventLoop::create(const EventLoopOptions& opts) {
       return fail_errno(e, "pidfd_open({}): {}", opts.watch_pid, std::strerror(e));
     }
     loop.pid_fd_.reset(fd);
+    // Built once: the loop itself allocates nothing while it runs.
+    loop.exe_path_ = "/proc/" + std::to_string(opts.watch_pid) + "/exe";
     if (opts.exe_dev == 0 && opts.exe_ino == 0) {
       struct stat st {};
-      std::string exe = "/proc/" + std::to_string(opts.watch_pid) + "/exe";
-      if (stat(exe.c_str(), &st) == 0) {
+      if (stat(loop.exe_path_.c_str(), &st) == 0) {
         loop.opts_.exe_dev = st.st_dev;
         loop.opts_.exe_ino = st.st_ino;
       }
@@ -84,6 +85,7 @@ EventLoop::EventLoop(EventLoop&& o) noexcept
     : opts_(o.opts_),
       signal_fd_(std::move(o.signal_fd_)),
       pid_fd_(std::move(o.pid_fd_)),
+      exe_path_(std::move(o.exe_path_)),
       restore_mask_(std::exchange(o.restore_mask_, false)),
       exe_armed_(o.exe_armed_),
       child_status_(o.child_status_) {}
@@ -98,8 +100,7 @@ EventLoop::~EventLoop() {
 bool EventLoop::target_execed() {
   if (opts_.watch_pid <= 0 || (opts_.exe_dev == 0 && opts_.exe_ino == 0)) return false;
   struct stat st {};
-  std::string exe = "/proc/" + std::to_string(opts_.watch_pid) + "/exe";
-  if (stat(exe.c_str(), &st) != 0) return false;  // gone: the pidfd reports the exit
+  if (stat(exe_path_.c_str(), &st) != 0) return false;  // gone: the pidfd reports the exit
   bool same = st.st_dev == opts_.exe_dev && st.st_ino == opts_.exe_ino;
   if (same) exe_armed_ = true;
   // A launched child runs uscope's image until its exec: only a change after the expected

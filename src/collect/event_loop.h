@@ -64,6 +64,7 @@ class EventLoop {
   EventLoopOptions opts_;
   UniqueFd signal_fd_;
   UniqueFd pid_fd_;
+  std::string exe_path_;  // /proc/PID/exe of the watched process
   bool restore_mask_ = false;
   bool exe_armed_ = false;
   std::optional<int> child_status_;
