@@ -76,6 +76,10 @@ Result<void> require_tracing_capabilities(bool other_users_pid) {
       join(missing), other_users_pid ? ",cap_sys_ptrace" : "");
 }
 
+bool has_bpf_loop() {
+  return libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE, BPF_FUNC_loop, nullptr) == 1;
+}
+
 BpfFeatures probe_bpf_features() {
   BpfFeatures f;
   f.kprobe_prog = libbpf_probe_bpf_prog_type(BPF_PROG_TYPE_KPROBE, nullptr) == 1;
@@ -83,6 +87,7 @@ BpfFeatures probe_bpf_features() {
   f.attach_cookie =
       libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE, BPF_FUNC_get_attach_cookie, nullptr) == 1;
   f.uprobe_multi = f.kprobe_prog && probe_uprobe_multi();
+  f.loop = has_bpf_loop();
   f.btf = access("/sys/kernel/btf/vmlinux", R_OK) == 0;
   return f;
 }

@@ -25,8 +25,11 @@ struct BpfFeatures {
   bool ringbuf = false;        // BPF_MAP_TYPE_RINGBUF
   bool attach_cookie = false;  // bpf_get_attach_cookie() in kprobe programs
   bool uprobe_multi = false;   // BPF_TRACE_UPROBE_MULTI links
+  bool loop = false;           // bpf_loop() (Linux 5.17): the trace program's recipe interpreter
   bool btf = false;            // /sys/kernel/btf/vmlinux
 };
 BpfFeatures probe_bpf_features();
+// bpf_loop() in uprobe programs, which `trace` and `latency` need.
+bool has_bpf_loop();
 
 }  // namespace uscope

@@ -10,6 +10,18 @@
 
 const volatile __u32 target_tgid = 0; /* 0: every process */
 const volatile __u32 self_tgid = 0; /* uscope itself: never traced, or its own output would loop */
+/* Wake the reader only once this many bytes are pending (0: on every event). A wake-up costs the
+ * target an irq_work and the reader a context switch per event; user space polls on a timer
+ * for the rest (TraceProgram::kPollPeriodMs). */
+const volatile __u64 wakeup_bytes = 0;
+
+/* What each map costs (the loader sizes them by what the session uses):
+ *   recipes   sizeof(uscope_recipe) (1.2 KiB) per recipe
+ *   counters  8 bytes x TRACE_NUM_COUNTERS per recipe, per CPU
+ *   events    the ring: 1 MiB unless --buffer-kb
+ *   entries   ~100 bytes x 65536 (preallocated) with a return probe that needs its entry, else 1
+ *   latency   512 bytes per TRACE_F_HISTOGRAM recipe, else 1 row
+ *   scratches ~3.5 KiB per CPU */
 
 struct {
   __uint(type, BPF_MAP_TYPE_ARRAY);
@@ -37,13 +49,6 @@ struct {
   __type(value, struct uscope_entry_value);
 } entries SEC(".maps");
 
-struct {
-  __uint(type, BPF_MAP_TYPE_STACK_TRACE);
-  __uint(max_entries, 16384);
-  __uint(key_size, sizeof(__u32));
-  __uint(value_size, 127 * sizeof(__u64));
-} stacks SEC(".maps");
-
 /* Masks an index so that the verifier sees the bound even when clang drops a redundant AND. */
 #define BOUNDED(x, pow2)                                  \
   ({                                                      \
@@ -55,11 +60,13 @@ struct {
 #define DROP_ERROR 1    /* malformed recipe or event too big */
 #define DROP_FILTERED 2 /* predicate false */
 
+/* One row per timed function, shared by all CPUs (atomic adds): a per-CPU map would cost 512
+ * bytes x CPUs per function, ~330 MB for `latency 'c:*'` on 128 CPUs. */
 struct {
-  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-  __uint(max_entries, TRACE_HIST_BUCKETS); /* resized: TRACE_HIST_BUCKETS per recipe */
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(max_entries, 1); /* resized to the number of TRACE_F_HISTOGRAM recipes */
   __type(key, __u32);
-  __type(value, __u64);
+  __type(value, struct uscope_histogram);
 } latency SEC(".maps");
 
 /* Working state of one run, per CPU: too big for the 512-byte BPF stack. */
@@ -72,11 +79,15 @@ struct scratch {
   __u32 pos;
   __u32 drop;
   __u32 read_errors;
-  __u32 pad;
+  __u32 truncated;    /* a string was cut: counted once per event */
+  __u32 stack_failed; /* TRACE_F_STACK and the capture failed */
+  __u32 deferred;     /* a string is left for user space to read from the live process */
   char tmp[TRACE_POOL];
   struct uscope_event ev; /* ev and data are written out together */
+  /* The payload, then the user stack; a string read may overrun the payload by TRACE_MAX_STR. */
   __u8 data[TRACE_MAX_DATA + TRACE_MAX_STR + 16];
 };
+_Static_assert(TRACE_MAX_STR + 16 >= TRACE_MAX_FRAMES * 8, "no room for the user stack");
 
 struct {
   __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -156,8 +167,11 @@ static __always_inline void emit_u64(struct scratch* s, __u64 v) {
   s->pos = pos + 8;
 }
 
-/* Appends a u32 length and the bytes of a user string (NUL-terminated unless `exact`). */
-static __always_inline void emit_str(struct scratch* s, __u64 addr, __u64 max, int exact) {
+/* Appends a u32 length word and the bytes of a user string: NUL-terminated, at most `max` bytes;
+ * or (`exact`) `want` bytes, at most `max`. A string longer than what fits is stored cut, with
+ * TRACE_STR_TRUNCATED in its length word. */
+static __always_inline void emit_str(struct scratch* s, __u64 addr, __u64 want, __u64 max,
+                                     int exact) {
   __u32 pos = s->pos;
   if (pos > TRACE_MAX_DATA - TRACE_STR_DEFERRED_BYTES) {
     s->drop = DROP_ERROR;
@@ -165,30 +179,47 @@ static __always_inline void emit_str(struct scratch* s, __u64 addr, __u64 max, i
   }
   __u32 room = TRACE_MAX_DATA - 4 - pos;
   if (max > room) max = room;
-  /* One byte less for the NUL bpf_probe_read_user_str() always writes. */
   if (max > TRACE_MAX_STR - 2) max = TRACE_MAX_STR - 2;
+  __u32 cut = 0;
   long n = 0;
-  if (max > 0) {
-    if (exact) {
-      n = bpf_probe_read_user(&s->data[pos + 4], max & (TRACE_MAX_STR - 1), (void*)addr);
-      n = n ? n : (long)max;
-    } else {
-      /* _str counts the NUL; store the length without it */
-      n = bpf_probe_read_user_str(&s->data[pos + 4], (max + 1) & (TRACE_MAX_STR - 1), (void*)addr);
-      if (n > 0) n--;
+  if (exact) {
+    if (want > max) {
+      want = max;
+      cut = TRACE_STR_TRUNCATED;
+    }
+    if (want > 0) {
+      n = bpf_probe_read_user(&s->data[pos + 4], want & (TRACE_MAX_STR - 1), (void*)addr);
+      n = n ? n : (long)want;
+    }
+  } else {
+    /* One byte more than `max` tells a string of exactly `max` bytes from a longer one, and one
+     * more for the NUL bpf_probe_read_user_str() always writes (the data area has the slack).
+     * The barrier keeps the clamp the verifier needs, which clang could prove redundant. */
+    __u64 size = max + 2;
+    asm volatile("" : "+r"(size));
+    if (size > TRACE_MAX_STR) size = TRACE_MAX_STR;
+    n = bpf_probe_read_user_str(&s->data[pos + 4], size, (void*)addr);
+    if (n > 0) n--; /* _str counts the NUL; store the length without it */
+    if (n > (long)max) {
+      n = (long)max;
+      cut = TRACE_STR_TRUNCATED;
     }
   }
   if (n < 0) {
     /* Most often a page the process has not touched yet: a uprobe cannot fault it in. User
      * space reads the string from the live process instead (see TRACE_STR_DEFERRED). */
+    __u32 len = exact ? (__u32)want : (__u32)max;
     *(__u32*)&s->data[pos] =
-        TRACE_STR_DEFERRED | (exact ? TRACE_STR_EXACT : 0) | ((__u32)max & TRACE_STR_LEN_MASK);
+        TRACE_STR_DEFERRED | (exact ? TRACE_STR_EXACT : 0) | cut | (len & TRACE_STR_LEN_MASK);
     *(__u64*)&s->data[pos + 4] = addr;
     s->pos = pos + TRACE_STR_DEFERRED_BYTES;
+    s->truncated |= cut;
+    s->deferred = 1;
     return;
   }
-  *(__u32*)&s->data[pos] = (__u32)n;
+  *(__u32*)&s->data[pos] = cut | (__u32)n;
   s->pos = pos + 4 + ((__u32)n & (TRACE_MAX_STR - 1));
+  s->truncated |= cut;
 }
 
 static __always_inline void emit_comm(struct scratch* s) {
@@ -321,10 +352,9 @@ static long step(__u32 i, void* unused) {
       emit_u64(s, pop(s));
       break;
     case TOP_EMIT_STR:
-      b = op->a ? pop(s) : (__u64)op->imm;
-      if (op->a && b > (__u64)op->imm) b = (__u64)op->imm;
+      b = op->a ? pop(s) : 0;
       a = pop(s);
-      emit_str(s, a, b, op->a);
+      emit_str(s, a, b, (__u64)op->imm, op->a);
       break;
     case TOP_EMIT_COMM:
       emit_comm(s);
@@ -364,13 +394,16 @@ static __always_inline int run(struct pt_regs* ctx) {
   s->pos = 0;
   s->drop = 0;
   s->read_errors = 0;
+  s->truncated = 0;
+  s->stack_failed = 0;
+  s->deferred = 0;
   s->ev.ts = bpf_ktime_get_ns();
   s->ev.duration_ns = 0;
   s->ev.tgid = pid_tgid >> 32;
   s->ev.tid = (__u32)pid_tgid;
   s->ev.probe_id = r->probe_id;
   s->ev.cpu = bpf_get_smp_processor_id();
-  s->ev.user_stack_id = -1;
+  s->ev.stack_len = 0;
   s->ev.return_address = 0;
   bpf_get_current_comm(s->ev.comm, sizeof(s->ev.comm));
 
@@ -388,10 +421,9 @@ static __always_inline int run(struct pt_regs* ctx) {
       return 0;
     }
     if (flags & TRACE_F_HISTOGRAM) {
-      __u32 bucket = log2_bucket(s->ev.duration_ns);
-      __u32 key = ri * TRACE_HIST_BUCKETS + bucket;
-      __u64* n = bpf_map_lookup_elem(&latency, &key);
-      if (n) *n += 1;
+      __u32 slot = r->hist_slot;
+      struct uscope_histogram* h = bpf_map_lookup_elem(&latency, &slot);
+      if (h) __sync_fetch_and_add(&h->buckets[log2_bucket(s->ev.duration_ns)], 1);
       count(ri, TC_MATCHED);
       return 0;
     }
@@ -418,19 +450,43 @@ static __always_inline int run(struct pt_regs* ctx) {
     return 0;
   }
 
+  __u32 len = s->pos;
+  if (len > TRACE_MAX_DATA) len = TRACE_MAX_DATA;
+  s->ev.data_len = len;
+  __u32 stack_len = 0;
   if (flags & TRACE_F_STACK) {
-    s->ev.user_stack_id = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
+    /* The stack travels in the event: nothing to free, no ids to collide, no map to fill. */
+    long n = bpf_get_stack(ctx, &s->data[len], TRACE_MAX_FRAMES * 8, BPF_F_USER_STACK);
+    if (n > 0 && n <= TRACE_MAX_FRAMES * 8)
+      stack_len = (__u32)n & ~7u;
+    else
+      s->stack_failed = 1;
     if (flags & TRACE_F_AT_ENTRY)
       bpf_probe_read_user(&s->ev.return_address, 8,
                           (void*)(s->regs[UREG_RSP] - (__s64)r->sp_delta));
   }
-  __u32 len = s->pos;
-  if (len > TRACE_MAX_DATA) len = TRACE_MAX_DATA;
-  s->ev.data_len = len;
-  if (bpf_ringbuf_output(&events, &s->ev, sizeof(s->ev) + len, 0))
+  s->ev.stack_len = stack_len;
+  if (stack_len > TRACE_MAX_FRAMES * 8) stack_len = TRACE_MAX_FRAMES * 8;
+  /* Wake the reader when this record makes the pending data cross a multiple of wakeup_bytes
+   * (a quarter of the ring): a few wake-ups per ring's worth of records, never one per record.
+   * Forcing one per record while a backlog stays above the threshold costs each an irq_work (a
+   * self-IPI, a VM exit in a guest): 16 us per event measured here. Every multiple, not only the
+   * first, so that a reader that went to sleep above the threshold is still woken before the
+   * ring fills. A deferred string must be read while the process still holds it: that record
+   * wakes the reader at once. */
+  __u64 size = sizeof(s->ev) + len + stack_len;
+  __u64 avail = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA);
+  __u64 rb_flags =
+      s->deferred || wakeup_bytes == 0 || (avail + size + 8) / wakeup_bytes != avail / wakeup_bytes
+          ? BPF_RB_FORCE_WAKEUP
+          : BPF_RB_NO_WAKEUP;
+  if (bpf_ringbuf_output(&events, &s->ev, size, rb_flags)) {
     count(ri, TC_LOST);
-  else
+  } else {
     count(ri, TC_EMITTED);
+    if (s->truncated) count(ri, TC_TRUNCATED);
+    if (s->stack_failed) count(ri, TC_STACK_FAILED);
+  }
   return 0;
 }
 

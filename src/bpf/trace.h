@@ -20,6 +20,7 @@
 #define TRACE_MAX_DATA 2048 /* event payload bytes */
 #define TRACE_MAX_STR 1024  /* bytes of one string read (power of two) */
 #define TRACE_COMM_LEN 16
+#define TRACE_MAX_FRAMES 127 /* user stack frames per event (perf's default max_stack) */
 
 /* pt_regs as an array of u64 (x86_64 layout, arch/x86/include/asm/ptrace.h). */
 enum uscope_reg {
@@ -90,7 +91,10 @@ enum uscope_opcode {
   TOP_FILTER,    /* pop; if zero, the event is dropped (counted as filtered) */
   TOP_EMIT,      /* pop; append the u64 to the event */
   TOP_EMIT_STR,  /* a=1: pop length; pop address; append u32 length + bytes. a=0: NUL-terminated,
-                    at most imm bytes; a=1: exactly min(length, imm) bytes */
+                    at most imm bytes; a=1: exactly min(length, imm) bytes. imm is further
+                    clamped to the room left in the event and to TRACE_MAX_STR - 2. A string
+                    longer than that cap (a=0: no NUL within cap bytes; a=1: length > cap) is
+                    stored cut to cap bytes with TRACE_STR_TRUNCATED set (see below) */
   TOP_EMIT_COMM, /* append comm as a string */
   TOP_NUM_OPS
 };
@@ -105,20 +109,27 @@ struct uscope_op {
 
 #define TRACE_F_SAVE_ENTRY 1  /* entry half of a return probe: store slots keyed by (tid, sp) */
 #define TRACE_F_RETURN 2      /* return probe: load slots stored at entry (TOP_ENTRY) */
-#define TRACE_F_STACK 4       /* capture the user stack */
+#define TRACE_F_STACK 4       /* capture the user stack into the event */
 #define TRACE_F_NEEDS_ENTRY 8 /* drop the event (counted) when no entry was recorded */
 #define TRACE_F_HISTOGRAM 16  /* return probe: add the duration to `latency`, emit nothing */
 #define TRACE_F_AT_ENTRY                                            \
   32 /* site in a function's prologue: its return address is at the \
         entry rsp, and the frame-pointer walk would skip its caller */
 
-#define TRACE_HIST_BUCKETS 64 /* log2 buckets of nanoseconds per recipe */
+#define TRACE_HIST_BUCKETS 64 /* log2 buckets of nanoseconds per histogram */
+
+/* One row of the `latency` map. */
+struct uscope_histogram {
+  __u64 buckets[TRACE_HIST_BUCKETS];
+};
 
 struct uscope_recipe {
   __u32 n_ops;
   __u32 flags;
-  __s32 sp_delta; /* rsp at the site minus rsp at function entry (site moved into the prologue) */
-  __u32 probe_id; /* what user space reports the event as */
+  __s32 sp_delta;  /* rsp at the site minus rsp at function entry (site moved into the prologue) */
+  __u32 probe_id;  /* what user space reports the event as */
+  __u32 hist_slot; /* TRACE_F_HISTOGRAM: row of the `latency` map (assigned by the loader) */
+  __u32 pad;
   char pool[TRACE_POOL];
   struct uscope_op ops[TRACE_MAX_OPS];
 };
@@ -154,11 +165,15 @@ struct uscope_entry_value {
   __u64 slots[TRACE_ENTRY_SLOTS];
 };
 
-/* A string field is a u32 length and its bytes. When the read failed in BPF, the u32 has
+/* A string field is a u32 length word and its bytes. When the read failed in BPF, the word has
  * TRACE_STR_DEFERRED set (and TRACE_STR_EXACT for a pointer + length string), its low bits hold
- * the length to read, and an 8-byte user address follows instead of the bytes. */
+ * the length to read, and an 8-byte user address follows instead of the bytes.
+ * TRACE_STR_TRUNCATED: the string is longer than what was stored (or, deferred, than what is to
+ * be read: a pointer + length string whose length exceeded its cap). A deferred NUL-terminated
+ * string cannot be measured in BPF: user space finds out when it reads it. */
 #define TRACE_STR_DEFERRED 0x80000000u
 #define TRACE_STR_EXACT 0x40000000u
+#define TRACE_STR_TRUNCATED 0x20000000u
 #define TRACE_STR_LEN_MASK 0x3ffu
 #define TRACE_STR_DEFERRED_BYTES 12
 
@@ -169,11 +184,12 @@ struct uscope_event {
   __u32 tid;
   __u32 probe_id;
   __u32 cpu;
-  __s32 user_stack_id; /* -1 when not captured or failed */
+  __u32 stack_len; /* bytes of user stack after the data: u64 addresses, innermost first */
   __u32 data_len;
   char comm[TRACE_COMM_LEN];
   __u64 return_address; /* TRACE_F_AT_ENTRY with TRACE_F_STACK: *(entry rsp), else 0 */
-  /* followed by data_len bytes: u64 values and (u32 length, bytes) strings in emit order */
+  /* followed by data_len bytes: u64 values and (u32 length, bytes) strings in emit order, then
+   * stack_len bytes of user stack (TRACE_F_STACK; 0 when the capture failed: TC_STACK_FAILED) */
 };
 
 #endif

@@ -32,6 +32,8 @@ int run_check() {
   fmt::print("ring buffer     {}\n", yes(f.ringbuf));
   fmt::print("bpf cookies     {}\n", yes(f.attach_cookie));
   fmt::print("uprobe_multi    {}\n", yes(f.uprobe_multi));
+  fmt::print("bpf_loop        {}{}\n", yes(f.loop),
+             f.loop ? "" : "  (Linux 5.17+ needed: trace and latency cannot run, count can)");
   if (auto r = require_tracing_capabilities(); !r) return report_error(r.error().message);
 
   char exe[PATH_MAX];
@@ -59,8 +61,14 @@ int run_check() {
     volatile int sink = 0;
     for (int i = 0; i < kCalls; ++i) sink = uscope_check_probe_target(sink);
     auto counts = hc->read();
-    uint64_t got = counts ? (*counts)[0] : 0;
-    bool ok = counts && got == kCalls;
+    if (!counts) {
+      fmt::print("attach ({})    FAILED: {}\n", multi ? "multi " : "single",
+                 counts.error().message);
+      ++failures;
+      continue;
+    }
+    uint64_t got = (*counts)[0];
+    bool ok = got == kCalls;
     failures += !ok;
     fmt::print("attach ({})    {}: uprobe on uscope_check_probe_target counted {}/{} calls\n",
                multi ? "multi " : "single", ok ? "ok" : "FAILED", got, kCalls);

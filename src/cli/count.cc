@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 
 #include "cli/command.h"
 #include "cli/session.h"
@@ -67,9 +68,14 @@ int run_count(const CountOptions& o) {
 
   if (auto r = (*session)->start(); !r) return report_error(r.error().message);
 
+  // A counter map that cannot be read is an error, never a row of zeros.
+  std::optional<Error> read_error;
   auto print = [&] {
     auto values = counts->read();
-    if (!values) return;
+    if (!values) {
+      read_error = values.error();
+      return;
+    }
     std::vector<CountRow> rows;
     for (size_t i = 0; i < site_of.size(); ++i)
       rows.push_back({site_of[i]->label, site_of[i]->object->ref.display_path, (*values)[i]});
@@ -77,9 +83,11 @@ int run_count(const CountOptions& o) {
   };
   EventLoop::Callbacks cb;
   cb.interval = print;
+  cb.done = [&] { return read_error.has_value(); };
   StopReason why = (*session)->run(cb);
-  print();
+  if (!read_error) print();
   counts->detach();
+  if (read_error) return report_error("cannot read the hit counters: " + read_error->message);
   if (!o.session.json) fmt::print(stderr, "uscope: {}\n", describe(why));
   return kExitOk;
 }

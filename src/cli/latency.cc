@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <optional>
 
 #include "cli/command.h"
 #include "cli/session.h"
@@ -70,29 +71,37 @@ int run_latency(const LatencyOptions& o) {
 
   if (auto r = (*session)->start(); !r) return report_error(r.error().message);
 
+  // A counter or histogram that cannot be read is an error, never zeros.
+  std::optional<Error> read_error;
   auto print = [&] {
     auto counters = program->counters();
-    if (!counters) return;
+    if (!counters) {
+      read_error = counters.error();
+      return;
+    }
     for (uint32_t k = 0; k < matched->size(); ++k) {
       const auto& m = (*matched)[k];
       const auto& entry = (*counters)[2 * k];
       const auto& ret = (*counters)[2 * k + 1];
       if (refused[k] || (entry.hits == 0 && ret.hits == 0)) continue;
       auto hist = program->histogram(2 * k + 1);
-      LatencyRow row{m.label,
-                     m.object->ref.display_path,
-                     hist ? *hist : std::vector<uint64_t>{},
-                     entry.hits,
-                     ret.matched,
-                     ret.no_entry};
+      if (!hist) {
+        read_error = hist.error();
+        return;
+      }
+      LatencyRow row{m.label,          m.object->ref.display_path,
+                     std::move(*hist), entry.hits,
+                     ret.matched,      ret.no_entry};
       print_latency(row, o.session.json);
     }
   };
   EventLoop::Callbacks cb;
   cb.interval = print;
+  cb.done = [&] { return read_error.has_value(); };
   StopReason why = (*session)->run(cb);
   program->detach();
-  print();
+  if (!read_error) print();
+  if (read_error) return report_error("cannot read the latency counters: " + read_error->message);
   if (!o.session.json) fmt::print(stderr, "uscope: {}\n", describe(why));
   return kExitOk;
 }

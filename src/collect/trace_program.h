@@ -1,6 +1,7 @@
 #pragma once
 // The generic tracing program (trace.bpf.c) loaded with one recipe per attach site, attached, and
-// read back: ring-buffer events, per-recipe counters, latency histograms, user stacks.
+// read back: ring-buffer events (user stacks travel in them), per-recipe counters, latency
+// histograms.
 #include <sys/types.h>
 
 #include <cstdint>
@@ -27,8 +28,19 @@ struct RecipeCounters {
   uint64_t truncated = 0;     // written with a string cut
 };
 
+// What one bounded consume() did.
+struct ConsumeResult {
+  size_t events = 0;          // handed to the handler
+  bool more_pending = false;  // the budget ran out: the ring may hold more, call again soon
+};
+
 class TraceProgram {
  public:
+  // The BPF side wakes the reader only when the ring is a quarter full (a wake-up per event
+  // would cost the target microseconds per hit). The reader must therefore also consume on a
+  // timer with this period, or a trickle of events would wait for the next wake-up.
+  static constexpr int kPollPeriodMs = 10;
+
   // `tgid` 0 traces every process. Uses uprobe_multi links when `use_multi` and available.
   // `ring_bytes` sizes the event ring buffer (a power of two of at least a page; 0 = default).
   static Result<TraceProgram> load(std::span<const uscope_recipe> recipes, pid_t tgid,
@@ -45,17 +57,23 @@ class TraceProgram {
   bool uses_multi() const { return multi_; }
   size_t link_count() const { return links_.link_count(); }
 
-  // Events are handed to `on_event` (header + data_len bytes) from poll()/consume().
-  using EventHandler = std::function<void(const uscope_event& ev, std::span<const uint8_t> data)>;
+  // Events are handed to `on_event` from consume(): the header and the payload after it
+  // (data_len bytes of fields, then stack_len bytes of user stack; see EventDecoder).
+  using EventHandler =
+      std::function<void(const uscope_event& ev, std::span<const uint8_t> payload)>;
   Result<void> open_events(EventHandler on_event);
   int events_epoll_fd() const;
-  // Reads what is in the ring buffer now; returns the number of events.
-  Result<int> consume();
+  // Hands out at most `max_events` events from the ring buffer and returns, so that a storm
+  // cannot keep the caller from its signals and timers.
+  Result<ConsumeResult> consume(size_t max_events);
+  // Everything in the ring buffer now (after detach(), when nothing more can arrive).
+  Result<size_t> consume_all();
+  // Records too short to hold a header: never written by trace.bpf.c, counted and skipped.
+  uint64_t short_records() const;
 
   Result<std::vector<RecipeCounters>> counters() const;
-  Result<std::vector<uint64_t>> histogram(uint32_t recipe) const;  // TRACE_HIST_BUCKETS
-  // User stack addresses of a stack id from an event (innermost first).
-  Result<std::vector<uint64_t>> user_stack(int32_t stack_id) const;
+  // The log2 latency histogram (TRACE_HIST_BUCKETS) of a TRACE_F_HISTOGRAM recipe.
+  Result<std::vector<uint64_t>> histogram(uint32_t recipe) const;
 
  private:
   struct SkelDeleter {
@@ -64,14 +82,23 @@ class TraceProgram {
   struct RingDeleter {
     void operator()(ring_buffer* r) const;
   };
-  TraceProgram(std::unique_ptr<::trace, SkelDeleter> skel, size_t recipes, pid_t tgid, bool multi);
+  // What the ring-buffer callback needs; on the heap, so that moving the program keeps the
+  // pointer libbpf holds valid.
+  struct Reader {
+    EventHandler handler;
+    size_t budget = 0;  // events left in this consume(); SIZE_MAX: no limit
+    uint64_t short_records = 0;
+  };
+  TraceProgram(std::unique_ptr<::trace, SkelDeleter> skel, size_t recipes,
+               std::vector<int32_t> hist_slot, pid_t tgid, bool multi);
   static int on_sample(void* ctx, void* data, size_t size);
 
   std::unique_ptr<::trace, SkelDeleter> skel_;
   size_t n_recipes_ = 0;
+  std::vector<int32_t> hist_slot_;  // by recipe: its row of `latency`, -1 without a histogram
   bool multi_ = false;
   UprobeLinks links_;
-  std::unique_ptr<EventHandler> handler_;
+  std::unique_ptr<Reader> reader_;
   std::unique_ptr<ring_buffer, RingDeleter> ring_;
 };
 

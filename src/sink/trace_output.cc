@@ -111,12 +111,7 @@ void TraceOutput::wall_time(uint64_t ktime_ns) {
 void TraceOutput::event(const DecodedEvent& ev, const std::vector<Frame>* stack) {
   if (ev.header.probe_id >= probes_.size()) return;
   const ProbeText& probe = probes_[ev.header.probe_id];
-  for (size_t i = 0; i < ev.n_values; ++i) {
-    const DecodedValue& v = ev.values[i];
-    late_strings_ += v.late;
-    unreadable_strings_ += v.unreadable;
-    truncated_strings_ += v.truncated;
-  }
+  for (size_t i = 0; i < ev.n_values; ++i) truncated_strings_ += ev.values[i].truncated;
   ++events_;
   if (format_ == Format::Text)
     text_event(ev, probe, stack);

@@ -35,8 +35,7 @@ class TraceOutput {
   void event(const DecodedEvent& ev, const std::vector<Frame>* stack);
 
   uint64_t events() const { return events_; }
-  uint64_t late_strings() const { return late_strings_; }
-  uint64_t unreadable_strings() const { return unreadable_strings_; }
+  // Strings shown with a trailing "…" (cut by the BPF side or at a late read).
   uint64_t truncated_strings() const { return truncated_strings_; }
   // How many events `bytes` (whole records this output appended) hold: counts what a stop drops.
   uint64_t events_in(std::string_view bytes) const;
@@ -60,8 +59,6 @@ class TraceOutput {
   int64_t cached_second_ = -1;  // localtime_r runs at most once per second of event time
   char cached_hms_[8] = {};
   uint64_t events_ = 0;
-  uint64_t late_strings_ = 0;
-  uint64_t unreadable_strings_ = 0;
   uint64_t truncated_strings_ = 0;
 };
 

@@ -80,7 +80,7 @@ uscope_event event_of(uint32_t probe_id, const char* comm) {
   ev.tid = 1240;
   ev.cpu = 3;
   ev.probe_id = probe_id;
-  ev.user_stack_id = -1;
+  ev.stack_len = 0;
   for (size_t i = 0; i < sizeof(ev.comm) && comm[i]; ++i) ev.comm[i] = comm[i];
   return ev;
 }

@@ -1,0 +1,132 @@
+#include "collect/event_decoder.h"
+
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace uscope {
+
+namespace {
+
+constexpr uint32_t kKnownStrBits =
+    TRACE_STR_DEFERRED | TRACE_STR_EXACT | TRACE_STR_TRUNCATED | TRACE_STR_LEN_MASK;
+
+template <typename T>
+bool take(std::span<const uint8_t> data, size_t& pos, T& v) {
+  if (data.size() - pos < sizeof(T)) return false;
+  std::memcpy(&v, data.data() + pos, sizeof(T));
+  pos += sizeof(T);
+  return true;
+}
+
+}  // namespace
+
+bool EventDecoder::decode(const uscope_event& header, std::span<const uint8_t> payload,
+                          DecodedEvent& out) {
+  out.header = header;
+  out.n_values = 0;
+  out.user_stack.clear();
+  size_t data_len = header.data_len, stack_len = header.stack_len;
+  if (header.probe_id >= plan_.probes.size() || data_len > TRACE_MAX_DATA ||
+      stack_len > TRACE_MAX_FRAMES * 8 || stack_len % 8 != 0 ||
+      payload.size() != data_len + stack_len) {
+    ++malformed_;
+    return false;
+  }
+  bool late_cut = false;
+  if (!decode_fields(plan_.probes[header.probe_id], payload.first(data_len), out, late_cut)) {
+    ++malformed_;
+    return false;
+  }
+  late_truncated_ += late_cut;
+
+  size_t frames = stack_len / 8;
+  if (frames) {
+    // One spare slot for the return address below: no reallocation when it is inserted.
+    out.user_stack.reserve(frames + 1);
+    out.user_stack.resize(frames);
+    std::memcpy(out.user_stack.data(), payload.data() + data_len, stack_len);
+    // In a prologue the frame-pointer walk starts at the caller's frame and skips the caller
+    // itself; its return address is on the stack (TRACE_F_AT_ENTRY).
+    auto& s = out.user_stack;
+    if (header.return_address && (s.size() < 2 || s[1] != header.return_address))
+      s.insert(s.begin() + 1, header.return_address);
+  }
+  return true;
+}
+
+bool EventDecoder::decode_fields(const ProbePlan& probe, std::span<const uint8_t> data,
+                                 DecodedEvent& out, bool& late_cut) {
+  if (out.values.size() < probe.fields.size()) out.values.resize(probe.fields.size());
+  size_t pos = 0;
+  for (const auto& f : probe.fields) {
+    DecodedValue& v = out.values[out.n_values];
+    v.is_string = f.kind == OutputField::Kind::String;
+    v.number = 0;
+    v.text.clear();
+    v.late = v.unreadable = v.truncated = false;
+    if (!v.is_string) {
+      if (!take(data, pos, v.number)) return false;
+      ++out.n_values;
+      continue;
+    }
+    uint32_t word = 0;
+    if (!take(data, pos, word) || (word & ~kKnownStrBits)) return false;
+    uint32_t len = word & TRACE_STR_LEN_MASK;
+    v.truncated = word & TRACE_STR_TRUNCATED;
+    if (word & TRACE_STR_DEFERRED) {
+      uint64_t addr = 0;
+      if (!take(data, pos, addr)) return false;
+      bool cut_before = v.truncated;
+      read_late(static_cast<pid_t>(out.header.tgid), addr, len, word & TRACE_STR_EXACT, v);
+      late_cut |= v.truncated && !cut_before;
+    } else {
+      if (data.size() - pos < len) return false;
+      v.text.assign(reinterpret_cast<const char*>(data.data() + pos), len);
+      pos += len;
+    }
+    ++out.n_values;
+  }
+  return pos == data.size();
+}
+
+void EventDecoder::read_late(pid_t pid, uint64_t addr, uint32_t len, bool exact, DecodedValue& v) {
+  // A NUL-terminated string is read one byte longer, to tell one of exactly `len` bytes from a
+  // longer one (as the BPF side does).
+  size_t want = exact ? len : len + 1;
+  v.text.resize(want);
+  // Split at the page boundary: the string may end just before an unmapped page, and
+  // process_vm_readv stops at the first iovec it cannot read. Called directly rather than through
+  // read_process_memory(), whose error message would allocate for every unreadable string.
+  static const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  size_t first = std::min<uint64_t>(want, page - addr % page);
+  iovec local{v.text.data(), want};
+  iovec remote[2] = {{reinterpret_cast<void*>(addr), first},
+                     {reinterpret_cast<void*>(addr + first), want - first}};
+  ssize_t n = want ? process_vm_readv(pid, &local, 1, remote, first < want ? 2 : 1, 0) : 0;
+  if (n < 0 || (exact && static_cast<size_t>(n) < want)) {
+    v.text.clear();
+    v.unreadable = true;
+    ++unreadable_strings_;
+    return;
+  }
+  size_t got = static_cast<size_t>(n);
+  if (!exact) {
+    size_t nul = v.text.find('\0');
+    if (nul < got) {
+      got = nul;
+    } else {
+      // No NUL within what was read: more bytes than `len`, or the string runs into memory that
+      // cannot be read. Either way it is shown cut.
+      got = std::min<size_t>(got, len);
+      v.truncated = true;
+    }
+  }
+  v.text.resize(got);
+  v.late = true;
+  ++late_strings_;
+}
+
+}  // namespace uscope
