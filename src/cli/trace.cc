@@ -2,6 +2,10 @@
 // line (or JSON object) per event, from one generic BPF program configured by recipes.
 #include <fmt/core.h>
 
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -13,6 +17,7 @@
 #include "collect/trace_program.h"
 #include "sink/trace_output.h"
 #include "symbolize/symbolizer.h"
+#include "util/output_buffer.h"
 
 namespace uscope::cli {
 
@@ -26,11 +31,18 @@ struct TraceCommandOptions {
   uint32_t buffer_kib = 0;
 };
 
-void print_summary(const TraceCommandOptions& o, const TracePlan& plan,
-                   const std::vector<RecipeCounters>& counters, const TraceOutput& output,
-                   const EventDecoder& decoder, StopReason why) {
-  uint64_t printed = output.events();
-  RecipeCounters total;
+// What a session saw and lost, each loss under its own name (the JSON summary's keys).
+struct TraceTotals {
+  RecipeCounters bpf;         // summed over recipes
+  uint64_t printed = 0;       // events formatted for the output
+  uint64_t late_strings = 0;  // read from the live process after the event
+  uint64_t unreadable_strings = 0;
+  uint64_t output_dropped = 0;  // read from the ring but never written out (stop deadline)
+};
+
+TraceTotals totals_of(const std::vector<RecipeCounters>& counters) {
+  TraceTotals t;
+  RecipeCounters& total = t.bpf;
   for (const auto& c : counters) {
     total.hits += c.hits;
     total.emitted += c.emitted;
@@ -43,27 +55,34 @@ void print_summary(const TraceCommandOptions& o, const TracePlan& plan,
     total.stack_failed += c.stack_failed;
     total.truncated += c.truncated;
   }
-  total.malformed += decoder.malformed();
-  total.truncated += decoder.late_truncated();
-  if (o.session.json) {
-    nlohmann::json j = {{"kind", "summary"},
-                        {"stop", describe(why)},
-                        {"events", printed},
-                        {"lost", total.lost},
-                        {"malformed", total.malformed},
-                        {"stack_failed", total.stack_failed},
-                        {"truncated_strings", total.truncated},
-                        {"filtered", total.filtered},
-                        {"read_errors", total.read_errors},
-                        {"returns_without_entry", total.no_entry},
-                        {"late_string_reads", decoder.late_strings()},
-                        {"unreadable_strings", decoder.unreadable_strings()},
-                        {"sites", plan.sites.size()}};
-    fmt::print("{}\n", j.dump());
-    return;
-  }
+  return t;
+}
+
+std::string json_summary(const TracePlan& plan, const TraceTotals& t, StopReason why) {
+  const RecipeCounters& total = t.bpf;
+  nlohmann::json j = {{"kind", "summary"},
+                      {"stop", describe(why)},
+                      {"events", t.printed},
+                      {"lost", total.lost},
+                      {"malformed", total.malformed},
+                      {"stack_failed", total.stack_failed},
+                      {"truncated_strings", total.truncated},
+                      {"filtered", total.filtered},
+                      {"read_errors", total.read_errors},
+                      {"returns_without_entry", total.no_entry},
+                      {"late_string_reads", t.late_strings},
+                      {"unreadable_strings", t.unreadable_strings},
+                      {"output_dropped", t.output_dropped},
+                      {"sites", plan.sites.size()}};
+  return j.dump() + "\n";
+}
+
+void print_text_summary(const TraceTotals& t, StopReason why) {
+  const RecipeCounters& total = t.bpf;
   fmt::print(stderr, "uscope: {}; {} events printed, {} lost (ring buffer full), {} filtered out",
-             describe(why), printed, total.lost, total.filtered);
+             describe(why), t.printed, total.lost, total.filtered);
+  if (t.output_dropped)
+    fmt::print(stderr, ", {} not written (output too slow at the stop)", t.output_dropped);
   if (total.malformed)
     fmt::print(stderr, ", {} dropped as malformed (recipe error or event too big)",
                total.malformed);
@@ -71,16 +90,24 @@ void print_summary(const TraceCommandOptions& o, const TracePlan& plan,
     fmt::print(stderr, ", {} without their user stack (capture failed)", total.stack_failed);
   if (total.truncated) fmt::print(stderr, ", {} with a string cut short", total.truncated);
   if (total.read_errors) fmt::print(stderr, ", {} with unreadable memory", total.read_errors);
-  if (decoder.late_strings())
+  if (t.late_strings)
     fmt::print(stderr,
                ", {} strings read from the live process after the event (their page was "
                "not yet touched at the probe)",
-               decoder.late_strings());
-  if (decoder.unreadable_strings())
-    fmt::print(stderr, ", {} strings unreadable", decoder.unreadable_strings());
+               t.late_strings);
+  if (t.unreadable_strings) fmt::print(stderr, ", {} strings unreadable", t.unreadable_strings);
   if (total.no_entry) fmt::print(stderr, ", {} returns without a recorded entry", total.no_entry);
   fmt::print(stderr, "\n");
 }
+
+// A stop must take effect within ~100 ms: after the detach (tens of ms: the kernel waits for an
+// RCU grace period), what the ring buffer holds is read and the output written for at most these.
+constexpr auto kStopDrain = std::chrono::milliseconds(20);
+constexpr auto kStopFlush = std::chrono::milliseconds(30);
+constexpr auto kSummaryFlush = std::chrono::milliseconds(10);
+// Events per read of the ring buffer: bounds the work between two looks at signals and timers
+// (~0.5 ms of formatting).
+constexpr size_t kBatchEvents = 512;
 
 int run_trace(const TraceCommandOptions& o) {
   std::vector<ProbeSpec> specs;
@@ -111,21 +138,28 @@ int run_trace(const TraceCommandOptions& o) {
     fmt::print(stderr, "uscope: {} sites attached through {} {}\n", sites.size(),
                program->link_count(), program->uses_multi() ? "uprobe_multi links" : "links");
 
+  OutputBuffer out(STDOUT_FILENO);
   TraceOutput output(*plan,
-                     o.session.json ? TraceOutput::Format::JsonLines : TraceOutput::Format::Text);
+                     o.session.json ? TraceOutput::Format::JsonLines : TraceOutput::Format::Text,
+                     out, o.user_stack);
   Symbolizer symbolizer;
   EventDecoder decoder(*plan);
-  DecodedEvent decoded;
+  DecodedEvent decoded;  // reused from event to event
+  std::vector<Frame> frames;
+  uint64_t read_events = 0;
+  auto limit_reached = [&] {
+    return o.session.max_events && output.events() >= o.session.max_events;
+  };
   auto on_event = [&](const uscope_event& ev, std::span<const uint8_t> payload) {
-    if (o.session.max_events && output.events() >= o.session.max_events) return;
+    ++read_events;
+    if (limit_reached()) return;
     if (!decoder.decode(ev, payload, decoded)) return;  // counted as malformed
-    auto data = payload.first(ev.data_len);
     if (o.user_stack) {
-      std::vector<Frame> frames =
-          symbolizer.symbolize(static_cast<pid_t>(ev.tgid), decoded.user_stack, true);
-      output.event(ev, data, &frames);
+      // Symbolizing allocates: -U is not the cheap path.
+      frames = symbolizer.symbolize(static_cast<pid_t>(ev.tgid), decoded.user_stack, true);
+      output.event(decoded, &frames);
     } else {
-      output.event(ev, data, nullptr);
+      output.event(decoded, nullptr);
     }
   };
   if (auto r = program->open_events(on_event); !r) return report_error(r.error().message);
@@ -134,36 +168,49 @@ int run_trace(const TraceCommandOptions& o) {
 
   EventLoop::Callbacks cb;
   cb.data_fd = program->events_epoll_fd();
-  // Flushed per batch: a person (or a pipe) sees events as they happen, not at exit.
-  // A bounded batch per wake-up (the event loop's rewrite owns the policy; see kPollPeriodMs).
   std::optional<Error> read_error;
   cb.drain = [&] {
-    size_t handed = 0;
-    for (int round = 0; round < 64; ++round) {
-      auto r = program->consume(1024);
-      if (!r) {
-        read_error = r.error();
-        break;
-      }
-      handed += r->events;
-      if (!r->more_pending) break;
-    }
-    if (handed) std::fflush(stdout);
+    auto r = program->consume(kBatchEvents);
+    if (!r) read_error = r.error();
+    return r && r->more_pending;
   };
-  cb.done = [&] {
-    return read_error || (o.session.max_events && output.events() >= o.session.max_events);
-  };
+  cb.output = &out;
+  // The BPF side batches its wake-ups: read the ring on a timer as well.
+  cb.data_poll = std::chrono::milliseconds(TraceProgram::kPollPeriodMs);
+  cb.done = [&] { return read_error || limit_reached(); };
   StopReason why = (*session)->run(cb);
+
+  // Detach first: nothing new arrives while what was caught is read and written out.
   program->detach();
-  if (auto r = program->consume_all(); !r && !read_error) read_error = r.error();
+  using clock = std::chrono::steady_clock;
+  auto drain_until = clock::now() + kStopDrain;
+  while (why != StopReason::OutputClosed && !limit_reached() && out.has_room() &&
+         clock::now() < drain_until && cb.drain()) {
+  }
+  out.flush_until(clock::now() + kStopFlush);
   if (read_error) return report_error(read_error->message);
   auto counters = program->counters();
-  if (!counters) {
-    std::fflush(stdout);
-    return report_error("cannot read the event counters: " + counters.error().message);
+  if (!counters) return report_error("cannot read the event counters: " + counters.error().message);
+  TraceTotals t = totals_of(*counters);
+  t.bpf.malformed += decoder.malformed() + program->short_records();
+  t.bpf.truncated += decoder.late_truncated();
+  t.printed = output.events();
+  t.late_strings = decoder.late_strings();
+  t.unreadable_strings = decoder.unreadable_strings();
+  // Written by the BPF side but never written out: left in the ring buffer at the stop (unless
+  // -M said no more), or formatted and still buffered when the output did not take them in time.
+  if (why != StopReason::MaxEvents && t.bpf.emitted > read_events)
+    t.output_dropped += t.bpf.emitted - read_events;
+  uint64_t dropped = output.events_in(out.drop_pending());
+  t.output_dropped += dropped;
+  t.printed -= dropped;
+  if (o.session.json) {
+    // After the events, in the same stream; when even it cannot be written, stderr says it all.
+    out.append(json_summary(*plan, t, why));
+    if (out.flush_until(clock::now() + kSummaryFlush)) return kExitOk;
+    fmt::print(stderr, "uscope: the JSON summary could not be written to the output in time\n");
   }
-  print_summary(o, *plan, *counters, output, decoder, why);
-  std::fflush(stdout);
+  print_text_summary(t, why);
   return kExitOk;
 }
 

@@ -8,10 +8,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <utility>
-#include <vector>
 
 namespace uscope {
 
@@ -43,6 +43,8 @@ std::string describe(StopReason r) {
       return "target exec'd another program";
     case StopReason::MaxEvents:
       return "event limit reached";
+    case StopReason::OutputClosed:
+      return "output closed";
   }
   return "stopped";
 }
@@ -66,10 +68,11 @@ Result<EventLoop> EventLoop::create(const EventLoopOptions& opts) {
       return fail_errno(e, "pidfd_open({}): {}", opts.watch_pid, std::strerror(e));
     }
     loop.pid_fd_.reset(fd);
+    // Built once: the loop itself allocates nothing while it runs.
+    loop.exe_path_ = "/proc/" + std::to_string(opts.watch_pid) + "/exe";
     if (opts.exe_dev == 0 && opts.exe_ino == 0) {
       struct stat st {};
-      std::string exe = "/proc/" + std::to_string(opts.watch_pid) + "/exe";
-      if (stat(exe.c_str(), &st) == 0) {
+      if (stat(loop.exe_path_.c_str(), &st) == 0) {
         loop.opts_.exe_dev = st.st_dev;
         loop.opts_.exe_ino = st.st_ino;
       }
@@ -82,6 +85,7 @@ EventLoop::EventLoop(EventLoop&& o) noexcept
     : opts_(o.opts_),
       signal_fd_(std::move(o.signal_fd_)),
       pid_fd_(std::move(o.pid_fd_)),
+      exe_path_(std::move(o.exe_path_)),
       restore_mask_(std::exchange(o.restore_mask_, false)),
       exe_armed_(o.exe_armed_),
       child_status_(o.child_status_) {}
@@ -96,8 +100,7 @@ EventLoop::~EventLoop() {
 bool EventLoop::target_execed() {
   if (opts_.watch_pid <= 0 || (opts_.exe_dev == 0 && opts_.exe_ino == 0)) return false;
   struct stat st {};
-  std::string exe = "/proc/" + std::to_string(opts_.watch_pid) + "/exe";
-  if (stat(exe.c_str(), &st) != 0) return false;  // gone: the pidfd reports the exit
+  if (stat(exe_path_.c_str(), &st) != 0) return false;  // gone: the pidfd reports the exit
   bool same = st.st_dev == opts_.exe_dev && st.st_ino == opts_.exe_ino;
   if (same) exe_armed_ = true;
   // A launched child runs uscope's image until its exec: only a change after the expected
@@ -125,33 +128,48 @@ StopReason EventLoop::run(const Callbacks& cb) {
                             : clock::time_point::max();
   exe_armed_ = !opts_.watch_is_child;
   auto next_exec_check = start;
+  bool more = false;  // the last drain left events in the ring
   for (;;) {
-    std::vector<pollfd> fds{{signal_fd_.get(), POLLIN, 0}};
-    if (pid_fd_.valid()) fds.push_back({pid_fd_.get(), POLLIN, 0});
-    if (cb.data_fd >= 0) fds.push_back({cb.data_fd, POLLIN, 0});
+    bool room = !cb.output || cb.output->has_room();
+    pollfd fds[4];
+    nfds_t n_fds = 0;
+    fds[n_fds++] = {signal_fd_.get(), POLLIN, 0};
+    int pid_at = -1, data_at = -1, out_at = -1;
+    if (pid_fd_.valid())
+      pid_at = static_cast<int>(n_fds), fds[n_fds++] = {pid_fd_.get(), POLLIN, 0};
+    if (cb.data_fd >= 0 && room)
+      data_at = static_cast<int>(n_fds), fds[n_fds++] = {cb.data_fd, POLLIN, 0};
+    if (cb.output && cb.output->pending() > 0)
+      out_at = static_cast<int>(n_fds), fds[n_fds++] = {cb.output->fd(), POLLOUT, 0};
     auto now = clock::now();
-    auto wake = std::min(deadline, next_interval);
-    int timeout = kExecCheckMs;
-    if (wake != clock::time_point::max()) {
-      auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(wake - now).count();
+    auto wake = std::min({deadline, next_interval, next_exec_check});
+    if (cb.data_fd >= 0 && room && cb.data_poll.count() > 0)
+      wake = std::min(wake, now + cb.data_poll);
+    int timeout = 0;
+    if (!(more && room)) {
+      auto ms = std::chrono::ceil<std::chrono::milliseconds>(wake - now).count();
       timeout = static_cast<int>(std::clamp<long long>(ms, 0, kExecCheckMs));
     }
-    int n = poll(fds.data(), fds.size(), timeout);
+    int n = poll(fds, n_fds, timeout);
     if (n < 0 && errno != EINTR) return StopReason::Signal;
-    if (cb.drain) cb.drain();
-    if (cb.done && cb.done()) return StopReason::MaxEvents;
-    for (const auto& p : fds) {
-      if (!(p.revents & POLLIN)) continue;
-      if (p.fd == signal_fd_.get()) {
-        signalfd_siginfo si;
-        if (read(signal_fd_.get(), &si, sizeof(si)) > 0) return StopReason::Signal;
-      }
-      if (p.fd == pid_fd_.get()) {
-        if (cb.drain) cb.drain();  // events written just before the exit
-        reap_child();
-        return StopReason::TargetExited;
-      }
+    // A stop comes first: whatever else is ready, it takes effect now.
+    if (fds[0].revents & POLLIN) {
+      signalfd_siginfo si;
+      if (read(signal_fd_.get(), &si, sizeof(si)) > 0) return StopReason::Signal;
     }
+    if (pid_at >= 0 && (fds[pid_at].revents & POLLIN)) {
+      reap_child();
+      return StopReason::TargetExited;  // the caller reads what is left after detaching
+    }
+    if (out_at >= 0 && fds[out_at].revents) {
+      cb.output->write_ready();
+      if (cb.output->failed()) return StopReason::OutputClosed;
+    }
+    if (cb.drain && (!cb.output || cb.output->has_room())) {
+      bool due = more || (data_at >= 0 && fds[data_at].revents) || cb.data_poll.count() > 0;
+      more = due && cb.drain();
+    }
+    if (cb.done && cb.done()) return StopReason::MaxEvents;
     now = clock::now();
     // A stat() of /proc/PID/exe per wake-up would cost a syscall per ring-buffer batch.
     if (now >= next_exec_check) {

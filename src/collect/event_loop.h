@@ -1,6 +1,8 @@
 #pragma once
 // The loop every tracing session runs: wakes on ring-buffer data, SIGINT/SIGTERM, the target's
-// exit (pidfd) or exec (its /proc/PID/exe changes), the -d deadline and the -i interval.
+// exit (pidfd) or exec (its /proc/PID/exe changes), the -d deadline, the -i interval and the output
+// becoming writable. The work per wake-up is bounded (one batch of events, a few pieces of
+// output), so a stop takes effect within milliseconds at any event rate.
 #include <sys/types.h>
 
 #include <chrono>
@@ -8,12 +10,13 @@
 #include <optional>
 #include <string>
 
+#include "util/output_buffer.h"
 #include "util/result.h"
 #include "util/unique_fd.h"
 
 namespace uscope {
 
-enum class StopReason { Signal, Duration, TargetExited, TargetExeced, MaxEvents };
+enum class StopReason { Signal, Duration, TargetExited, TargetExeced, MaxEvents, OutputClosed };
 std::string describe(StopReason r);
 
 struct EventLoopOptions {
@@ -36,10 +39,17 @@ class EventLoop {
   ~EventLoop();
 
   struct Callbacks {
-    int data_fd = -1;                // epoll fd of the ring buffer, -1 if none
-    std::function<void()> drain;     // read what is ready
+    int data_fd = -1;  // epoll fd of the ring buffer, -1 if none
+    // Reads one bounded batch of what is ready; true when more is left.
+    std::function<bool()> drain;
     std::function<void()> interval;  // every -i
     std::function<bool()> done;      // e.g. -M reached
+    // Written when its fd is writable; while it is full, drain waits (and the kernel counts what
+    // no longer fits the ring buffer as lost). nullptr: no buffered output.
+    OutputBuffer* output = nullptr;
+    // Look at the ring buffer at least this often even without a wake-up (the BPF side batches
+    // its wake-ups); zero: only on wake-ups.
+    std::chrono::milliseconds data_poll{0};
   };
   StopReason run(const Callbacks& cb);
 
@@ -54,6 +64,7 @@ class EventLoop {
   EventLoopOptions opts_;
   UniqueFd signal_fd_;
   UniqueFd pid_fd_;
+  std::string exe_path_;  // /proc/PID/exe of the watched process
   bool restore_mask_ = false;
   bool exe_armed_ = false;
   std::optional<int> child_status_;

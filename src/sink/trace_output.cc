@@ -1,140 +1,68 @@
 #include "sink/trace_output.h"
 
-#include <fmt/core.h>
 #include <time.h>
 
-#include <cstring>
-#include <nlohmann/json.hpp>
-
-#include "discover/process.h"
+#include "sink/text_writer.h"
 
 namespace uscope {
 
-std::vector<FieldValue> decode_fields(const ProbePlan& probe, std::span<const uint8_t> data,
-                                      const LateStringReader& late_read) {
-  std::vector<FieldValue> out;
-  size_t pos = 0;
-  for (const auto& f : probe.fields) {
-    FieldValue v;
-    if (f.kind == OutputField::Kind::Value) {
-      if (pos + 8 > data.size()) break;
-      std::memcpy(&v.number, data.data() + pos, 8);
-      pos += 8;
-    } else {
-      uint32_t len = 0;
-      if (pos + 4 > data.size()) break;
-      std::memcpy(&len, data.data() + pos, 4);
-      pos += 4;
-      v.is_string = true;
-      if (len & TRACE_STR_DEFERRED) {
-        uint64_t addr = 0;
-        if (pos + 8 > data.size()) break;
-        std::memcpy(&addr, data.data() + pos, 8);
-        pos += 8;
-        auto text = late_read ? late_read(addr, len & TRACE_STR_LEN_MASK, len & TRACE_STR_EXACT)
-                              : std::nullopt;
-        v.late = text.has_value();
-        v.unreadable = !v.late;
-        v.text = text.value_or("");
-        out.push_back(std::move(v));
-        continue;
-      }
-      len = static_cast<uint32_t>(std::min<size_t>(len & TRACE_STR_LEN_MASK, data.size() - pos));
-      v.text.assign(reinterpret_cast<const char*>(data.data() + pos), len);
-      pos += len;
-    }
-    out.push_back(std::move(v));
-  }
-  return out;
-}
-
-std::string printable_bytes(std::string_view s) {
-  std::string out;
-  for (unsigned char c : s) {
-    if (c >= 0x20 && c < 0x7f && c != '\\')
-      out += static_cast<char>(c);
-    else if (c == '\\')
-      out += "\\\\";
-    else if (c == '\n')
-      out += "\\n";
-    else if (c == '\r')
-      out += "\\r";
-    else if (c == '\t')
-      out += "\\t";
-    else
-      out += fmt::format("\\x{:02x}", c);
-  }
-  return out;
-}
-
 namespace {
 
-// Appends format text that is not a conversion, turning "%%" into "%".
-void append_literal(std::string& out, std::string_view text) {
-  for (size_t i = 0; i < text.size(); ++i) {
-    out += text[i];
-    if (text[i] == '%' && i + 1 < text.size() && text[i + 1] == '%') ++i;
-  }
+constexpr size_t kTimeWidth = 15, kPidWidth = 7, kCommWidth = 16, kFuncWidth = 20;
+
+std::string_view comm_of(const uscope_event& ev) {
+  size_t n = 0;
+  while (n < sizeof(ev.comm) && ev.comm[n]) ++n;
+  return {ev.comm, n};
 }
 
-// Renders one conversion with the C library, typed as the conversion's length modifier says.
-// The conversion text was validated by the spec parser (flags, width, precision, l/ll/h/hh/z and
-// one of d i u x X p c s), so it is safe to hand to snprintf.
-std::string render(const std::string& spec, const FormatConversion& c, const FieldValue& v) {
-  char buf[4096];
-  const char* f = spec.c_str();
-  int n = 0;
-  if (c.conv == 's') {
-    std::string shown = printable_bytes(v.text);
-    n = std::snprintf(buf, sizeof(buf), f, shown.c_str());
-  } else if (c.conv == 'p') {
-    n = std::snprintf(buf, sizeof(buf), f, reinterpret_cast<void*>(v.number));
-  } else if (c.conv == 'c') {
-    n = std::snprintf(buf, sizeof(buf), f, static_cast<int>(static_cast<unsigned char>(v.number)));
-  } else {
-    bool is_signed = c.conv == 'd' || c.conv == 'i';
-    if (c.length == "l" || c.length == "ll" || c.length == "z")
-      n = is_signed ? std::snprintf(buf, sizeof(buf), f, static_cast<long long>(v.number))
-                    : std::snprintf(buf, sizeof(buf), f, static_cast<unsigned long long>(v.number));
-    else
-      n = is_signed ? std::snprintf(buf, sizeof(buf), f, static_cast<int>(v.number))
-                    : std::snprintf(buf, sizeof(buf), f, static_cast<unsigned>(v.number));
-  }
-  if (n < 0) return "?";
-  return std::string(buf, std::min<size_t>(static_cast<size_t>(n), sizeof(buf) - 1));
+std::string to_string(OutputBuffer& b) {
+  return std::string(b.since(0));
+}
+
+void append_number_column(OutputBuffer& out, uint64_t v, size_t width) {
+  char buf[kMaxDecimal];
+  char* end = buf + sizeof(buf);
+  char* p = decimal_backwards(v, end);
+  append_padded(out, std::string_view(p, static_cast<size_t>(end - p)), width, false);
+}
+
+void append_key(OutputBuffer& out, std::string_view key) {
+  out.append(",\"");
+  out.append(key);
+  out.append("\":");
 }
 
 }  // namespace
 
-std::string format_message(const ProbePlan& probe, const std::vector<FieldValue>& values) {
-  const std::string& format = probe.spec.format;
-  const auto& convs = probe.spec.conversions;
-  std::string out;
-  size_t pos = 0;
-  for (size_t i = 0; i < convs.size(); ++i) {
-    const auto& c = convs[i];
-    if (c.format_pos < pos || c.format_pos + c.format_len > format.size()) break;
-    append_literal(out, std::string_view(format).substr(pos, c.format_pos - pos));
-    std::string spec = format.substr(c.format_pos, c.format_len);
-    // "%zu" and "%lu" are rendered through long long: normalize the length modifier.
-    if (!c.length.empty()) {
-      auto at = spec.rfind(c.length);
-      if (at != std::string::npos)
-        spec.replace(at, c.length.size(),
-                     (c.length == "l" || c.length == "ll" || c.length == "z") ? "ll" : c.length);
-    }
-    out += i < values.size() ? render(spec, c, values[i]) : "?";
-    pos = c.format_pos + c.format_len;
-  }
-  if (pos < format.size()) append_literal(out, std::string_view(format).substr(pos));
-  return out;
+std::string format_message(const ProbePlan& probe, std::span<const DecodedValue> values) {
+  OutputBuffer b(-1, 4096);
+  MessageFormat(probe.spec).render(values, b);
+  return to_string(b);
 }
 
-TraceOutput::TraceOutput(const TracePlan& plan, Format format, std::FILE* out)
-    : plan_(plan), format_(format), out_(out) {
-  // A program reading JSON Lines must get whole lines even when a traced command (-c) writes to
-  // the same pipe: one write() per line keeps each line atomic (lines are under PIPE_BUF).
-  if (format_ == Format::JsonLines) std::setvbuf(out_, nullptr, _IOLBF, 0);
+std::string printable_bytes(std::string_view s) {
+  OutputBuffer b(-1, 4096);
+  append_printable(b, s);
+  return to_string(b);
+}
+
+TraceOutput::TraceOutput(const TracePlan& plan, Format format, OutputBuffer& out, bool with_stacks)
+    : format_(format), out_(out), with_stacks_(with_stacks), message_(-1, 64 * 1024) {
+  for (const auto& p : plan.probes) {
+    ProbeText t{MessageFormat(p.spec), {}, {}};
+    OutputBuffer b(-1, 4096);
+    append_padded(b, p.label, kFuncWidth, true);
+    t.text_label = to_string(b);
+    b.truncate(0);
+    b.append(",\"probe\":");
+    append_json_string(b, p.spec.text);
+    b.append(",\"function\":");
+    append_json_string(b, p.label);
+    b.append(",\"message\":");
+    t.json_head = to_string(b);
+    probes_.push_back(std::move(t));
+  }
   timespec rt{}, mono{};
   clock_gettime(CLOCK_REALTIME, &rt);
   clock_gettime(CLOCK_MONOTONIC, &mono);
@@ -142,80 +70,155 @@ TraceOutput::TraceOutput(const TracePlan& plan, Format format, std::FILE* out)
       (rt.tv_sec - mono.tv_sec) * 1'000'000'000LL + (rt.tv_nsec - mono.tv_nsec);
 }
 
-std::string TraceOutput::wall_time(uint64_t ktime_ns) const {
-  int64_t ns = static_cast<int64_t>(ktime_ns) + realtime_minus_monotonic_ns_;
-  time_t secs = static_cast<time_t>(ns / 1'000'000'000);
-  tm t{};
-  localtime_r(&secs, &t);
-  return fmt::format("{:02}:{:02}:{:02}.{:06}", t.tm_hour, t.tm_min, t.tm_sec,
-                     (ns % 1'000'000'000) / 1000);
-}
-
 void TraceOutput::header() {
-  if (format_ == Format::Text)
-    fmt::print(out_, "{:<15} {:>7} {:>7} {:<16} {:<20} {}\n", "TIME", "PID", "TID", "COMM", "FUNC",
-               "MESSAGE");
-  std::fflush(out_);
+  if (format_ != Format::Text) return;
+  append_padded(out_, "TIME", kTimeWidth, true);
+  out_.append(' ');
+  append_padded(out_, "PID", kPidWidth, false);
+  out_.append(' ');
+  append_padded(out_, "TID", kPidWidth, false);
+  out_.append(' ');
+  append_padded(out_, "COMM", kCommWidth, true);
+  out_.append(' ');
+  append_padded(out_, "FUNC", kFuncWidth, true);
+  out_.append(" MESSAGE\n");
 }
 
-void TraceOutput::event(const uscope_event& ev, std::span<const uint8_t> data,
-                        const std::vector<Frame>* stack) {
-  if (ev.probe_id >= plan_.probes.size()) return;
-  const ProbePlan& probe = plan_.probes[ev.probe_id];
-  auto late_read = [&ev](uint64_t addr, uint32_t len, bool exact) -> std::optional<std::string> {
-    std::string buf(len, '\0');
-    auto n = read_process_memory(static_cast<pid_t>(ev.tgid), addr,
-                                 std::span<uint8_t>(reinterpret_cast<uint8_t*>(buf.data()), len));
-    if (!n || (exact && *n < len)) return std::nullopt;
-    buf.resize(*n);
-    if (!exact) buf.resize(std::min(buf.find('\0'), buf.size()));
-    return buf;
-  };
-  auto values = decode_fields(probe, data, late_read);
-  for (const auto& v : values) {
-    late_strings_ += v.late;
-    unreadable_strings_ += v.unreadable;
+// HH:MM:SS.uuuuuu in local time.
+void TraceOutput::wall_time(uint64_t ktime_ns) {
+  int64_t ns = static_cast<int64_t>(ktime_ns) + realtime_minus_monotonic_ns_;
+  int64_t secs = ns / 1'000'000'000;
+  if (secs != cached_second_) {
+    time_t t = static_cast<time_t>(secs);
+    tm local{};
+    localtime_r(&t, &local);
+    int parts[3] = {local.tm_hour, local.tm_min, local.tm_sec};
+    for (int i = 0; i < 3; ++i) {
+      cached_hms_[3 * i] = static_cast<char>('0' + parts[i] / 10 % 10);
+      cached_hms_[3 * i + 1] = static_cast<char>('0' + parts[i] % 10);
+      if (i < 2) cached_hms_[3 * i + 2] = ':';
+    }
+    cached_second_ = secs;
   }
-  std::string message = format_message(probe, values);
-  std::string comm(ev.comm, strnlen(ev.comm, sizeof(ev.comm)));
+  char* p = out_.reserve(15);
+  for (int i = 0; i < 8; ++i) p[i] = cached_hms_[i];
+  p[8] = '.';
+  auto micros = static_cast<uint64_t>(ns % 1'000'000'000) / 1000;
+  for (int i = 14; i >= 9; --i, micros /= 10) p[i] = static_cast<char>('0' + micros % 10);
+  out_.commit(15);
+}
+
+void TraceOutput::event(const DecodedEvent& ev, const std::vector<Frame>* stack) {
+  if (ev.header.probe_id >= probes_.size()) return;
+  const ProbeText& probe = probes_[ev.header.probe_id];
+  for (size_t i = 0; i < ev.n_values; ++i) truncated_strings_ += ev.values[i].truncated;
   ++events_;
-  if (format_ == Format::Text) {
-    fmt::print(out_, "{:<15} {:>7} {:>7} {:<16} {:<20} {}\n", wall_time(ev.ts), ev.tgid, ev.tid,
-               comm, probe.label, message);
-    if (stack) {
-      for (const auto& f : *stack) fmt::print(out_, "        {}\n", f.describe());
-      fmt::print(out_, "\n");
+  if (format_ == Format::Text)
+    text_event(ev, probe, stack);
+  else
+    json_event(ev, probe, stack);
+}
+
+void TraceOutput::text_event(const DecodedEvent& ev, const ProbeText& probe,
+                             const std::vector<Frame>* stack) {
+  wall_time(ev.header.ts);
+  out_.append(' ');
+  append_number_column(out_, ev.header.tgid, kPidWidth);
+  out_.append(' ');
+  append_number_column(out_, ev.header.tid, kPidWidth);
+  out_.append(' ');
+  // A comm is whatever the process set (prctl): made printable so that one event stays one line.
+  std::string_view comm = comm_of(ev.header);
+  size_t mark = out_.pending();
+  append_printable(out_, comm);
+  size_t comm_len = out_.pending() - mark;
+  if (comm_len < kCommWidth) out_.append_repeated(' ', kCommWidth - comm_len);
+  out_.append(' ');
+  out_.append(probe.text_label);
+  out_.append(' ');
+  probe.message.render(std::span(ev.values.data(), ev.n_values), out_);
+  out_.append('\n');
+  if (!with_stacks_) return;
+  if (stack) {
+    for (const auto& f : *stack) {
+      // Frames are symbolized per event already (-U allocates); describe() is their one format.
+      out_.append("        ");
+      out_.append(f.describe());
+      out_.append('\n');
     }
-  } else {
-    nlohmann::json vals = nlohmann::json::array();
-    for (const auto& v : values) {
-      if (v.is_string)
-        vals.push_back(v.text);
-      else
-        vals.push_back(v.number);
-    }
-    nlohmann::json j = {{"kind", "event"},
-                        {"time_ns", static_cast<int64_t>(ev.ts) + realtime_minus_monotonic_ns_},
-                        {"pid", ev.tgid},
-                        {"tid", ev.tid},
-                        {"comm", comm},
-                        {"cpu", ev.cpu},
-                        {"probe", probe.spec.text},
-                        {"function", probe.label},
-                        {"message", message},
-                        {"values", vals}};
-    if (ev.duration_ns) j["duration_ns"] = ev.duration_ns;
-    if (stack) {
-      nlohmann::json frames = nlohmann::json::array();
-      for (const auto& f : *stack)
-        frames.push_back({{"address", f.address},
-                          {"function", f.function},
-                          {"offset", f.function_offset},
-                          {"object", f.object}});
-      j["stack"] = frames;
-    }
-    fmt::print(out_, "{}\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   }
+  out_.append('\n');
+}
+
+void TraceOutput::json_event(const DecodedEvent& ev, const ProbeText& probe,
+                             const std::vector<Frame>* stack) {
+  const uscope_event& h = ev.header;
+  out_.append("{\"kind\":\"event\",\"time_ns\":");
+  append_signed(out_, static_cast<int64_t>(h.ts) + realtime_minus_monotonic_ns_);
+  append_key(out_, "pid");
+  append_decimal(out_, h.tgid);
+  append_key(out_, "tid");
+  append_decimal(out_, h.tid);
+  append_key(out_, "comm");
+  append_json_string(out_, comm_of(h));
+  append_key(out_, "cpu");
+  append_decimal(out_, h.cpu);
+  out_.append(probe.json_head);
+  // The message is printable ASCII but for the format's own literal text: escape only if needed.
+  message_.truncate(0);
+  probe.message.render(std::span(ev.values.data(), ev.n_values), message_);
+  std::string_view message = message_.since(0);
+  if (json_plain(message)) {
+    out_.append('"');
+    out_.append(message);
+    out_.append('"');
+  } else {
+    append_json_string(out_, message);
+  }
+  out_.append(",\"values\":[");
+  for (size_t i = 0; i < ev.n_values; ++i) {
+    if (i) out_.append(',');
+    const DecodedValue& v = ev.values[i];
+    if (v.is_string)
+      append_json_string(out_, v.text);
+    else
+      append_decimal(out_, v.number);
+  }
+  out_.append(']');
+  if (h.duration_ns) {
+    append_key(out_, "duration_ns");
+    append_decimal(out_, h.duration_ns);
+  }
+  if (ev.truncated()) out_.append(",\"truncated\":true");
+  if (stack) {
+    out_.append(",\"stack\":[");
+    bool first = true;
+    for (const auto& f : *stack) {
+      out_.append(first ? "{\"address\":" : ",{\"address\":");
+      first = false;
+      append_decimal(out_, f.address);
+      append_key(out_, "function");
+      append_json_string(out_, f.function);
+      append_key(out_, "offset");
+      append_decimal(out_, f.function_offset);
+      append_key(out_, "object");
+      append_json_string(out_, f.object);
+      out_.append('}');
+    }
+    out_.append(']');
+  }
+  out_.append("}\n");
+}
+
+uint64_t TraceOutput::events_in(std::string_view bytes) const {
+  // JSON Lines and text without stacks: one line per event. Text with stacks: an event ends with
+  // an empty line.
+  uint64_t n = 0;
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    if (bytes[i] != '\n') continue;
+    if (format_ == Format::JsonLines || !with_stacks_ || (i > 0 && bytes[i - 1] == '\n')) ++n;
+  }
+  return n;
 }
 
 }  // namespace uscope
