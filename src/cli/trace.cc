@@ -105,6 +105,8 @@ void print_text_summary(const TraceTotals& t, StopReason why) {
 constexpr auto kStopDrain = std::chrono::milliseconds(20);
 constexpr auto kStopFlush = std::chrono::milliseconds(30);
 constexpr auto kSummaryFlush = std::chrono::milliseconds(10);
+// After the target ended: how long an output that takes nothing is waited for.
+constexpr auto kStalledOutput = std::chrono::seconds(1);
 // Events per read of the ring buffer: bounds the work between two looks at signals and timers
 // (~0.5 ms of formatting).
 constexpr size_t kBatchEvents = 512;
@@ -183,11 +185,28 @@ int run_trace(const TraceCommandOptions& o) {
   // Detach first: nothing new arrives while what was caught is read and written out.
   program->detach();
   using clock = std::chrono::steady_clock;
+  // What the ring still holds is read and written out. When the user stopped the session (signal,
+  // -d), only within a short deadline, so that the stop takes effect at once; when the target
+  // ended, all of it (nothing new can arrive, and a -c user wants every event of the command) for
+  // as long as the output keeps taking bytes.
+  const bool read_all = why == StopReason::TargetExited || why == StopReason::TargetExeced;
+  // Writes what is pending; false when the output took nothing for kStalledOutput.
+  auto flush_while_taken = [&] {
+    for (;;) {
+      size_t before = out.pending();
+      if (out.flush_until(clock::now() + kStalledOutput)) return true;
+      if (out.failed() || out.pending() >= before) return false;
+    }
+  };
   auto drain_until = clock::now() + kStopDrain;
-  while (why != StopReason::OutputClosed && !limit_reached() && out.has_room() &&
-         clock::now() < drain_until && cb.drain()) {
+  while (why != StopReason::OutputClosed && !limit_reached()) {
+    if (!out.has_room() && (!read_all || !flush_while_taken())) break;
+    if ((!read_all && clock::now() >= drain_until) || !cb.drain()) break;
   }
-  out.flush_until(clock::now() + kStopFlush);
+  if (read_all)
+    flush_while_taken();
+  else
+    out.flush_until(clock::now() + kStopFlush);
   if (read_error) return report_error(read_error->message);
   auto counters = program->counters();
   if (!counters) return report_error("cannot read the event counters: " + counters.error().message);
