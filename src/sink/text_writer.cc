@@ -10,6 +10,22 @@ bool printable(unsigned char c) {
   return c >= 0x20 && c < 0x7f && c != '\\';
 }
 
+// The letter of a one-letter backslash escape both the text and the JSON form use, or 0.
+char short_escape(unsigned char c) {
+  switch (c) {
+    case '\\':
+      return '\\';
+    case '\n':
+      return 'n';
+    case '\r':
+      return 'r';
+    case '\t':
+      return 't';
+    default:
+      return 0;
+  }
+}
+
 // Length of the valid UTF-8 sequence starting `s` (a byte >= 0x80), or 0 when it is not one.
 size_t utf8_sequence(std::string_view s) {
   auto b = [&](size_t i) { return static_cast<unsigned char>(s[i]); };
@@ -38,8 +54,7 @@ void append_padded(OutputBuffer& out, std::string_view s, size_t width, bool lef
 
 size_t printable_length(std::string_view s) {
   size_t n = 0;
-  for (unsigned char c : s)
-    n += printable(c) ? 1 : (c == '\\' || c == '\n' || c == '\r' || c == '\t') ? 2 : 4;
+  for (unsigned char c : s) n += printable(c) ? 1 : short_escape(c) ? 2 : 4;
   return n;
 }
 
@@ -52,23 +67,12 @@ void append_printable(OutputBuffer& out, std::string_view s) {
       continue;
     }
     *p++ = '\\';
-    switch (c) {
-      case '\\':
-        *p++ = '\\';
-        break;
-      case '\n':
-        *p++ = 'n';
-        break;
-      case '\r':
-        *p++ = 'r';
-        break;
-      case '\t':
-        *p++ = 't';
-        break;
-      default:
-        *p++ = 'x';
-        *p++ = kHex[c >> 4];
-        *p++ = kHex[c & 15];
+    if (char e = short_escape(c)) {
+      *p++ = e;
+    } else {
+      *p++ = 'x';
+      *p++ = kHex[c >> 4];
+      *p++ = kHex[c & 15];
     }
   }
   out.commit(static_cast<size_t>(p - start));
@@ -104,32 +108,12 @@ void append_json_string(OutputBuffer& out, std::string_view s) {
       continue;
     }
     *p++ = '\\';
-    switch (c) {
-      case '"':
-        *p++ = '"';
-        break;
-      case '\\':
-        *p++ = '\\';
-        break;
-      case '\n':
-        *p++ = 'n';
-        break;
-      case '\r':
-        *p++ = 'r';
-        break;
-      case '\t':
-        *p++ = 't';
-        break;
-      case '\b':
-        *p++ = 'b';
-        break;
-      case '\f':
-        *p++ = 'f';
-        break;
-      default:
-        for (char e : std::string_view("u00")) *p++ = e;
-        *p++ = kHex[c >> 4];
-        *p++ = kHex[c & 15];
+    if (char e = c == '"' ? '"' : c == '\b' ? 'b' : c == '\f' ? 'f' : short_escape(c)) {
+      *p++ = e;
+    } else {
+      for (char x : std::string_view("u00")) *p++ = x;
+      *p++ = kHex[c >> 4];
+      *p++ = kHex[c & 15];
     }
     ++i;
   }

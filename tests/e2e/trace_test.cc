@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "e2e_support.h"
+#include "session_support.h"
 
 namespace uscope::e2e {
 namespace {
@@ -207,26 +208,6 @@ TEST(trace, bad_specs_name_the_problem) {
   EXPECT_TRUE(bpf_links_of_programs("trace_").empty());
 }
 
-// Reads a 2-byte USDT semaphore in a live process.
-int read_semaphore(pid_t pid, uint64_t file_offset, const std::string& object) {
-  std::istringstream maps(shell("cat /proc/" + std::to_string(pid) + "/maps"));
-  std::string line;
-  while (std::getline(maps, line)) {
-    if (line.find(object) == std::string::npos) continue;
-    uint64_t start, end, off;
-    if (std::sscanf(line.c_str(), "%lx-%lx %*s %lx", &start, &end, &off) != 3) continue;
-    if (file_offset < off || file_offset >= off + (end - start)) continue;
-    uint16_t v = 0;
-    FILE* mem = fopen(("/proc/" + std::to_string(pid) + "/mem").c_str(), "rb");
-    if (!mem) return -1;
-    fseek(mem, static_cast<long>(start + file_offset - off), SEEK_SET);
-    size_t n = fread(&v, 2, 1, mem);
-    fclose(mem);
-    return n == 1 ? v : -1;
-  }
-  return -1;
-}
-
 TEST(trace, python_usdt_raises_semaphore_only_while_attached) {
   USCOPE_REQUIRE_ROOT();
   const std::string python = "/usr/bin/python3.11";
@@ -238,16 +219,16 @@ TEST(trace, python_usdt_raises_semaphore_only_while_attached) {
   GatedProcess py({python, fixture("python/workload.py"), "20", "--ready"});
   py.start();
   ASSERT_TRUE(py.wait_for_line("ready"));
-  EXPECT_EQ(read_semaphore(py.pid(), sem_offset, python), 0);
+  EXPECT_EQ(read_usdt_semaphore(py.pid(), sem_offset, python), 0);
 
   auto tracer =
       RunningCommand::uscope({"trace", "-p", std::to_string(py.pid()), "-d", "2.5", "--json",
                               "u:" + python + ":python:function__return \"%s:%s\", arg1, arg2",
                               "u:" + python + ":python:gc__start \"gen=%d\", arg1"});
   EXPECT_TRUE(wait_until("the USDT semaphore is raised",
-                         [&] { return read_semaphore(py.pid(), sem_offset, python) >= 1; }));
+                         [&] { return read_usdt_semaphore(py.pid(), sem_offset, python) >= 1; }));
   auto r = tracer.finish();
-  EXPECT_EQ(read_semaphore(py.pid(), sem_offset, python), 0);
+  EXPECT_EQ(read_usdt_semaphore(py.pid(), sem_offset, python), 0);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("workload.py:handle_request"), std::string::npos);
   EXPECT_NE(r.out.find("workload.py:leaf"), std::string::npos);
