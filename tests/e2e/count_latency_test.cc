@@ -11,23 +11,13 @@
 namespace uscope::e2e {
 namespace {
 
-std::vector<nlohmann::json> json_rows(const std::string& out) {
-  std::vector<nlohmann::json> rows;
-  std::istringstream in(out);
-  std::string line;
-  while (std::getline(in, line))
-    if (line.starts_with("{"))
-      rows.push_back(nlohmann::json::parse(line));  // not the target's output
-  return rows;
-}
-
 TEST(count, counts_exact_calls_of_a_command) {
   USCOPE_REQUIRE_ROOT();
   auto r =
       uscope({"count", "--json", "-c", fixture("native/target_loop") + " 12345", "work", "mai*"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::map<std::string, uint64_t> counts;
-  for (const auto& j : json_rows(r.out)) counts[j["function"]] = j["count"];
+  for (const auto& j : json_lines(r.out)) counts[j["function"]] = j["count"];
   EXPECT_EQ(counts["work"], 12345u) << r.out;
   EXPECT_EQ(counts["main"], 1u) << r.out;
   EXPECT_TRUE(bpf_links_of_programs("count_hit").empty());
@@ -58,7 +48,7 @@ TEST(count, calls_entering_mid_prologue_are_not_counted_for_the_other_function) 
                    "c:*memmove*"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   uint64_t mempcpy = 0, others = 0;
-  for (const auto& j : json_rows(r.out)) {
+  for (const auto& j : json_lines(r.out)) {
     std::string f = j["function"];
     (f.find("mempcpy") != std::string::npos ? mempcpy : others) += j["count"].get<uint64_t>();
   }
@@ -81,7 +71,7 @@ TEST(latency, histogram_counts_every_call) {
   USCOPE_REQUIRE_ROOT();
   auto r = uscope({"latency", "--json", "-c", fixture("native/target_loop") + " 2000", "work"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  auto rows = json_rows(r.out);
+  auto rows = json_lines(r.out);
   ASSERT_EQ(rows.size(), 1u) << r.out;
   EXPECT_EQ(rows[0]["calls"], 2000);
   EXPECT_EQ(rows[0]["entries"], 2000);

@@ -17,6 +17,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <sstream>
 
 namespace uscope::e2e {
 
@@ -332,6 +333,15 @@ testing::AssertionResult wait_for_port(int port) {
     close(fd);
     return ok;
   });
+}
+
+std::vector<nlohmann::json> json_lines(const std::string& out) {
+  std::vector<nlohmann::json> rows;
+  std::istringstream in(out);
+  std::string line;
+  while (std::getline(in, line))
+    if (line.starts_with("{")) rows.push_back(nlohmann::json::parse(line));
+  return rows;
 }
 
 std::string fixture(const std::string& relative) {

@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <functional>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <vector>
@@ -103,7 +104,11 @@ std::vector<int> bpf_links_of_programs(const std::string& prefix, pid_t owner = 
 // IDs of the BPF links process `pid` holds an fd to whose program name starts with `prefix`.
 std::vector<int> bpf_links_held_by(pid_t pid, const std::string& prefix);
 
-std::string fixture(const std::string& relative);  // USCOPE_FIXTURE_DIR/relative
+std::string fixture(const std::string& relative);
+
+// The JSON objects among the lines of `out` (lines starting with '{'; a traced command's own
+// output around them is skipped).
+std::vector<nlohmann::json> json_lines(const std::string& out);  // USCOPE_FIXTURE_DIR/relative
 
 // Fails the test (not skips) when not root: in CI a missing BPF capability is a failure. A macro,
 // because a failed assertion inside a helper function returns from the helper, not the test.

@@ -13,15 +13,6 @@
 namespace uscope::e2e {
 namespace {
 
-std::vector<nlohmann::json> json_lines(const std::string& out) {
-  std::vector<nlohmann::json> rows;
-  std::istringstream in(out);
-  std::string line;
-  while (std::getline(in, line))
-    if (!line.empty() && line[0] == '{') rows.push_back(nlohmann::json::parse(line));
-  return rows;
-}
-
 // The lines start_state reports about itself, without uscope's output around them.
 std::string start_state_report(const std::string& out) {
   std::istringstream in(out);

@@ -14,15 +14,6 @@ namespace {
 const char* const kPython = "/usr/bin/python3.11";
 const char* const kLibjvm = "/usr/lib/jvm/java-17-openjdk-amd64/lib/server/libjvm.so";
 
-std::vector<nlohmann::json> json_lines(const std::string& text) {
-  std::vector<nlohmann::json> out;
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line))
-    if (!line.empty()) out.push_back(nlohmann::json::parse(line));
-  return out;
-}
-
 std::set<std::string> readelf_usdt_pairs(const std::string& path) {
   std::istringstream in(shell("readelf -n " + path));
   std::set<std::string> pairs;

@@ -12,31 +12,13 @@
 #include <string>
 #include <vector>
 
+#include "../fixtures/matrix/matrix_variants.h"
 #include "e2e_support.h"
 
 namespace uscope::e2e {
 namespace {
 
 constexpr long kCalls = 3;  // iterations of the fixture's loop
-
-std::vector<std::string> matrix_variants() {
-  std::vector<std::string> out;
-  for (const char* opt : {"O0", "O2", "O3"})
-    for (const char* fp : {"fp", "nofp"})
-      for (const char* cet : {"cet", "nocet"})
-        for (const char* pie : {"pie", "nopie"})
-          out.push_back(std::string("matrix-") + opt + "-" + fp + "-" + cet + "-" + pie);
-  return out;
-}
-
-std::vector<nlohmann::json> json_rows(const std::string& out) {
-  std::vector<nlohmann::json> rows;
-  std::istringstream in(out);
-  std::string line;
-  while (std::getline(in, line))
-    if (line.starts_with("{")) rows.push_back(nlohmann::json::parse(line));  // not the target's
-  return rows;
-}
 
 // Each function, the probe that prints its arguments, and the messages iteration i prints.
 struct Probe {
@@ -102,7 +84,7 @@ class matrix : public ::testing::TestWithParam<std::string> {
     ASSERT_EQ(r.exit_code, 0) << r.err;
     std::map<std::string, std::vector<std::string>> got;
     int leaf_stacks = 0;
-    for (const auto& j : json_rows(r.out)) {
+    for (const auto& j : json_lines(r.out)) {
       if (j["kind"] != "event") continue;
       std::string fn = j["function"];
       got[fn].push_back(j["message"]);
@@ -133,7 +115,7 @@ TEST_P(matrix, count_counts_every_call_once) {
   auto r = uscope({"count", "--json", "-c", path() + " " + std::to_string(kCalls), "mx_*"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::map<std::string, uint64_t> counts;
-  for (const auto& j : json_rows(r.out))
+  for (const auto& j : json_lines(r.out))
     if (j.contains("function")) counts[j["function"]] = j["count"];
   std::map<std::string, uint64_t> want;
   for (const auto& p : kProbes) want[p.function] = p.function == "mx_recurse" ? 3 * kCalls : kCalls;
@@ -160,7 +142,7 @@ TEST(matrix_strings, string_compare_matches_the_whole_string_only) {
                    R"(p::mx_string (str(arg1) == "alpha") "whole %s", arg1)"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   int prefix = 0, whole = 0;
-  for (const auto& j : json_rows(r.out)) {
+  for (const auto& j : json_lines(r.out)) {
     if (j["kind"] != "event") continue;
     std::string m = j["message"];
     prefix += m.starts_with("prefix");
@@ -181,7 +163,7 @@ TEST(matrix_strings, long_strings_are_shortened_to_fit_the_event) {
                        "), str(arg1, " + len + "), *(s64*)arg1"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::vector<uint64_t> values;  // before the fix: none, every event dropped
-  for (const auto& j : json_rows(r.out)) {
+  for (const auto& j : json_lines(r.out)) {
     if (j["kind"] != "event") continue;
     ASSERT_EQ(j["values"].size(), 4u) << j.dump();
     values.push_back(j["values"][3]);

@@ -15,22 +15,13 @@
 #include <string>
 #include <vector>
 
+#include "../fixtures/matrix/matrix_variants.h"
 #include "discover/elf_file.h"
 #include "plan/planner.h"
 #include "symbolize/symbolizer.h"
 
 namespace uscope {
 namespace {
-
-std::vector<std::string> matrix_variants() {
-  std::vector<std::string> out;
-  for (const char* opt : {"O0", "O2", "O3"})
-    for (const char* fp : {"fp", "nofp"})
-      for (const char* cet : {"cet", "nocet"})
-        for (const char* pie : {"pie", "nopie"})
-          out.push_back(fmt::format("matrix-{}-{}-{}-{}", opt, fp, cet, pie));
-  return out;
-}
 
 std::string variant_path(const std::string& v) {
   return std::string(USCOPE_FIXTURE_DIR) + "/matrix/" + v;
