@@ -52,7 +52,9 @@ void expect_clean_end(UscopeChild& s, const std::string& cmd, const std::string&
         << s.err();
   }
   if (cmd == "count") {
-    EXPECT_NE(s.out().find("work"), std::string::npos) << s.out();
+    // The final table (work() has a row only if it ran after the attach: not a given when the
+    // target is killed at once on a loaded machine).
+    EXPECT_NE(s.out().find("COUNT"), std::string::npos) << s.out();
   }
   EXPECT_TRUE(nothing_attached(s.pid()));
 }

@@ -94,6 +94,7 @@ TEST(list_cli, libssl_by_short_name_agrees_with_nm_dynamic) {
 
 TEST(list_cli, process_lists_libc_functions_with_glob) {
   GatedProcess target({fixture("native/target_loop"), "1"});
+  ASSERT_TRUE(wait_for_mapping(target.pid(), "libc.so"));
   auto r = uscope({"list", "--json", "-p", std::to_string(target.pid()), "str*"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::set<std::string> objects, names;
