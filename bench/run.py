@@ -569,6 +569,20 @@ print(f"reader: events {events} lines {n} seconds {took:.3f}", flush=True)
 EVENT_LINE = {"uscope": r'^\{"kind":"event"', "bpftrace": r"^-?\d+\n$"}
 
 
+def split_events(path: str, event: str) -> tuple[int, str]:
+    """The number of event lines in the file, and its other lines. Read line by line: run.py must
+    stay small, as Linux carries a parent's peak RSS across fork and exec into its children's
+    ru_maxrss (a 100 MB read_text() here once showed every tool at 225 MiB)."""
+    rx, n, other = re.compile(event.encode()), 0, []
+    with open(path, "rb") as f:
+        for line in f:
+            if rx.match(line):
+                n += 1
+            else:
+                other.append(line.decode(errors="replace"))
+    return n, "".join(other)
+
+
 def storm_tool(a, tool: str, pid: int) -> list[str]:
     if tool == "count":
         return [str(a.uscope), "count", "--json", "-p", str(pid), STORM_FUNC]
@@ -615,7 +629,7 @@ def storm_once(a, tool: str, sink: str, n: int) -> dict:
                 res["path"] = f.name
                 p = Proc(storm_tool(a, tool, t.pid), stdout=f.fileno())
                 f.close()
-                out_lines = lambda: Path(res["path"]).read_text(errors="replace")[:4096]
+                out_lines = lambda: Path(res["path"]).read_bytes()[:4096].decode(errors="replace")
             else:
                 r, w = os.pipe()
                 rd = Proc([PYTHON, "-c", SLOW_READER, EVENT_LINE[tool], str(a.slow_every), str(a.slow_pause)],
@@ -640,14 +654,12 @@ def storm_once(a, tool: str, sink: str, n: int) -> dict:
         check(p.rc == 0, f"{tool} failed", p)
         res.update(tool_wall_s=p.t0 + p.end - go, rss_mib=p.maxrss_kib / 1024, tool_cpu_s=p.cpu_s)
         if sink == "file":
-            text = Path(res["path"]).read_text(errors="replace")
+            res["delivered"], text = split_events(res["path"], EVENT_LINE.get(tool, "^$"))
         if tool == "count":
             counts = {j["function"]: j["count"] for j in map(json.loads, re.findall(r"^\{.*\}$", text, re.M))}
             check(counts.get(STORM_FUNC) == n, f"uscope counted {counts.get(STORM_FUNC)} hits, not {n}", p)
             return res
-        if sink == "file":
-            res["delivered"] = len(re.findall(EVENT_LINE[tool].replace(r"\n$", "$"), text, re.M))
-        else:
+        if sink != "file":
             if not rd.wait(300):
                 raise BenchError(f"the slow reader did not finish\n{rd.describe()}")
             text = rd.text("out")
@@ -856,6 +868,11 @@ def machine(a) -> dict:
     }
 
 
+def own_rss_mib() -> float:
+    import resource
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 def loadavg() -> str:
     return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
@@ -874,7 +891,9 @@ def report(a, mach: dict, st: dict | None, ph: dict | None, lc: dict | None, sm:
     L: list[str] = []
     L.append(f"Run {mach['date']} on Linux {mach['kernel']}, {mach['cpus']} CPUs ({mach['cpu']}), "
              f"{mach['mem_gib']:.1f} GiB, Debian {mach['debian']}; {mach['uscope']} (git {mach['git']}), "
-             f"{mach['bpftrace']}. Load average (1/5/15 min) {mach['load']} at the start, {loadavg()} at the "
+             f"{mach['bpftrace']}. run.py's own peak RSS {own_rss_mib():.1f} MiB (a floor for every peak RSS "
+             f"below: Linux carries a parent's peak RSS into its children's ru_maxrss across fork and exec). "
+             f"Load average (1/5/15 min) {mach['load']} at the start, {loadavg()} at the "
              f"end. Medians after one discarded warm-up run (min–max in brackets): {a.runs} runs (A), "
              f"{a.per_hit_runs} rounds over all configurations (B); {a.libc_runs} runs, none discarded (C). "
              f"The whole run took {elapsed:.0f} s.")
