@@ -106,7 +106,7 @@ class Proc:
     command instead (then its stdout is not read here)."""
 
     def __init__(self, cmd: list[str], stdin_pipe: bool = False, env: dict | None = None,
-                 stdin: int | None = None, stdout: int | None = None):
+                 stdin: int | None = None, stdout: int | None = None, sample_hwm: bool = False):
         self.cmd = cmd
         self.cond = threading.Condition()
         self.lines: dict[str, list[tuple[float, str]]] = {"out": [], "err": []}
@@ -114,6 +114,7 @@ class Proc:
         self.rc: int | None = None
         self.maxrss_kib = 0
         self.cpu_s = 0.0
+        self.hwm_kib = 0  # VmHWM, sampled (sample_hwm): the process's own peak, unlike ru_maxrss
         self.t0 = time.monotonic()
         try:
             self.p = subprocess.Popen(
@@ -134,6 +135,8 @@ class Proc:
         ]
         if stdout is None:
             self.threads.append(threading.Thread(target=self._read, args=(self.p.stdout, "out"), daemon=True))
+        if sample_hwm:
+            threading.Thread(target=self._sample_hwm, daemon=True).start()
         for t in self.threads:
             t.start()
 
@@ -143,6 +146,19 @@ class Proc:
                 self.lines[key].append((time.monotonic() - self.t0, raw.decode(errors="replace")))
                 self.cond.notify_all()
         stream.close()
+
+    def _sample_hwm(self) -> None:
+        # ru_maxrss of a child starts from its parent's peak (Linux keeps the larger across fork and
+        # exec), so a tool smaller than run.py cannot be told from run.py: read its own high-water
+        # mark while it lives. It only grows, so the last sample misses at most its last 10 ms.
+        while self.end is None:
+            try:
+                m = re.search(r"^VmHWM:\s+(\d+) kB", Path(f"/proc/{self.pid}/status").read_text(), re.M)
+                if m:
+                    self.hwm_kib = max(self.hwm_kib, int(m.group(1)))
+            except OSError:
+                return
+            time.sleep(0.01)
 
     def _reap(self) -> None:
         _, status, ru = os.wait4(self.pid, 0)
@@ -627,7 +643,7 @@ def storm_once(a, tool: str, sink: str, n: int) -> dict:
             if sink == "file":
                 f = tempfile.NamedTemporaryFile(prefix="uscope-storm-", dir=a.workdir, delete=False)
                 res["path"] = f.name
-                p = Proc(storm_tool(a, tool, t.pid), stdout=f.fileno())
+                p = Proc(storm_tool(a, tool, t.pid), stdout=f.fileno(), sample_hwm=True)
                 f.close()
                 out_lines = lambda: Path(res["path"]).read_bytes()[:4096].decode(errors="replace")
             else:
@@ -635,7 +651,7 @@ def storm_once(a, tool: str, sink: str, n: int) -> dict:
                 rd = Proc([PYTHON, "-c", SLOW_READER, EVENT_LINE[tool], str(a.slow_every), str(a.slow_pause)],
                           stdin=r)
                 os.close(r)
-                p = Proc(storm_tool(a, tool, t.pid), stdout=w)
+                p = Proc(storm_tool(a, tool, t.pid), stdout=w, sample_hwm=True)
                 os.close(w)
                 procs.append(rd)
                 out_lines = lambda: rd.text("out")
@@ -652,7 +668,7 @@ def storm_once(a, tool: str, sink: str, n: int) -> dict:
         if not p.wait(300):
             raise BenchError(f"{tool} did not exit after its target\n{p.describe()}")
         check(p.rc == 0, f"{tool} failed", p)
-        res.update(tool_wall_s=p.t0 + p.end - go, rss_mib=p.maxrss_kib / 1024, tool_cpu_s=p.cpu_s)
+        res.update(tool_wall_s=p.t0 + p.end - go, rss_mib=p.hwm_kib / 1024, tool_cpu_s=p.cpu_s)
         if sink == "file":
             res["delivered"], text = split_events(res["path"], EVENT_LINE.get(tool, "^$"))
         if tool == "count":
@@ -695,7 +711,7 @@ def storm_sigterm(a, tool: str, bound: float) -> dict:
     SIGTERM 1 s into the storm; time until the tool exits, SIGKILL after `bound` s."""
     t = Proc([str(a.target), "emulated", "100000000", "--wait"], stdin_pipe=True)
     r, w = os.pipe()
-    p = Proc(storm_tool(a, tool, t.pid), stdout=w)
+    p = Proc(storm_tool(a, tool, t.pid), stdout=w, sample_hwm=True)
     os.close(w)
     seen = b""
     try:
@@ -722,7 +738,7 @@ def storm_sigterm(a, tool: str, bound: float) -> dict:
             res.update(exit_s=None, rc=p.rc, killed=True, after_kill_s=p.t0 + p.end - sent - bound)
         # Untraced again, the target's remaining calls take well under a second.
         res["target_ok"] = t.wait(60) and t.rc == 0 and re.search(r"^ns_per_call=", t.text("out"), re.M) is not None
-        res["rss_mib"] = p.maxrss_kib / 1024
+        res["rss_mib"] = p.hwm_kib / 1024
         res["summary"] = next((l for l in p.text("err").splitlines() if "events printed" in l), "")
         return res
     finally:
@@ -745,9 +761,10 @@ def bench_storm(a) -> dict:
         log(f"  storm round {rnd + 1}/{a.slow_runs} (to a slow pipe)")
         for tool in ["uscope", "bpftrace"]:
             res["slow"].setdefault(tool, []).append(storm_once(a, tool, "slow", n))
-    for tool in ["uscope", "bpftrace"]:
-        log(f"  SIGTERM during a storm: {tool}")
-        res["sigterm"][tool] = storm_sigterm(a, tool, a.sigterm_bound)
+    for rnd in range(a.sigterm_runs):
+        for tool in ["uscope", "bpftrace"]:
+            log(f"  SIGTERM during a storm: {tool} ({rnd + 1}/{a.sigterm_runs})")
+            res["sigterm"].setdefault(tool, []).append(storm_sigterm(a, tool, a.sigterm_bound))
     res["load_end"] = loadavg()
     res["cmds"] = {k: storm_tool(a, k, 0) for k in ["count", "uscope", "bpftrace"]}
     return res
@@ -775,6 +792,8 @@ def storm_report(a, sm: dict) -> list[str]:
     L.append("| to a file | target wall ns/call | target CPU ns/call | wall over count, ns/event | CPU over count, ns/event "
              "| events delivered | lost (ring) | not written (output) | events/s delivered (go → tool exit) | tool peak RSS | tool CPU |")
     L.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    L.insert(-2, "Peak RSS in this part is the tool's own VmHWM, sampled every 10 ms from /proc/PID/status.")
+    L.insert(-2, "")
     labels = {"none": "no probe", "count": "uscope count", "uscope": "uscope trace --json",
               "bpftrace": "bpftrace 0.17 printf"}
     for tool in ["none", "count", "uscope", "bpftrace"]:
@@ -819,16 +838,18 @@ def storm_report(a, sm: dict) -> list[str]:
              f"{med([r['rss_mib'] for r in S['uscope']]):.1f} MiB against {med([r['rss_mib'] for r in F['uscope']]):.1f} MiB "
              f"to a file: bounded (its output buffer is fixed; events that do not fit wait in the ring or are counted as lost).")
     L.append("")
-    L.append("SIGTERM 1 s into a storm (`bench_target emulated 100000000`, the tool's stdout a pipe nobody reads):")
+    L.append(f"SIGTERM 1 s into a storm (`bench_target emulated 100000000`, the tool's stdout a pipe nobody reads), "
+             f"{a.sigterm_runs} runs per tool, each shown:")
     L.append("")
-    L.append("| tool | SIGTERM → exit | exit status | peak RSS | target then ran to its end | uscope's summary on stderr |")
+    L.append("| tool | SIGTERM → exit, each run | exit status | peak RSS | target then ran to its end | uscope's summary on stderr (last run) |")
     L.append("|---|---:|---:|---:|---|---|")
     for tool in ["uscope", "bpftrace"]:
-        r = sm["sigterm"][tool]
-        took = f"{r['exit_s'] * 1000:,.0f} ms" if not r["killed"] else \
-            f"**> {r['bound']:g} s** (SIGKILL, then {r['after_kill_s'] * 1000:,.0f} ms)"
-        L.append(f"| {labels[tool]} | {took} | {r['rc']} | {r['rss_mib']:.1f} MiB | {'yes' if r['target_ok'] else '**no**'} | "
-                 f"{r['summary'].replace('|', '/') or '—'} |")
+        rs = sm["sigterm"][tool]
+        took = ", ".join(f"{r['exit_s'] * 1000:,.0f} ms" if not r["killed"] else
+                         f"**> {r['bound']:g} s** (SIGKILL)" for r in rs)
+        L.append(f"| {labels[tool]} | {took} | {', '.join(str(r['rc']) for r in rs)} | "
+                 f"{max(r['rss_mib'] for r in rs):.1f} MiB | {'yes' if all(r['target_ok'] for r in rs) else '**no**'} | "
+                 f"{rs[-1]['summary'].replace('|', '/') or '—'} |")
     L.append("")
     L.append("```")
     for k in ["count", "uscope", "bpftrace"]:
@@ -1084,6 +1105,7 @@ def main() -> int:
     ap.add_argument("--slow-runs", type=int, default=2, help="storm rounds to the slow pipe (default 2)")
     ap.add_argument("--slow-every", type=int, default=500, help="the slow reader sleeps after this many lines")
     ap.add_argument("--slow-pause", type=float, default=0.01, help="for this long (default 0.01 s)")
+    ap.add_argument("--sigterm-runs", type=int, default=3, help="SIGTERM-during-a-storm runs per tool (default 3)")
     ap.add_argument("--sigterm-bound", type=float, default=20.0,
                     help="SIGKILL a tool that has not exited this long after SIGTERM (default 20 s)")
     ap.add_argument("--skip", action="append", default=[],
