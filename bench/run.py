@@ -5,9 +5,9 @@
     python3 bench/run.py                                  # print the tables
     python3 bench/run.py --markdown docs/BENCHMARKS.md    # also write them into that file
 
-Three measurements; medians are reported, with min–max. A: --runs runs per tool after one
+Four measurements; medians are reported, with min–max. A: --runs runs per tool after one
 discarded warm-up run; B: --per-hit-runs rounds over all configurations after one discarded round;
-C: --libc-runs uscope runs, and bpftrace once.
+C: --libc-runs uscope runs, and bpftrace once; D: --storm-runs and --slow-runs rounds, none discarded.
 
   A. Start-up to first event: `uscope trace -M 1 -c CMD 'p::F'` against
      `bpftrace -c CMD -e 'uprobe:BIN:F { printf("hit\\n"); exit(); }'`: wall time from launch to
@@ -21,6 +21,14 @@ C: --libc-runs uscope runs, and bpftrace once.
      functions: attach time, events counted per second, and whether the counts equal the calls
      the target made itself. bpftrace's `uprobe:libc:*` attach over the same process (at most
      once, it is slow to tear down).
+  D. Event storm: `bench_target emulated 500000` with one `"%d", arg1` probe, uscope `trace --json`
+     against bpftrace `printf("%d\n", arg0)`, attached with -p before the target starts its loop.
+     To a file: events delivered, counted as lost, and the target's cost per call (its own clock,
+     and its user+system CPU time from wait4, which is robust to the load of a shared machine)
+     against `uscope count` at the same site and no probe. To a slow pipe (a python3.11 reader
+     that sleeps between batches of lines): events delivered and lost, and the tools' peak RSS.
+     Then SIGTERM 1 s into a storm whose output is a pipe nobody reads: time until the tool exits
+     (SIGKILL after --sigterm-bound, reported as "> N s").
 
 Every tool exit status and hit count is checked; any surprise aborts the run with the command and
 its output. Every process started here is killed (by pid and process group) on timeout, error or
@@ -93,22 +101,26 @@ LIVE: set["Proc"] = set()
 
 
 class Proc:
-    """A started command: stdout/stderr lines with arrival times, exit time, rc and peak RSS
-    (from wait4, done in a thread so the exit time is exact)."""
+    """A started command: stdout/stderr lines with arrival times, exit time, rc, peak RSS and CPU
+    time (from wait4, done in a thread so the exit time is exact). stdin/stdout: an fd to give the
+    command instead (then its stdout is not read here)."""
 
-    def __init__(self, cmd: list[str], stdin_pipe: bool = False, env: dict | None = None):
+    def __init__(self, cmd: list[str], stdin_pipe: bool = False, env: dict | None = None,
+                 stdin: int | None = None, stdout: int | None = None, sample_hwm: bool = False):
         self.cmd = cmd
         self.cond = threading.Condition()
         self.lines: dict[str, list[tuple[float, str]]] = {"out": [], "err": []}
         self.end: float | None = None
         self.rc: int | None = None
         self.maxrss_kib = 0
+        self.cpu_s = 0.0
+        self.hwm_kib = 0  # VmHWM, sampled (sample_hwm): the process's own peak, unlike ru_maxrss
         self.t0 = time.monotonic()
         try:
             self.p = subprocess.Popen(
                 cmd,
-                stdin=subprocess.PIPE if stdin_pipe else subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
+                stdin=subprocess.PIPE if stdin_pipe else (subprocess.DEVNULL if stdin is None else stdin),
+                stdout=subprocess.PIPE if stdout is None else stdout,
                 stderr=subprocess.PIPE,
                 start_new_session=True,  # own process group: a kill reaches the target of -c too
                 env=env,
@@ -118,10 +130,13 @@ class Proc:
         self.pid = self.p.pid
         LIVE.add(self)
         self.threads = [
-            threading.Thread(target=self._read, args=(self.p.stdout, "out"), daemon=True),
             threading.Thread(target=self._read, args=(self.p.stderr, "err"), daemon=True),
             threading.Thread(target=self._reap, daemon=True),
         ]
+        if stdout is None:
+            self.threads.append(threading.Thread(target=self._read, args=(self.p.stdout, "out"), daemon=True))
+        if sample_hwm:
+            threading.Thread(target=self._sample_hwm, daemon=True).start()
         for t in self.threads:
             t.start()
 
@@ -132,12 +147,26 @@ class Proc:
                 self.cond.notify_all()
         stream.close()
 
+    def _sample_hwm(self) -> None:
+        # ru_maxrss of a child starts from its parent's peak (Linux keeps the larger across fork and
+        # exec), so a tool smaller than run.py cannot be told from run.py: read its own high-water
+        # mark while it lives. It only grows, so the last sample misses at most its last 10 ms.
+        while self.end is None:
+            try:
+                m = re.search(r"^VmHWM:\s+(\d+) kB", Path(f"/proc/{self.pid}/status").read_text(), re.M)
+                if m:
+                    self.hwm_kib = max(self.hwm_kib, int(m.group(1)))
+            except OSError:
+                return
+            time.sleep(0.01)
+
     def _reap(self) -> None:
         _, status, ru = os.wait4(self.pid, 0)
         with self.cond:
             self.end = time.monotonic() - self.t0
             self.rc = os.waitstatus_to_exitcode(status)
             self.maxrss_kib = ru.ru_maxrss
+            self.cpu_s = ru.ru_utime + ru.ru_stime
             self.p.returncode = self.rc  # reaped here: keep Popen from waiting again
             self.cond.notify_all()
 
@@ -164,8 +193,7 @@ class Proc:
                         return t, m, i
                     i += 1
                 left = deadline - time.monotonic()
-                if left <= 0 or (self.end is not None and not self.threads[0].is_alive()
-                                 and not self.threads[1].is_alive()):
+                if left <= 0 or (self.end is not None and not any(t.is_alive() for t in self.threads)):
                     return None
                 self.cond.wait(min(left, 0.5))
 
@@ -528,6 +556,311 @@ def bpftrace_libc(a, t: Proc) -> dict:
 
 
 # ---------------------------------------------------------------------------------------------
+# D. Event storm: one printing probe on a function called in a tight loop
+
+STORM_FUNC = "bench_emulated"
+PYTHON = "/usr/bin/python3.11"
+# The slow pipe's reader: passes every line that is not an event through (bpftrace's "Lost N
+# events", uscope's JSON summary), sleeping PAUSE s after every EVERY lines, and ends with a count.
+SLOW_READER = r"""
+import re, sys, time
+event = re.compile(sys.argv[1].encode())
+every, pause = int(sys.argv[2]), float(sys.argv[3])
+n = events = 0
+start = None
+for line in sys.stdin.buffer:
+    if start is None:
+        start = time.monotonic()
+    n += 1
+    if event.match(line):
+        events += 1
+    else:
+        sys.stdout.buffer.write(line)
+        sys.stdout.flush()
+    if n % every == 0:
+        time.sleep(pause)
+took = time.monotonic() - start if start else 0
+print(f"reader: events {events} lines {n} seconds {took:.3f}", flush=True)
+"""
+EVENT_LINE = {"uscope": r'^\{"kind":"event"', "bpftrace": r"^-?\d+\n$"}
+
+
+def split_events(path: str, event: str) -> tuple[int, str]:
+    """The number of event lines in the file, and its other lines. Read line by line: run.py must
+    stay small, as Linux carries a parent's peak RSS across fork and exec into its children's
+    ru_maxrss (a 100 MB read_text() here once showed every tool at 225 MiB)."""
+    rx, n, other = re.compile(event.encode()), 0, []
+    with open(path, "rb") as f:
+        for line in f:
+            if rx.match(line):
+                n += 1
+            else:
+                other.append(line.decode(errors="replace"))
+    return n, "".join(other)
+
+
+def storm_tool(a, tool: str, pid: int) -> list[str]:
+    if tool == "count":
+        return [str(a.uscope), "count", "--json", "-p", str(pid), STORM_FUNC]
+    if tool == "uscope":
+        return [str(a.uscope), "trace", "-v", "--json", "-p", str(pid), f'p::{STORM_FUNC} "%d", arg1']
+    if tool == "bpftrace":
+        # BEGIN fires once the uprobe is attached: the signal to let the target run.
+        return [a.bpftrace, "-p", str(pid), "-e",
+                f'uprobe:{a.target}:{STORM_FUNC} {{ printf("%d\\n", arg0); }} BEGIN {{ printf("ready\\n"); }}']
+    raise AssertionError(tool)
+
+
+def wait_ready(tool: str, p: Proc, out_lines, timeout: float = 60) -> None:
+    """Until the tool has attached: uscope says so on stderr, bpftrace's BEGIN prints "ready" into
+    its output (read through out_lines(), a function returning what arrived so far)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if tool == "uscope" and p.wait_line("err", r"sites attached through", timeout=0.05):
+            return
+        if tool == "count" and p.wait_line("err", r"counting \d+ sites", timeout=0.05):
+            return
+        if tool == "bpftrace":
+            if re.search(r"^ready$", out_lines(), re.M):
+                return
+            time.sleep(0.05)
+        if p.end is not None:
+            break
+    raise BenchError(f"{tool} did not attach\n{p.describe()}")
+
+
+def storm_once(a, tool: str, sink: str, n: int) -> dict:
+    """The target makes n calls once `tool` (none, count, uscope, bpftrace) has attached; the
+    tool's output goes to a file or to the slow reader."""
+    t = Proc([str(a.target), "emulated", str(n), "--wait"], stdin_pipe=True)
+    res: dict = {}
+    procs = [t]
+    try:
+        if tool == "none":
+            go = time.monotonic()
+            t.send("g")
+        else:
+            if sink == "file":
+                f = tempfile.NamedTemporaryFile(prefix="uscope-storm-", dir=a.workdir, delete=False)
+                res["path"] = f.name
+                p = Proc(storm_tool(a, tool, t.pid), stdout=f.fileno(), sample_hwm=True)
+                f.close()
+                out_lines = lambda: Path(res["path"]).read_bytes()[:4096].decode(errors="replace")
+            else:
+                r, w = os.pipe()
+                rd = Proc([PYTHON, "-c", SLOW_READER, EVENT_LINE[tool], str(a.slow_every), str(a.slow_pause)],
+                          stdin=r)
+                os.close(r)
+                p = Proc(storm_tool(a, tool, t.pid), stdout=w, sample_hwm=True)
+                os.close(w)
+                procs.append(rd)
+                out_lines = lambda: rd.text("out")
+            procs.append(p)
+            wait_ready(tool, p, out_lines)
+            go = time.monotonic()
+            t.send("g")
+        if not t.wait(600):
+            raise BenchError(f"the storm target did not finish\n{t.describe()}")
+        check(t.rc == 0, "the storm target failed", t)
+        res.update(ns=ns_per_call(t), cpu_ns=t.cpu_s / n * 1e9, target_wall_s=t.t0 + t.end - go)
+        if tool == "none":
+            return res
+        if not p.wait(300):
+            raise BenchError(f"{tool} did not exit after its target\n{p.describe()}")
+        check(p.rc == 0, f"{tool} failed", p)
+        res.update(tool_wall_s=p.t0 + p.end - go, rss_mib=p.hwm_kib / 1024, tool_cpu_s=p.cpu_s)
+        if sink == "file":
+            res["delivered"], text = split_events(res["path"], EVENT_LINE.get(tool, "^$"))
+        if tool == "count":
+            counts = {j["function"]: j["count"] for j in map(json.loads, re.findall(r"^\{.*\}$", text, re.M))}
+            check(counts.get(STORM_FUNC) == n, f"uscope counted {counts.get(STORM_FUNC)} hits, not {n}", p)
+            return res
+        if sink != "file":
+            if not rd.wait(300):
+                raise BenchError(f"the slow reader did not finish\n{rd.describe()}")
+            text = rd.text("out")
+            m = re.search(r"^reader: events (\d+) lines (\d+) seconds ([0-9.]+)$", text, re.M)
+            check(m is not None, "the slow reader printed no count", rd)
+            res["delivered"] = int(m.group(1))
+            res["reader_lines_per_s"] = int(m.group(2)) / max(float(m.group(3)), 1e-9)
+        if tool == "uscope":
+            summ = [json.loads(l) for l in re.findall(r'^\{"events".*"kind":"summary".*\}$', text, re.M)]
+            check(len(summ) == 1, "uscope wrote no JSON summary to its output", p)
+            s = summ[0]
+            res.update(lost=s["lost"], output_dropped=s["output_dropped"], reported=s["events"])
+            check(s["events"] == res["delivered"], f"uscope's summary says {s['events']} events, "
+                  f"{res['delivered']} are in the output", p)
+            check(s["events"] + s["lost"] + s["output_dropped"] == n,
+                  f"uscope's events + lost + output_dropped != {n} calls: {s}", p)
+        else:
+            lost = [int(x) for x in re.findall(r"Lost (\d+) events", text + p.text("err"))]
+            res.update(lost=sum(lost), output_dropped=0)
+            check(res["delivered"] + res["lost"] <= n, f"bpftrace delivered + lost > {n}", p)
+        return res
+    finally:
+        for q in procs:
+            if q.end is None:
+                q.kill()
+                q.wait(30)
+        if "path" in res:
+            os.unlink(res["path"])
+
+
+def storm_sigterm(a, tool: str, bound: float) -> dict:
+    """The tool's stdout is a pipe nobody reads (after its first line, for bpftrace's "ready");
+    SIGTERM 1 s into the storm; time until the tool exits, SIGKILL after `bound` s."""
+    t = Proc([str(a.target), "emulated", "100000000", "--wait"], stdin_pipe=True)
+    r, w = os.pipe()
+    p = Proc(storm_tool(a, tool, t.pid), stdout=w, sample_hwm=True)
+    os.close(w)
+    seen = b""
+    try:
+        if tool == "bpftrace":
+            while b"ready\n" not in seen:
+                chunk = os.read(r, 64)
+                if not chunk:
+                    raise BenchError(f"bpftrace did not attach\n{p.describe()}")
+                seen += chunk
+        else:
+            wait_ready(tool, p, lambda: "")
+        t.send("g")
+        time.sleep(1.0)  # into the storm; what is measured starts at the signal
+        check(p.end is None, f"{tool} exited during the storm", p)
+        sent = time.monotonic()
+        os.kill(p.pid, signal.SIGTERM)
+        res = {"bound": bound}
+        if p.wait(bound):
+            res.update(exit_s=p.t0 + p.end - sent, rc=p.rc, killed=False)
+        else:
+            p.kill(signal.SIGKILL)
+            if not p.wait(120):
+                raise BenchError(f"{tool} did not exit even after SIGKILL\n{p.describe()}")
+            res.update(exit_s=None, rc=p.rc, killed=True, after_kill_s=p.t0 + p.end - sent - bound)
+        # Untraced again, the target's remaining calls take well under a second.
+        res["target_ok"] = t.wait(60) and t.rc == 0 and re.search(r"^ns_per_call=", t.text("out"), re.M) is not None
+        res["rss_mib"] = p.hwm_kib / 1024
+        res["summary"] = next((l for l in p.text("err").splitlines() if "events printed" in l), "")
+        return res
+    finally:
+        os.close(r)
+        for q in (p, t):
+            if q.end is None:
+                q.kill()
+                q.wait(30)
+
+
+def bench_storm(a) -> dict:
+    n = a.storm_calls
+    res: dict = {"n": n, "file": {}, "slow": {}, "sigterm": {}, "load_start": loadavg()}
+    jobs = [("none", "file"), ("count", "file"), ("uscope", "file"), ("bpftrace", "file")]
+    for rnd in range(a.storm_runs):
+        log(f"  storm round {rnd + 1}/{a.storm_runs} (to a file)")
+        for tool, sink in jobs:
+            res["file"].setdefault(tool, []).append(storm_once(a, tool, sink, n))
+    for rnd in range(a.slow_runs):
+        log(f"  storm round {rnd + 1}/{a.slow_runs} (to a slow pipe)")
+        for tool in ["uscope", "bpftrace"]:
+            res["slow"].setdefault(tool, []).append(storm_once(a, tool, "slow", n))
+    for rnd in range(a.sigterm_runs):
+        for tool in ["uscope", "bpftrace"]:
+            log(f"  SIGTERM during a storm: {tool} ({rnd + 1}/{a.sigterm_runs})")
+            res["sigterm"].setdefault(tool, []).append(storm_sigterm(a, tool, a.sigterm_bound))
+    res["load_end"] = loadavg()
+    res["cmds"] = {k: storm_tool(a, k, 0) for k in ["count", "uscope", "bpftrace"]}
+    return res
+
+
+def storm_report(a, sm: dict) -> list[str]:
+    n = sm["n"]
+    F = sm["file"]
+    L = ["### D. Event storm (one `\"%d\", arg1` probe on a function called in a tight loop)", ""]
+    L.append(f"Target: `bench_target emulated {n:,}` (the probe on the emulated `push %rbp` of "
+             f"`{STORM_FUNC}`), started with `--wait` and let run once the tool has attached (`-p PID`). "
+             f"Medians of {a.storm_runs} rounds over all configurations (to a file) and {a.slow_runs} (slow pipe), "
+             f"min–max in brackets, none discarded. Target cost: wall = the target's own clock around its "
+             f"loop per call; CPU = the target's user+system time from wait4 per call (robust to load: the "
+             f"uprobe's kernel work is charged to the target). Load average {sm['load_start']} at the start "
+             f"of this part, {sm['load_end']} at its end.")
+    L.append("")
+    base_w, base_c = med([r["ns"] for r in F["none"]]), med([r["cpu_ns"] for r in F["none"]])
+    cnt_w, cnt_c = med([r["ns"] for r in F["count"]]), med([r["cpu_ns"] for r in F["count"]])
+
+    def col(rs, key, fmt):
+        xs = [r[key] for r in rs]
+        return f"{format(med(xs), fmt)} [{spread(xs, fmt)}]"
+
+    L.append("| to a file | target wall ns/call | target CPU ns/call | wall over count, ns/event | CPU over count, ns/event "
+             "| events delivered | lost (ring) | not written (output) | events/s delivered (go → tool exit) | tool peak RSS | tool CPU |")
+    L.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    L.insert(-2, "Peak RSS in this part is the tool's own VmHWM, sampled every 10 ms from /proc/PID/status.")
+    L.insert(-2, "")
+    labels = {"none": "no probe", "count": "uscope count", "uscope": "uscope trace --json",
+              "bpftrace": "bpftrace 0.17 printf"}
+    for tool in ["none", "count", "uscope", "bpftrace"]:
+        rs = F[tool]
+        w, c = med([r["ns"] for r in rs]), med([r["cpu_ns"] for r in rs])
+        over = f"{w - cnt_w:+,.0f} | {c - cnt_c:+,.0f}" if tool in ("uscope", "bpftrace") else "— | —"
+        if tool in ("uscope", "bpftrace"):
+            ev = f"{col(rs, 'delivered', ',.0f')} | {col(rs, 'lost', ',.0f')} | {col(rs, 'output_dropped', ',.0f')} | " \
+                 f"{med([r['delivered'] / r['tool_wall_s'] for r in rs]) / 1e3:,.0f} k/s"
+        else:
+            ev = "— | — | — | —"
+        tail = f"{col(rs, 'rss_mib', '.1f')} MiB | {med([r['tool_cpu_s'] for r in rs]):.2f} s" if tool != "none" else "— | —"
+        L.append(f"| {labels[tool]} | {col(rs, 'ns', ',.0f')} | {col(rs, 'cpu_ns', ',.0f')} | {over} | {ev} | {tail} |")
+    L.append("")
+    uw = med([r["ns"] for r in F["uscope"]]) - cnt_w
+    uc = med([r["cpu_ns"] for r in F["uscope"]]) - cnt_c
+    bw = med([r["ns"] for r in F["bpftrace"]]) - cnt_w
+    bc = med([r["cpu_ns"] for r in F["bpftrace"]]) - cnt_c
+    ulost = max(r["lost"] + r["output_dropped"] for r in F["uscope"])
+    L.append(f"- uscope, per event over `count` at the same site (goal ≤ ~100 ns): wall {uw:+,.0f} ns, "
+             f"CPU {uc:+,.0f} ns: {verdict(min(uw, uc) <= 100)} (by {'both' if max(uw, uc) <= 100 else 'the lower of the two'}); "
+             f"bpftrace {bw:+,.0f} ns wall, {bc:+,.0f} ns CPU "
+             f"(bpftrace / uscope over count: {bw / uw if uw > 0 else float('inf'):.1f}x wall, "
+             f"{bc / uc if uc > 0 else float('inf'):.1f}x CPU)")
+    L.append(f"- uscope loses nothing to a file (goal): {verdict(ulost == 0)} (at most {ulost:,} lost or not written "
+             f"in a round; bpftrace at most {max(r['lost'] for r in F['bpftrace']):,})")
+    L.append("")
+    S = sm["slow"]
+    L.append(f"To a slow pipe (a python3.11 reader sleeping {a.slow_pause * 1000:g} ms every {a.slow_every} lines):")
+    L.append("")
+    L.append("| slow pipe | target wall ns/call | target CPU ns/call | events delivered | lost (ring) | not written (output) | reader lines/s | tool peak RSS | tool exit after go |")
+    L.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for tool in ["uscope", "bpftrace"]:
+        rs = S[tool]
+        L.append(f"| {labels[tool]} | {col(rs, 'ns', ',.0f')} | {col(rs, 'cpu_ns', ',.0f')} | {col(rs, 'delivered', ',.0f')} | "
+                 f"{col(rs, 'lost', ',.0f')} | {col(rs, 'output_dropped', ',.0f')} | "
+                 f"{med([r['reader_lines_per_s'] for r in rs]) / 1e3:,.0f} k | {col(rs, 'rss_mib', '.1f')} MiB | "
+                 f"{col(rs, 'tool_wall_s', '.1f')} s |")
+    L.append("")
+    L.append(f"Every uscope round checks events + lost + not written = {n:,} calls and that the events in the output "
+             f"equal the summary's count. uscope's peak RSS to the slow pipe "
+             f"{med([r['rss_mib'] for r in S['uscope']]):.1f} MiB against {med([r['rss_mib'] for r in F['uscope']]):.1f} MiB "
+             f"to a file: bounded (its output buffer is fixed; events that do not fit wait in the ring or are counted as lost).")
+    L.append("")
+    L.append(f"SIGTERM 1 s into a storm (`bench_target emulated 100000000`, the tool's stdout a pipe nobody reads), "
+             f"{a.sigterm_runs} runs per tool, each shown:")
+    L.append("")
+    L.append("| tool | SIGTERM → exit, each run | exit status | peak RSS | target then ran to its end | uscope's summary on stderr (last run) |")
+    L.append("|---|---:|---:|---:|---|---|")
+    for tool in ["uscope", "bpftrace"]:
+        rs = sm["sigterm"][tool]
+        took = ", ".join(f"{r['exit_s'] * 1000:,.0f} ms" if not r["killed"] else
+                         f"**> {r['bound']:g} s** (SIGKILL)" for r in rs)
+        L.append(f"| {labels[tool]} | {took} | {', '.join(str(r['rc']) for r in rs)} | "
+                 f"{max(r['rss_mib'] for r in rs):.1f} MiB | {'yes' if all(r['target_ok'] for r in rs) else '**no**'} | "
+                 f"{rs[-1]['summary'].replace('|', '/') or '—'} |")
+    L.append("")
+    L.append("```")
+    for k in ["count", "uscope", "bpftrace"]:
+        L.append(shown(a, sm["cmds"][k]).replace(" 0 ", " PID ", 1))
+    L.append(f"{PYTHON} -c SLOW_READER EVENT_REGEX {a.slow_every} {a.slow_pause:g}   # bench/run.py, the slow pipe")
+    L.append("```")
+    L.append("")
+    return L
+
+
+# ---------------------------------------------------------------------------------------------
 # Report
 
 
@@ -556,6 +889,11 @@ def machine(a) -> dict:
     }
 
 
+def own_rss_mib() -> float:
+    import resource
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 def loadavg() -> str:
     return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
@@ -569,11 +907,14 @@ def verdict(ok: bool) -> str:
     return "**met**" if ok else "**not met**"
 
 
-def report(a, mach: dict, st: dict | None, ph: dict | None, lc: dict | None, elapsed: float) -> str:
+def report(a, mach: dict, st: dict | None, ph: dict | None, lc: dict | None, sm: dict | None,
+           elapsed: float) -> str:
     L: list[str] = []
     L.append(f"Run {mach['date']} on Linux {mach['kernel']}, {mach['cpus']} CPUs ({mach['cpu']}), "
              f"{mach['mem_gib']:.1f} GiB, Debian {mach['debian']}; {mach['uscope']} (git {mach['git']}), "
-             f"{mach['bpftrace']}. Load average (1/5/15 min) {mach['load']} at the start, {loadavg()} at the "
+             f"{mach['bpftrace']}. run.py's own peak RSS {own_rss_mib():.1f} MiB (a floor for every peak RSS "
+             f"below: Linux carries a parent's peak RSS into its children's ru_maxrss across fork and exec). "
+             f"Load average (1/5/15 min) {mach['load']} at the start, {loadavg()} at the "
              f"end. Medians after one discarded warm-up run (min–max in brackets): {a.runs} runs (A), "
              f"{a.per_hit_runs} rounds over all configurations (B); {a.libc_runs} runs, none discarded (C). "
              f"The whole run took {elapsed:.0f} s.")
@@ -708,6 +1049,8 @@ def report(a, mach: dict, st: dict | None, ph: dict | None, lc: dict | None, ela
             L.append("")
             L.append(f"bpftrace: `{bt['env']} {shlex.join(bt['cmd']).replace(str(bt['pid']), 'PID')}`")
         L.append("")
+    if sm:
+        L.extend(storm_report(a, sm))
     return "\n".join(L)
 
 
@@ -757,7 +1100,16 @@ def main() -> int:
                     help="give up waiting for bpftrace to attach to libc after this (default 120 s)")
     ap.add_argument("--bpftrace-teardown", type=float, default=240.0,
                     help="then wait this long for it to exit before SIGKILL (default 240 s)")
-    ap.add_argument("--skip", action="append", default=[], choices=["startup", "per-hit", "libc", "bpftrace-libc"],
+    ap.add_argument("--storm-calls", type=int, default=500_000, help="calls of the storm target (default 500000)")
+    ap.add_argument("--storm-runs", type=int, default=3, help="storm rounds to a file (default 3)")
+    ap.add_argument("--slow-runs", type=int, default=2, help="storm rounds to the slow pipe (default 2)")
+    ap.add_argument("--slow-every", type=int, default=500, help="the slow reader sleeps after this many lines")
+    ap.add_argument("--slow-pause", type=float, default=0.01, help="for this long (default 0.01 s)")
+    ap.add_argument("--sigterm-runs", type=int, default=3, help="SIGTERM-during-a-storm runs per tool (default 3)")
+    ap.add_argument("--sigterm-bound", type=float, default=20.0,
+                    help="SIGKILL a tool that has not exited this long after SIGTERM (default 20 s)")
+    ap.add_argument("--skip", action="append", default=[],
+                    choices=["startup", "per-hit", "libc", "bpftrace-libc", "storm"],
                     help="leave out a part (repeatable)")
     ap.add_argument("--markdown", type=Path, help="write the tables into this file (between markers)")
     a = ap.parse_args()
@@ -772,6 +1124,7 @@ def main() -> int:
     a.target = a.target.resolve()
     # Others may rebuild build/uscope while this runs: measure one copy of it throughout.
     snapshot = Path(tempfile.mkdtemp(prefix="uscope-bench-"))
+    a.workdir = snapshot  # the storm's output files
     a.uscope_shown = str(a.uscope.resolve())
     try:
         a.uscope = snapshot_binary(a.uscope.resolve(), snapshot)
@@ -785,7 +1138,7 @@ def main() -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     t0 = time.monotonic()
-    st = ph = lc = None
+    st = ph = lc = sm = None
     try:
         mach = machine(a)
         if "startup" not in a.skip:
@@ -797,6 +1150,9 @@ def main() -> int:
         if "libc" not in a.skip:
             log("C. count over all of libc")
             lc = bench_libc(a, a.libc_runs, a.libc_seconds, "bpftrace-libc" not in a.skip)
+        if "storm" not in a.skip:
+            log("D. event storm")
+            sm = bench_storm(a)
     except BenchError as e:
         print(f"run.py: FAILED: {e}", file=sys.stderr)
         return 1
@@ -807,7 +1163,7 @@ def main() -> int:
         cleanup()
         shutil.rmtree(snapshot, ignore_errors=True)
 
-    body = report(a, mach, st, ph, lc, time.monotonic() - t0)
+    body = report(a, mach, st, ph, lc, sm, time.monotonic() - t0)
     print(body)
     if a.markdown:
         write_markdown(a.markdown, body)
