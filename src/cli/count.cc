@@ -1,6 +1,7 @@
 // `uscope count`: call counts for every function (or USDT probe) matching globs, counted in the
 // kernel per site (hit_counter.bpf.c), attached through uprobe_multi links in one go.
 #include <fmt/core.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <memory>
@@ -73,6 +74,8 @@ int run_count(const CountOptions& o) {
 
   // A counter map that cannot be read is an error, never a row of zeros.
   std::optional<Error> read_error;
+  OutputBuffer out(STDOUT_FILENO);
+  uint64_t tables_not_written = 0;
   auto print = [&] {
     auto values = counts->read();
     if (!values) {
@@ -82,14 +85,17 @@ int run_count(const CountOptions& o) {
     std::vector<CountRow> rows;
     for (size_t i = 0; i < site_of.size(); ++i)
       rows.push_back({site_of[i]->label, site_of[i]->object->ref.display_path, (*values)[i]});
-    print_counts(std::move(rows), o.session.json);
+    if (!append_printed(out, [&](std::FILE* f) { print_counts(rows, o.session.json, f); }))
+      ++tables_not_written;
   };
   EventLoop::Callbacks cb;
   cb.interval = print;
+  cb.output = &out;
   cb.done = [&] { return read_error.has_value(); };
   StopReason why = (*session)->run(cb);
   if (!read_error) print();
   counts->detach();
+  finish_output(out, tables_not_written);
   if (read_error) return report_error("cannot read the hit counters: " + read_error->message);
   if (!o.session.json) fmt::print(stderr, "uscope: {}\n", describe(why));
   return kExitOk;

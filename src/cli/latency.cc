@@ -2,6 +2,7 @@
 // kernel between an entry probe and a return probe matched by (thread, entry stack pointer), so
 // recursion and tail calls pair correctly; unmatched entries are reported, not hidden.
 #include <fmt/core.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <memory>
@@ -76,12 +77,15 @@ int run_latency(const LatencyOptions& o) {
 
   // A counter or histogram that cannot be read is an error, never zeros.
   std::optional<Error> read_error;
+  OutputBuffer out(STDOUT_FILENO);
+  uint64_t tables_not_written = 0;
   auto print = [&] {
     auto counters = program->counters();
     if (!counters) {
       read_error = counters.error();
       return;
     }
+    std::vector<LatencyRow> rows;
     for (uint32_t k = 0; k < matched->size(); ++k) {
       const auto& m = (*matched)[k];
       const auto& entry = (*counters)[2 * k];
@@ -95,15 +99,21 @@ int run_latency(const LatencyOptions& o) {
       LatencyRow row{m.label,          m.object->ref.display_path,
                      std::move(*hist), entry.hits,
                      ret.matched,      ret.no_entry};
-      print_latency(row, o.session.json);
+      rows.push_back(std::move(row));
     }
+    if (!append_printed(out, [&](std::FILE* f) {
+          for (const auto& row : rows) print_latency(row, o.session.json, f);
+        }))
+      ++tables_not_written;
   };
   EventLoop::Callbacks cb;
   cb.interval = print;
+  cb.output = &out;
   cb.done = [&] { return read_error.has_value(); };
   StopReason why = (*session)->run(cb);
   program->detach();
   if (!read_error) print();
+  finish_output(out, tables_not_written);
   if (read_error) return report_error("cannot read the latency counters: " + read_error->message);
   if (!o.session.json) fmt::print(stderr, "uscope: {}\n", describe(why));
   return kExitOk;

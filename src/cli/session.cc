@@ -4,6 +4,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <cstdlib>
+
 #include "attach/attach_race.h"
 #include "attach/bpf_features.h"
 
@@ -101,6 +104,28 @@ StopReason Session::run(const EventLoop::Callbacks& cb) {
   // The loop reaped the command if it exited; then there is nothing left to terminate.
   if (loop_->child_status() && command_) command_->mark_reaped();
   return why;
+}
+
+bool append_printed(OutputBuffer& out, const std::function<void(std::FILE*)>& print) {
+  if (!out.has_room()) return false;
+  char* text = nullptr;
+  size_t len = 0;
+  std::FILE* mem = open_memstream(&text, &len);
+  if (!mem) return false;
+  print(mem);
+  std::fclose(mem);
+  out.append(std::string_view(text, len));
+  std::free(text);
+  return true;
+}
+
+void finish_output(OutputBuffer& out, uint64_t tables_not_written) {
+  constexpr auto kFinalFlush = std::chrono::milliseconds(100);
+  bool written = out.flush_until(std::chrono::steady_clock::now() + kFinalFlush);
+  if (!written) out.drop_pending();
+  if (!written || tables_not_written)
+    fmt::print(stderr, "uscope: {} table(s) not written: the output did not take them\n",
+               tables_not_written + !written);
 }
 
 void print_sites(const std::vector<PlannedSite>& sites) {

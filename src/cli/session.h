@@ -4,6 +4,8 @@
 #include <sys/types.h>
 
 #include <CLI/CLI.hpp>
+#include <cstdio>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -13,6 +15,7 @@
 #include "discover/launched_command.h"
 #include "discover/process.h"
 #include "plan/planner.h"
+#include "util/output_buffer.h"
 
 namespace uscope::cli {
 
@@ -62,6 +65,14 @@ class Session {
   TargetContext context_;
   std::optional<EventLoop> loop_;
 };
+
+// count and latency write their tables through an OutputBuffer on stdout, which the event loop
+// writes only when stdout takes it: a blocked stdout never holds up signals, -d or -i.
+// Appends what `print` writes; false (nothing appended) when the buffer is full.
+bool append_printed(OutputBuffer& out, const std::function<void(std::FILE*)>& print);
+// At the end of a session: writes the rest within a short deadline (a stop takes effect at once),
+// saying on stderr when the output did not take it.
+void finish_output(OutputBuffer& out, uint64_t tables_not_written);
 
 // Prints site placements (cost class, moved or not) to stderr for --verbose.
 void print_sites(const std::vector<PlannedSite>& sites);

@@ -169,6 +169,28 @@ TEST(storm, unread_stdout_pipe_does_not_keep_duration_from_stopping) {
   EXPECT_GT(lines, 0u);
 }
 
+TEST(storm, count_and_latency_tables_into_a_full_pipe_do_not_block_sigterm) {
+  USCOPE_REQUIRE_ROOT();
+  GatedProcess target({fixture("native/alloc_loop")});
+  target.start();
+  ASSERT_TRUE(wait_for_mapping(target.pid(), "libc.so"));
+  const std::string pid = std::to_string(target.pid());
+  for (const std::string cmd : {"count", "latency"}) {
+    // A table every 10 ms of every libc function called (count) or of malloc and free (latency)
+    // fills a pipe nobody reads within seconds; a blocking print would then never return.
+    Pipe out;
+    Uscope u({cmd, "-i", "0.01", "-p", pid, cmd == "count" ? "c:*" : "c:malloc", "c:free"}, out.w);
+    ASSERT_TRUE(out.wait_full()) << cmd;
+    kill(u.pid(), SIGTERM);
+    std::string err;
+    EXPECT_EQ(u.wait_exit(&err), 0) << cmd << ": " << err;
+    EXPECT_NE(err.find("interrupted"), std::string::npos) << err;
+    EXPECT_NE(err.find("not written"), std::string::npos) << err;
+  }
+  EXPECT_TRUE(bpf_links_of_programs("count_hit").empty());
+  EXPECT_TRUE(bpf_links_of_programs("trace_").empty());
+}
+
 TEST(storm, sigterm_with_a_full_stdout_pipe_stops_and_detaches) {
   USCOPE_REQUIRE_ROOT();
   Storm storm;
