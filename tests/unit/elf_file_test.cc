@@ -208,7 +208,9 @@ void check_vaddr_mapping(const std::string& path) {
 TEST(elf_file, maps_pie_vaddr_to_offset) {
   check_vaddr_mapping(fixture("hello_pie"));
   auto elf = ElfFile::open(fixture("hello_pie"));
-  auto main_sym = find_symbol(*elf->symbols(), "main");
+  auto symbols = elf->symbols();  // kept: find_symbol points into it
+  ASSERT_TRUE(symbols) << symbols.error().message;
+  auto main_sym = find_symbol(*symbols, "main");
   // GNU ld lays a PIE's text out at vaddr == offset.
   EXPECT_EQ(elf->vaddr_to_offset(main_sym->addr), main_sym->addr);
 }
@@ -216,7 +218,9 @@ TEST(elf_file, maps_pie_vaddr_to_offset) {
 TEST(elf_file, maps_non_pie_vaddr_to_offset) {
   check_vaddr_mapping(fixture("hello_nopie"));
   auto elf = ElfFile::open(fixture("hello_nopie"));
-  auto main_sym = find_symbol(*elf->symbols(), "main");
+  auto symbols = elf->symbols();  // kept: find_symbol points into it
+  ASSERT_TRUE(symbols) << symbols.error().message;
+  auto main_sym = find_symbol(*symbols, "main");
   EXPECT_GE(main_sym->addr, 0x400000u);
   EXPECT_EQ(elf->vaddr_to_offset(main_sym->addr), main_sym->addr - 0x400000u);
   EXPECT_FALSE(elf->vaddr_to_offset(0x1000));
