@@ -54,6 +54,15 @@ std::string describe(const Expr& e) {
       return fmt::format("a '{}' expression", e.op_text);
     case Expr::Op::Binary:
       return fmt::format("an expression with '{}'", e.op_text);
+    case Expr::Op::Cast:
+      return fmt::format("a cast to {}", e.type ? e.type->name + std::string(e.type->pointers, '*')
+                                                : std::string("a type"));
+    case Expr::Op::Name:
+      return fmt::format("'{}'", e.text);
+    case Expr::Op::Member:
+      return fmt::format("the member {}", e.text);
+    case Expr::Op::Reg:
+      return fmt::format("ctx->{}", e.text);
   }
   return "an expression";
 }

@@ -15,6 +15,23 @@ namespace uscope {
 
 enum class ProbeKind { Entry, Return, Usdt };
 
+// A C type as written in a cast or a declared parameter list: `int`, `u8`, `char *`,
+// `struct timespec *`. Scalars carry their width; struct, union and void bases have width 0 and
+// are given meaning by DWARF (or a header) when the planner resolves names and members.
+struct CType {
+  std::string name;  // base type, spacing normalized: "int", "unsigned long", "struct timespec"
+  int pointers = 0;  // number of '*'
+  int width = 0;     // bytes of a scalar base type; 0 for struct/union/void/unknown
+  bool is_signed = false;
+};
+
+// One parameter of a probe's declared list: `p:c:open(char *filename, int flags)`.
+struct DeclaredParam {
+  CType type;
+  std::string name;
+  int column = 0;
+};
+
 // An expression over what a probe can see. Kept small on purpose: everything here must be
 // evaluable by the one generic BPF program (no compiler at run time).
 struct Expr {
@@ -35,6 +52,14 @@ struct Expr {
     Unary,   // `op_text` in {"-", "!", "~"}, children[0]
     Binary,  // `op_text` in {"+","-","*","/","%","&","|","^","<<",">>",
              //   "==","!=","<","<=",">",">=","&&","||"}, children[0], children[1]
+    Cast,    // (type)children[0]: `type`; scalars also set `width`/`is_signed` (truncate and
+             // extend like C); pointer casts only give the value a type for `->` and %s
+    Name,    // an identifier the language does not define: a parameter named by the spec's
+             // declared list or by DWARF, or `this`; `text`. The planner resolves it before
+             // compiling (it never reaches a recipe)
+    Member,  // children[0]->`text` (`index` = 1) or children[0].`text` (`index` = 0); resolved
+             // by the planner from DWARF or header types into a dereference at an offset
+    Reg,     // ctx->REG (bcc): a register at the probe, `text` = canonical name ("rdx", "rip")
   };
   Op op = Op::Int;
   int index = 0;
@@ -44,7 +69,9 @@ struct Expr {
   int width = 8;
   bool is_signed = false;
   std::vector<Expr> children;
-  int column = 0;  // 1-based column in the whole spec where this expression starts
+  std::optional<CType> type;  // Cast: the target type; after name resolution, the C type of
+                              // the value when known (a parameter's DWARF type)
+  int column = 0;             // 1-based column in the whole spec where this expression starts
 };
 
 // One conversion of the format string, e.g. "%lu".
@@ -61,13 +88,16 @@ struct ProbeSpec {
   ProbeKind kind = ProbeKind::Entry;
   std::string target;    // path, library short name, or "" (main binary of -p/-c)
   std::string provider;  // USDT provider; "" lets the planner search all providers
-  std::string function;  // symbol name, glob (count/latency), or USDT probe name
+  std::string function;  // symbol name (C, mangled, or demangled C++/Rust such as
+                         // "orchard::Pear::ripen"), a demangled signature selecting one overload
+                         // ("orchard::Pear::ripen(int)"), a glob, or a USDT probe name
   uint64_t offset = 0;   // func+offset
   std::optional<Expr> predicate;
   std::string format;                         // without quotes, escapes (\n \t \" \\) decoded
   std::vector<FormatConversion> conversions;  // parsed from `format`
   std::vector<Expr> args;                     // one per conversion
-  std::string text;                           // the spec as given
+  std::optional<std::vector<DeclaredParam>> params;  // `open(char *filename)`; nullopt = none
+  std::string text;                                  // the spec as given
   int function_column = 0;
 };
 

@@ -214,6 +214,20 @@ class RecipeBuilder {
       }
       case Expr::Op::Binary:
         return binary(e);
+      case Expr::Op::Cast:
+        if (auto r = value(e.children[0]); !r) return r;
+        if (e.width == 0 || e.width == 8) return {};  // a pointer or 64-bit cast changes no bits
+        return op(TOP_EXT, static_cast<uint8_t>(e.width), static_cast<uint16_t>(e.is_signed), 0, 1,
+                  1);
+      case Expr::Op::Reg: {
+        int reg = trace_register(e.text);
+        if (reg < 0) return at(e, fmt::format("no register '{}'", e.text));
+        return push_reg(static_cast<uint8_t>(reg));
+      }
+      case Expr::Op::Name:
+      case Expr::Op::Member:
+        // The planner resolves names and members (DWARF, declared parameters) before compiling.
+        return at(e, fmt::format("'{}' was not resolved to an argument or a member", e.text));
     }
     return at(e, "unsupported expression");
   }

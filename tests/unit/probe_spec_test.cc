@@ -45,6 +45,15 @@ std::string sexpr(const Expr& e) {
     case Expr::Op::Unary:
     case Expr::Op::Binary:
       return "(" + e.op_text + kids() + ")";
+    case Expr::Op::Cast:
+      return "((" + (e.type ? e.type->name + std::string(e.type->pointers, '*') : "?") + ")" +
+             kids() + ")";
+    case Expr::Op::Name:
+      return e.text;
+    case Expr::Op::Member:
+      return "(" + std::string(e.index ? "->" : ".") + e.text + kids() + ")";
+    case Expr::Op::Reg:
+      return "ctx->" + e.text;
   }
   return "?";
 }
