@@ -32,6 +32,7 @@ std::string plural(size_t n, std::string_view word) {
 
 // What %s accepts beyond strings: anything that can hold an address.
 bool is_pointer_like(const Expr& e) {
+  if (e.type && e.type->pointers > 0) return true;  // a char * or char array resolved by name
   switch (e.op) {
     case Expr::Op::Arg:
     case Expr::Op::Retval:

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <set>
 
+#include "plan/name_resolver.h"
 #include "util/names.h"
 
 namespace uscope {
@@ -264,13 +265,17 @@ Result<TracePlan> plan_trace(ObjectCache& cache, std::span<const ProbeSpec> spec
   for (const auto& spec : specs) {
     auto matched = match_sites(cache, spec);
     if (!matched) return tl::unexpected(matched.error());
-    std::vector<std::string> reads;
-    bool memory = false;
-    if (spec.predicate) collect_reads(*spec.predicate, spec.kind, reads, memory);
-    for (const auto& a : spec.args) collect_reads(a, spec.kind, reads, memory);
 
     std::map<std::string, uint32_t> probe_of_label;
     for (const auto& m : *matched) {
+      // Parameter names and members are registers and offsets of this function in this object.
+      auto resolved =
+          resolve_names(spec, m.object->elf, m.object->dwarf, m.function_start, m.label);
+      if (!resolved) return tl::unexpected(resolved.error());
+      std::vector<std::string> reads;
+      bool memory = false;
+      if (resolved->predicate) collect_reads(*resolved->predicate, spec.kind, reads, memory);
+      for (const auto& a : resolved->args) collect_reads(a, spec.kind, reads, memory);
       auto [it, added] = probe_of_label.emplace(m.label, static_cast<uint32_t>(plan.probes.size()));
       if (added) plan.probes.push_back({spec, m.label, {}});
       uint32_t probe = it->second;
@@ -298,7 +303,7 @@ Result<TracePlan> plan_trace(ObjectCache& cache, std::span<const ProbeSpec> spec
         if (it == obj->symbol_addresses->end()) return std::nullopt;
         return it->second;
       };
-      auto compiled = compile_probe(spec, ctx, probe);
+      auto compiled = compile_probe(*resolved, ctx, probe);
       if (!compiled) return tl::unexpected(compiled.error());
       plan.probes[probe].fields = compiled->fields;
 

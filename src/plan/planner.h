@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "bpf/trace.h"
+#include "discover/dwarf_types.h"
 #include "discover/elf_file.h"
 #include "discover/go_buildinfo.h"
 #include "discover/process.h"
@@ -43,6 +44,7 @@ struct PlannedObject {
   std::optional<std::vector<uint64_t>> branch_targets{};  // see plan_function_entry()
   // Defined symbols of every kind by name, read once for USDT operands that name one.
   std::optional<std::map<std::string, uint64_t>> symbol_addresses{};
+  std::unique_ptr<DwarfTypes> dwarf{};  // opened by the name resolver when a spec names one
 };
 
 // Where an entry probe on the function at [addr, addr+size) goes. A move past more than endbr64
