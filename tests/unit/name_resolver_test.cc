@@ -7,6 +7,7 @@
 
 #include <filesystem>
 
+#include "plan/planner.h"
 #include "plan/probe_parse.h"
 #include "temp_dir.h"
 
@@ -354,6 +355,25 @@ TEST_F(Resolve, resolving_twice_and_checking_formats_twice_changes_nothing) {
   EXPECT_EQ(twice->args[0].children[0].op, Op::Binary);
   EXPECT_EQ(again.args[0].op, Op::Str);
   EXPECT_EQ(again.args[0].children[0].op, Op::Binary);
+}
+
+TEST(plan_trace_names, resolves_names_per_matched_site_before_compiling) {
+  TargetContext ctx;
+  ObjectCache cache(ctx);
+  auto s = spec_of(ProbeKind::Entry, "handle", "%s %d", {member(name("req"), "path"), name("len")});
+  s.target = fixture("dwarf_app");
+  auto plan = plan_trace(cache, std::span<const ProbeSpec>(&s, 1), {});
+  ASSERT_TRUE(plan) << plan.error().message;
+  ASSERT_EQ(plan->sites.size(), 1u);
+  ASSERT_EQ(plan->probes[0].fields.size(), 2u);
+  EXPECT_EQ(plan->probes[0].fields[0].kind, OutputField::Kind::String);
+  EXPECT_EQ(plan->probes[0].fields[1].kind, OutputField::Kind::Value);
+
+  s.args[1] = name("lenght", 27);
+  plan = plan_trace(cache, std::span<const ProbeSpec>(&s, 1), {});
+  ASSERT_FALSE(plan);
+  EXPECT_EQ(plan.error().message,
+            "probe spec column 27: no parameter 'lenght' in handle(req, len); closest: len");
 }
 
 }  // namespace
