@@ -120,10 +120,8 @@ int run_list(const ListOptions& o) {
         auto names = (*syms)->names();
         all_names.insert(all_names.end(), names.begin(), names.end());
       }
-      // The planner's own placement of a `p:` probe reading every argument and memory.
       for (const auto* f : listed.functions)
-        listed.entry_sites.push_back(place_site(function_site(**obj, *f, f->demangled),
-                                                ProbeKind::Entry, all_argument_reads(), true));
+        listed.entry_sites.push_back(listed_entry_site(**obj, *f));
       matched += listed.functions.size();
     }
     if (want_usdt) {
@@ -132,8 +130,7 @@ int run_list(const ListOptions& o) {
       for (const auto& p : **probes) {
         if (usdt_matches(pattern, p)) {
           std::vector<SitePlacement> sites;
-          for (const auto& l : p.locations)
-            sites.push_back(place_site(usdt_site(**obj, p, l), ProbeKind::Usdt, SiteReads{}, true));
+          for (const auto& l : p.locations) sites.push_back(listed_usdt_site(**obj, p, l));
           listed.usdt_sites.push_back(std::move(sites));
           listed.probes.push_back(&p);
         } else if (!pattern.empty()) {

@@ -86,6 +86,14 @@ SitePlacement place_site(const MatchedSite& m, ProbeKind kind, const SiteReads& 
   return place_site(m, kind, reads.registers, reads.memory, allow_move);
 }
 
+SitePlacement listed_entry_site(PlannedObject& o, const FunctionSymbol& f) {
+  return place_site(function_site(o, f, f.demangled), ProbeKind::Entry, all_argument_reads(), true);
+}
+
+SitePlacement listed_usdt_site(PlannedObject& o, const UsdtProbe& p, const UsdtLocation& loc) {
+  return place_site(usdt_site(o, p, loc), ProbeKind::Usdt, SiteReads{}, true);
+}
+
 void collect_reads(const Expr& e, ProbeKind kind, std::vector<std::string>& regs, bool& memory) {
   switch (e.op) {
     case Expr::Op::Arg:

@@ -49,6 +49,11 @@ SitePlacement place_site(const MatchedSite& m, ProbeKind kind,
 SitePlacement place_site(const MatchedSite& m, ProbeKind kind, const SiteReads& reads,
                          bool allow_move);
 
+// `list`'s sites, placed as `trace` places them: where a p: probe of `f` reading every argument
+// and memory attaches (all_argument_reads()), and where a u: probe of one USDT location does.
+SitePlacement listed_entry_site(PlannedObject& o, const FunctionSymbol& f);
+SitePlacement listed_usdt_site(PlannedObject& o, const UsdtProbe& p, const UsdtLocation& loc);
+
 // Registers an expression reads (canonical names) and whether it dereferences memory.
 void collect_reads(const Expr& e, ProbeKind kind, std::vector<std::string>& regs, bool& memory);
 // Everything a spec's predicate and arguments read.

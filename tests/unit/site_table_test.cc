@@ -240,8 +240,7 @@ SitePlacement listed_site(Planner& p, const std::string& name) {
   EXPECT_TRUE(syms.has_value());
   auto found = functions_named(**syms, name);
   EXPECT_EQ(found.size(), 1u) << name;
-  return place_site(function_site(**obj, *found[0], found[0]->demangled), ProbeKind::Entry,
-                    all_argument_reads(), true);
+  return listed_entry_site(**obj, *found[0]);
 }
 
 TEST(site_table, list_entry_site_is_where_trace_attaches_a_probe_reading_everything) {
