@@ -107,6 +107,17 @@ void collect_reads(const Expr& e, ProbeKind kind, std::vector<std::string>& regs
     case Expr::Op::Str:
       memory = true;
       break;
+    case Expr::Op::Reg:  // ctx->rdx; "rip" keeps the probe where it was asked for
+      add_unique(regs, canonical_register(e.text));
+      break;
+    case Expr::Op::Name:
+    case Expr::Op::Member:
+      // Not resolved yet (a parameter, perhaps a member behind it): it may be any argument, and
+      // a member is read from memory. Conservative, so a site is never moved past a clobber.
+      if (kind != ProbeKind::Usdt)
+        for (const char* r : kSysvArgRegs) add_unique(regs, r);
+      if (e.op == Expr::Op::Member) memory = true;
+      break;
     default:
       break;
   }

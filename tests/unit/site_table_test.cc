@@ -272,5 +272,45 @@ TEST(site_table, fewer_reads_may_move_further_than_list_shows) {
   EXPECT_EQ(t->sites[0].placement.moved, 9u);
 }
 
+TEST(site_table, unresolved_names_and_registers_count_as_reads) {
+  Expr reg;
+  reg.op = Expr::Op::Reg;
+  reg.text = "edx";
+  Expr name;
+  name.op = Expr::Op::Name;
+  name.text = "len";
+  Expr member;
+  member.op = Expr::Op::Member;
+  member.text = "path";
+  member.index = 1;
+  member.children.push_back(name);
+
+  std::vector<std::string> regs;
+  bool memory = false;
+  collect_reads(reg, ProbeKind::Entry, regs, memory);
+  EXPECT_EQ(regs, (std::vector<std::string>{"rdx"}));
+  EXPECT_FALSE(memory);
+
+  regs.clear();
+  collect_reads(name, ProbeKind::Entry, regs, memory);
+  EXPECT_EQ(regs, (std::vector<std::string>{"rdi", "rsi", "rdx", "rcx", "r8", "r9"}));
+  EXPECT_FALSE(memory);
+
+  regs.clear();
+  collect_reads(member, ProbeKind::Entry, regs, memory);
+  EXPECT_EQ(regs.size(), 6u);
+  EXPECT_TRUE(memory);
+}
+
+TEST(site_table, usdt_glob_makes_a_probe_per_probe_name) {
+  Planner p(fixture("usdt/usdt_demo"));
+  auto r = plan_trace(p.cache, specs_of({R"(u::usdt_demo:gu* "g")"}), {});
+  ASSERT_TRUE(r.has_value()) << r.error().message;
+  std::set<std::string> labels;
+  for (const auto& probe : r->probes) labels.insert(probe.label);
+  EXPECT_EQ(labels, (std::set<std::string>{"usdt_demo:guarded", "usdt_demo:guarded2"}));
+  for (const auto& s : r->sites) EXPECT_NE(s.attach.ref_ctr_offset, 0u) << s.label;
+}
+
 }  // namespace
 }  // namespace uscope
