@@ -56,17 +56,12 @@ Result<std::vector<MatchedSite>> match_functions(ObjectCache& cache, PlannedObje
   auto syms = cache.symbols(o);
   if (!syms) return tl::unexpected(syms.error());
   std::vector<const FunctionSymbol*> found;
-  if (has_glob_chars(spec.function)) {
+  // A demangled signature ("ns::f(char const*)") is a name, never a glob.
+  const bool glob = has_glob_chars(spec.function) && spec.function.find('(') == std::string::npos;
+  if (glob) {
     found = (*syms)->match(spec.function);
   } else {
-    found = (*syms)->find(spec.function);
-    if (found.empty()) {  // "ns::f" names every overload "ns::f(int)", "ns::f(char const*)"
-      for (const auto& f : (*syms)->functions()) {
-        auto paren = f.demangled.find('(');
-        if (paren != std::string::npos && f.demangled.compare(0, paren, spec.function) == 0)
-          found.push_back(&f);
-      }
-    }
+    found = (*syms)->find(spec.function);  // "ns::f" names every overload, "ns::f(int)" one
   }
   if (found.empty()) {
     auto close = closest_names(spec.function, (*syms)->names());
@@ -75,7 +70,7 @@ Result<std::vector<MatchedSite>> match_functions(ObjectCache& cache, PlannedObje
   }
   // An IFUNC symbol is its resolver, run once at load time; a glob skips it, and naming it
   // exactly points at the implementations it chooses between.
-  if (!has_glob_chars(spec.function) && !found.empty() &&
+  if (!glob && !found.empty() &&
       std::all_of(found.begin(), found.end(), [](const FunctionSymbol* f) { return f->ifunc; })) {
     std::vector<std::string> impls;
     for (const auto& name : (*syms)->names())
@@ -100,8 +95,7 @@ Result<std::vector<MatchedSite>> match_functions(ObjectCache& cache, PlannedObje
     MatchedSite m;
     m.object = &o;
     // A glob names every alias; a label should be the one users know.
-    m.label =
-        has_glob_chars(spec.function) ? (*syms)->preferred_alias(*f)->demangled : f->demangled;
+    m.label = glob ? (*syms)->preferred_alias(*f)->demangled : f->demangled;
     m.address = f->addr + spec.offset;
     m.function_start = f->addr;
     m.offset = f->offset + spec.offset;
