@@ -1,7 +1,8 @@
 // libFuzzer target: arbitrary bytes as a `trace` spec and as a `count`/`latency` pattern. Besides
 // memory safety and bounded depth it checks what the planner and CLI rely on: errors are one
 // "probe spec column N: ...; ..." line with N inside the text, and an accepted spec is well typed
-// (one argument per conversion, %s always fed by str() or $comm, strings only in comparisons).
+// (one argument per conversion, %s always fed by str(), $comm or a name the planner resolves,
+// strings only in comparisons, casts to readable widths).
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -71,6 +72,20 @@ int check_expr(const Expr& e, const uscope::ProbeSpec& spec, int depth) {
       }
       break;
     }
+    case Expr::Op::Cast:
+      if (e.children.size() != 1 || is_string(e.children[0]) || !e.type) __builtin_trap();
+      if (e.width != 1 && e.width != 2 && e.width != 4 && e.width != 8) __builtin_trap();
+      if (e.type->pointers > 0 && (e.width != 8 || e.is_signed)) __builtin_trap();
+      break;
+    case Expr::Op::Member:
+      if (e.children.size() != 1 || is_string(e.children[0]) || e.text.empty()) __builtin_trap();
+      break;
+    case Expr::Op::Name:
+      if (!e.children.empty() || e.text.empty() || e.text[0] == '$') __builtin_trap();
+      break;
+    case Expr::Op::Reg:
+      if (!e.children.empty() || e.text.size() < 2 || e.text[0] != 'r') __builtin_trap();
+      break;
     default:
       if (!e.children.empty()) __builtin_trap();
   }
@@ -86,6 +101,13 @@ void check_spec(const uscope::ProbeSpec& spec) {
   if (spec.args.size() != spec.conversions.size()) __builtin_trap();
   if (spec.offset != 0 && spec.kind != uscope::ProbeKind::Entry) __builtin_trap();
   if (spec.function.empty()) __builtin_trap();
+  if (spec.params) {
+    if (spec.kind == uscope::ProbeKind::Usdt || spec.params->size() > 6) __builtin_trap();
+    for (size_t i = 0; i < spec.params->size(); ++i)
+      for (size_t j = 0; j < i; ++j)
+        if (!(*spec.params)[i].name.empty() && (*spec.params)[i].name == (*spec.params)[j].name)
+          __builtin_trap();
+  }
   if (spec.predicate) {
     if (is_string(*spec.predicate)) __builtin_trap();
     if (check_expr(*spec.predicate, spec, 1) > 64) __builtin_trap();
@@ -94,7 +116,9 @@ void check_spec(const uscope::ProbeSpec& spec) {
     const Expr& a = spec.args[i];
     const uscope::FormatConversion& c = spec.conversions[i];
     if (a.op == Expr::Op::String) __builtin_trap();
-    if (c.conv == 's' ? !is_string(a) : is_string(a)) __builtin_trap();
+    // A name or member is typed when the planner resolves it; anything else is checked here.
+    bool untyped = a.op == Expr::Op::Name || a.op == Expr::Op::Member;
+    if (!untyped && (c.conv == 's' ? !is_string(a) : is_string(a))) __builtin_trap();
     if (check_expr(a, spec, 1) > 64) __builtin_trap();
     if (c.format_pos + c.format_len > spec.format.size() || spec.format[c.format_pos] != '%')
       __builtin_trap();

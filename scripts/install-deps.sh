@@ -12,7 +12,7 @@ packages=(
   # sanitizers and fuzzers: g++'s ASan/UBSan runtimes come with it; clang's (and libFuzzer) do not
   libasan8 libubsan1 libclang-rt-14-dev
   # fixtures and real targets the tests attach to
-  systemtap-sdt-dev binutils elfutils xz-utils python3.11 openjdk-17-jdk-headless golang-go
+  systemtap-sdt-dev binutils elfutils xz-utils python3.11 openjdk-17-jdk-headless golang-go rustc
   libssl3 openssl redis-server redis-tools
   # libc's separate debug file: the names of its internal functions (__memcpy_avx2_...)
   libc6-dbg

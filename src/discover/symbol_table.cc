@@ -7,8 +7,11 @@
 #include <elf.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
+#include <string_view>
 #include <tuple>
+#include <vector>
 
 #include "util/names.h"
 
@@ -70,6 +73,163 @@ std::string demangle(const std::string& name) {
   return result;
 }
 
+namespace {
+
+bool is_name_char(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '$';
+}
+
+// Where "operator" starts an operator's name at i ("operator<<", "operator()"), the index after
+// its symbol, so that its '<', '(' and ' ' are not read as brackets or separators.
+size_t skip_operator(std::string_view d, size_t i) {
+  constexpr std::string_view kOperator = "operator";
+  if (d.substr(i, kOperator.size()) != kOperator || (i > 0 && is_name_char(d[i - 1]))) return i;
+  size_t j = i + kOperator.size();
+  if (j < d.size() && is_name_char(d[j])) return i;  // "operators", a plain name
+  // "operator new(...)", "operator char const*()": a word follows; it ends at the parameters.
+  if (j < d.size() && d[j] == ' ')
+    return d.find('(', j) == std::string_view::npos ? d.size() : d.find('(', j);
+  if (d.substr(j, 2) == "()") return j + 2;
+  if (d.substr(j, 2) == "[]") return j + 2;
+  while (j < d.size() && std::string_view("<>=!+-*/%&|^~,").find(d[j]) != std::string_view::npos)
+    ++j;
+  return j;
+}
+
+// [begin, params) is the qualified name; [params, end) the parameter list and qualifiers.
+struct DemangledParts {
+  size_t begin = 0;
+  size_t params = 0;
+  size_t end = 0;
+};
+
+DemangledParts split_demangled(std::string_view d) {
+  DemangledParts p{0, d.size(), d.size()};
+  // GCC's clones ("f(int) [clone .cold]", several may stack) are the function's own code.
+  for (size_t clone; (clone = d.substr(0, p.end).rfind(" [clone ")) != std::string_view::npos &&
+                     d[p.end - 1] == ']';)
+    p.end = clone;
+  // The parameter list is the last top-level "(...)"; what follows it are qualifiers.
+  int depth = 0;
+  size_t last_open = std::string_view::npos;
+  size_t last_space = std::string_view::npos;
+  for (size_t i = 0; i < p.end;) {
+    size_t after = skip_operator(d, i);
+    if (after != i) {
+      i = after;
+      continue;
+    }
+    char c = d[i];
+    if (c == '(' || c == '<' || c == '[') {
+      if (depth == 0 && c == '(') last_open = i;
+      ++depth;
+    } else if ((c == ')' || c == '>' || c == ']') && depth > 0) {
+      --depth;
+    } else if (c == ' ' && depth == 0 && last_open == std::string_view::npos) {
+      last_space = i;  // "int ns::max<int>(...)": a template function's return type
+    }
+    ++i;
+  }
+  if (last_open != std::string_view::npos && last_open > 0) p.params = last_open;
+  if (last_space != std::string_view::npos && last_space + 1 < p.params && p.params != p.end)
+    p.begin = last_space + 1;
+  return p;
+}
+
+// Legacy Rust names end in a hash segment ("::h0123456789abcdef") when the demangler kept it.
+std::string_view without_rust_hash(std::string_view q) {
+  constexpr size_t kHash = 3 + 16;
+  if (q.size() <= kHash || q.substr(q.size() - kHash, 3) != "::h") return q;
+  for (char c : q.substr(q.size() - 16))
+    if (!std::isxdigit(static_cast<unsigned char>(c))) return q;
+  return q.substr(0, q.size() - kHash);
+}
+
+// Tokens of a signature with `const` moved after the type it qualifies and spaces dropped, so
+// "f(const char *)" and "f(char const*)" compare equal.
+std::string signature_key(std::string_view s) {
+  static constexpr std::string_view kIntegerWords[] = {"signed", "unsigned", "char",
+                                                       "short",  "int",      "long"};
+  auto is_integer_word = [](std::string_view w) {
+    return std::find(std::begin(kIntegerWords), std::end(kIntegerWords), w) !=
+           std::end(kIntegerWords);
+  };
+  std::vector<std::string> tokens;
+  for (size_t i = 0; i < s.size();) {
+    if (s[i] == ' ') {
+      ++i;
+    } else if (is_name_char(s[i]) || (s[i] == ':' && s.substr(i, 2) == "::")) {
+      size_t j = i;
+      while (j < s.size() && (is_name_char(s[j]) || s.substr(j, 2) == "::"))
+        j += s[j] == ':' ? 2 : 1;
+      tokens.emplace_back(s.substr(i, j - i));
+      i = j;
+    } else {
+      tokens.emplace_back(1, s[i++]);
+    }
+  }
+  std::string key;
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    if (tokens[i] == "const" && i + 1 < tokens.size() && is_name_char(tokens[i + 1][0]) &&
+        tokens[i + 1] != "const") {
+      size_t j = i + 1;
+      if (is_integer_word(tokens[j]))
+        while (j + 1 < tokens.size() && is_integer_word(tokens[j + 1])) ++j;
+      for (size_t k = i + 1; k <= j; ++k) key += tokens[k] + " ";
+      key += "const ";
+      i = j;
+      continue;
+    }
+    key += tokens[i] + " ";
+  }
+  // Spaces between words matter ("unsigned int"), around punctuation they do not.
+  std::string out;
+  for (size_t i = 0; i < key.size(); ++i) {
+    if (key[i] == ' ' && (out.empty() || !is_name_char(out.back()) || i + 1 >= key.size() ||
+                          !is_name_char(key[i + 1])))
+      continue;
+    out += key[i];
+  }
+  return out;
+}
+
+// Rust v0 demangles a method of an inherent impl as "<myapp::Counter>::bump"; users write
+// "myapp::Counter::bump". A trait impl ("<T as Trait>::f") keeps its brackets.
+std::string without_inherent_brackets(std::string_view q) {
+  if (!q.starts_with('<')) return std::string(q);
+  int depth = 0;
+  for (size_t i = 0; i < q.size(); ++i) {
+    if (q[i] == '<') ++depth;
+    if (q[i] == '>' && --depth == 0) {
+      std::string_view inner = q.substr(1, i - 1);
+      if (!q.substr(i + 1).starts_with("::") || inner.find(" as ") != std::string_view::npos)
+        return std::string(q);
+      return std::string(inner) + std::string(q.substr(i + 1));
+    }
+  }
+  return std::string(q);
+}
+
+}  // namespace
+
+std::string qualified_name(std::string_view demangled) {
+  DemangledParts p = split_demangled(demangled);
+  return without_inherent_brackets(
+      without_rust_hash(demangled.substr(p.begin, p.params - p.begin)));
+}
+
+bool signature_matches(std::string_view wanted, std::string_view demangled) {
+  DemangledParts p = split_demangled(demangled);
+  if (p.params == p.end) return false;  // no parameter list to pick an overload by
+  std::string key = signature_key(wanted);
+  std::string_view full = demangled.substr(p.begin, p.end - p.begin);
+  if (key == signature_key(full)) return true;
+  // Without the method's trailing qualifiers: "C::get()" names "C::get() const".
+  size_t close = demangled.rfind(')', p.end);
+  return close != std::string_view::npos && close >= p.params &&
+         key == signature_key(demangled.substr(p.begin, close + 1 - p.begin));
+}
+
 Result<SymbolTable> SymbolTable::load(const ElfFile& elf, const DebugSearchPaths& paths) {
   auto own = elf.symbols();
   if (!own) return tl::unexpected(own.error());
@@ -108,7 +268,10 @@ Result<SymbolTable> SymbolTable::load(const ElfFile& elf, const DebugSearchPaths
     t.functions_.push_back(std::move(f));
   }
   // "memcpy@@GLIBC_2.14" (a versioned name in a debug file's .symtab) is shown as memcpy.
-  for (auto& f : t.functions_) f.demangled = demangle(f.name.substr(0, f.name.find('@')));
+  for (auto& f : t.functions_) {
+    f.demangled = demangle(f.name.substr(0, f.name.find('@')));
+    f.qualified = f.demangled == f.name ? f.name : qualified_name(f.demangled);
+  }
   // An IFUNC resolver stays one under every alias (glibc also names it as a plain local FUNC).
   for (size_t i = 0; i < t.functions_.size();) {
     size_t j = i;
@@ -125,13 +288,20 @@ std::vector<const FunctionSymbol*> SymbolTable::find(std::string_view name) cons
   for (const auto& f : functions_) {
     if (f.name == name || f.demangled == name) out.push_back(&f);
   }
+  if (!out.empty()) return out;
+  bool signature = name.find('(') != std::string_view::npos;
+  for (const auto& f : functions_) {
+    if (f.demangled == f.name) continue;  // C names matched above
+    if (signature ? signature_matches(name, f.demangled) : f.qualified == name) out.push_back(&f);
+  }
   return out;
 }
 
 std::vector<const FunctionSymbol*> SymbolTable::match(std::string_view glob) const {
   std::vector<const FunctionSymbol*> out;
   for (const auto& f : functions_) {
-    if (glob_match(glob, f.name) || (f.demangled != f.name && glob_match(glob, f.demangled))) {
+    if (glob_match(glob, f.name) || (f.demangled != f.name && (glob_match(glob, f.demangled) ||
+                                                               glob_match(glob, f.qualified)))) {
       out.push_back(&f);
     }
   }

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "discover/debug_info.h"
@@ -14,6 +15,8 @@ namespace uscope {
 struct FunctionSymbol {
   std::string name;       // mangled, as in the symbol table
   std::string demangled;  // C++ (Itanium) or Rust (legacy and v0) demangled; == name otherwise
+  std::string qualified;  // demangled without return type, parameters and Rust hash, the name
+                          // users type: "orchard::Pear::ripen", "myapp::server::handle"
   uint64_t addr = 0;      // link-time virtual address
   uint64_t offset = 0;    // file offset of addr (what a uprobe attaches to)
   uint64_t size = 0;
@@ -26,6 +29,16 @@ struct FunctionSymbol {
 // dropped) names; returns the input unchanged when it is not mangled.
 std::string demangle(const std::string& name);
 
+// A demangled name without what users leave out when they name a function: the return type of a
+// template function, the parameter list, trailing qualifiers, GCC's " [clone .cold]" and a legacy
+// Rust hash. "int ns::max<int>(int, int)" -> "ns::max<int>".
+std::string qualified_name(std::string_view demangled);
+
+// Does `wanted`, a signature as a user writes it ("ns::C::f(const char *)"), name the function
+// demangled as `demangled` ("ns::C::f(char const*) const")? Spacing, the place of `const` in a
+// parameter type and a trailing const/clone suffix do not matter.
+bool signature_matches(std::string_view wanted, std::string_view demangled);
+
 class SymbolTable {
  public:
   // Collects defined function symbols (STT_FUNC / STT_GNU_IFUNC with a nonzero address) from the
@@ -35,9 +48,10 @@ class SymbolTable {
   // Sorted by address; one entry per (address, name); aliases at one address are all kept.
   const std::vector<FunctionSymbol>& functions() const { return functions_; }
 
-  // Exact match on mangled or demangled name.
+  // Exact match on mangled or demangled name; else a C++/Rust name without parameters names every
+  // overload ("ns::f"), and one with parameters picks one ("ns::f(int)", see signature_matches).
   std::vector<const FunctionSymbol*> find(std::string_view name) const;
-  // Glob over mangled and demangled names.
+  // Glob over mangled, demangled and qualified names.
   std::vector<const FunctionSymbol*> match(std::string_view glob) const;
   // Function containing addr (link-time address), for symbolization.
   const FunctionSymbol* containing(uint64_t addr) const;

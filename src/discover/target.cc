@@ -1,10 +1,15 @@
 #include "discover/target.h"
 
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <optional>
 
 #include "discover/library_names.h"
 #include "util/names.h"
@@ -19,6 +24,21 @@ ObjectRef ref_of(const MappedObject& o) {
 
 bool looks_like_path(std::string_view t) {
   return t.find('/') != std::string_view::npos || t.starts_with(".");
+}
+
+std::string path_env() {
+  const char* p = std::getenv("PATH");
+  // execvp's default when PATH is unset.
+  return p ? p : "/bin:/usr/bin";
+}
+
+// The mapped object that is `file` (same inode), if the process maps it.
+const MappedObject* mapped_file(const Process& process, const std::string& file) {
+  struct stat st {};
+  if (stat(file.c_str(), &st) != 0) return nullptr;
+  for (const auto& o : process.objects())
+    if (o.inode == st.st_ino && makedev(o.dev_major, o.dev_minor) == st.st_dev) return &o;
+  return nullptr;
 }
 
 std::vector<std::string> mapped_names(const Process& process) {
@@ -51,8 +71,14 @@ Result<ObjectRef> resolve_object(std::string_view target, const Process* process
                   close.empty() ? "" : "; closest mapped: ", join(close));
     }
     auto lib = resolve_library(target, *process);
-    if (!lib) return tl::unexpected(lib.error());
-    return ref_of(**lib);
+    if (lib) return ref_of(**lib);
+    // Not a library: the program itself, found as the shell would ("bash"), or by file name.
+    if (auto exe = find_in_path(target, path_env()))
+      if (const MappedObject* o = mapped_file(*process, *exe)) return ref_of(*o);
+    for (const auto& o : process->objects())
+      if (std::string_view(o.path).substr(o.path.rfind('/') + 1) == target) return ref_of(o);
+    return fail("{}; nor does it map an executable '{}' (looked in PATH and by file name)",
+                lib.error().message, target);
   }
   if (target.empty()) return fail("no target: name a binary or library, or give -p PID / -c CMD");
   std::string path(target);
@@ -62,8 +88,10 @@ Result<ObjectRef> resolve_object(std::string_view target, const Process* process
       auto cache = read_ld_so_cache();
       if (!cache) return tl::unexpected(cache.error());
       auto lib = resolve_library(target, *cache);
-      if (!lib) return tl::unexpected(lib.error());
-      return ObjectRef{*lib, *lib, false};
+      if (lib) return ObjectRef{*lib, *lib, false};
+      std::string dirs = path_env();
+      if (auto exe = find_in_path(target, dirs)) return ObjectRef{*exe, *exe, false};
+      return fail("{}; no executable '{}' in PATH ({}) either", lib.error().message, target, dirs);
     }
   }
   struct stat st {};
@@ -73,6 +101,20 @@ Result<ObjectRef> resolve_object(std::string_view target, const Process* process
   }
   if (S_ISDIR(st.st_mode)) return fail("{}: is a directory, not an ELF file", path);
   return ObjectRef{path, path, false};
+}
+
+std::optional<std::string> find_in_path(std::string_view name, std::string_view path_env) {
+  if (name.empty() || name.find('/') != std::string_view::npos) return std::nullopt;
+  for (size_t p = 0; p <= path_env.size();) {
+    size_t colon = std::min(path_env.find(':', p), path_env.size());
+    std::string_view dir = path_env.substr(p, colon - p);
+    std::string file = dir.empty() ? std::string(name) : fmt::format("{}/{}", dir, name);
+    struct stat st {};
+    if (stat(file.c_str(), &st) == 0 && S_ISREG(st.st_mode) && access(file.c_str(), X_OK) == 0)
+      return dir.empty() ? "./" + file : file;
+    p = colon + 1;
+  }
+  return std::nullopt;
 }
 
 std::vector<ObjectRef> process_objects(const Process& process) {

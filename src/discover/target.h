@@ -17,10 +17,16 @@ struct ObjectRef {
   bool deleted = false;      // mapped from a file that no longer exists
 };
 
-// Without a process: `target` is a path (must exist) or a short name looked up in ld.so.cache.
-// With one: a path or a short name among the process's mapped objects ("" = its main binary);
-// a path not mapped by the process is an error naming what is mapped.
+// Without a process: `target` is a path (must exist) or a short name looked up in ld.so.cache,
+// then as an executable in PATH (bcc's order: `r:bash:readline`).
+// With one: a path or a short name among the process's mapped objects ("" = its main binary),
+// a library first, then an executable named so (in PATH, or by file name); a path not mapped by
+// the process is an error naming what is mapped.
 Result<ObjectRef> resolve_object(std::string_view target, const Process* process);
+
+// The first executable regular file `name` in the ':'-separated directories of `path_env`
+// (an empty entry is the current directory, as for execvp); nullopt if none.
+std::optional<std::string> find_in_path(std::string_view name, std::string_view path_env);
 
 // The file-backed objects of a process that are worth looking into (skips /dev, /memfd, ...).
 std::vector<ObjectRef> process_objects(const Process& process);

@@ -38,8 +38,12 @@ bool is_pointer_like(const Expr& e) {
     case Expr::Op::Retval:
     case Expr::Op::Entry:
       return true;
+    case Expr::Op::Reg:
+      return true;
     case Expr::Op::Deref:
       return e.width == 8;
+    case Expr::Op::Cast:  // (char *)arg2; a scalar cast says it holds a number
+      return e.type && e.type->pointers > 0;
     default:
       return false;
   }
@@ -49,6 +53,9 @@ Result<void> check_arg(const FormatConversion& conv, Expr& arg) {
   if (arg.op == Expr::Op::String)
     return spec_error(arg.column, "a string literal can't be printed as an argument",
                       "put fixed text in the format string itself");
+  // A name or member has no type until the planner resolves it, and check_format_args runs again
+  // on what it resolves to (a char array is then read in place, a char * through str()).
+  if (arg.op == Expr::Op::Name || arg.op == Expr::Op::Member) return {};
   if (conv.conv == 's') {
     if (arg.op == Expr::Op::Str || arg.op == Expr::Op::Comm) return {};
     if (!is_pointer_like(arg))

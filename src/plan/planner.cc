@@ -34,7 +34,7 @@ Result<TracePlan> plan_trace(ObjectCache& cache, std::span<const ProbeSpec> spec
                              const TraceOptions& opts) {
   TracePlan plan;
   for (const auto& spec : specs) {
-    const bool glob = has_glob_chars(spec.function);
+    const bool glob = is_function_glob(spec.function);
     if (glob && spec.offset)
       return fail(
           "probe spec column {}: '{}' is a glob, and +{:#x} names an instruction of one "

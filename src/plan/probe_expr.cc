@@ -74,24 +74,6 @@ using Kind = Token::Kind;
 // Kernel TASK_COMM_LEN is 16 including the NUL, so $comm never holds more than this.
 constexpr size_t kCommChars = 15;
 
-struct CastType {
-  std::string_view name;
-  int width;  // 0: void, only readable through a pointer cast
-  bool is_signed;
-};
-
-constexpr CastType kCastTypes[] = {
-    {"u8", 1, false}, {"u16", 2, false}, {"u32", 4, false},  {"u64", 8, false}, {"s8", 1, true},
-    {"s16", 2, true}, {"s32", 4, true},  {"s64", 8, true},   {"char", 1, true}, {"short", 2, true},
-    {"int", 4, true}, {"long", 8, true}, {"void", 0, false},
-};
-
-const CastType* cast_type(std::string_view name) {
-  for (const CastType& t : kCastTypes)
-    if (t.name == name) return &t;
-  return nullptr;
-}
-
 // argN -> N; 0 for a malformed number (arg0, arg01) so it lands in the range error.
 std::optional<int> arg_number(std::string_view name) {
   if (name.size() < 4 || name.substr(0, 3) != "arg") return std::nullopt;
@@ -182,17 +164,30 @@ class ExprParser {
 
   Result<Expr> expression() { return binary(1); }
 
+  // A C type: qualifiers, base words, '*'s. `typedef_ok`: an unknown one-word type is a typedef.
+  Result<CType> type(bool typedef_ok);
+  // Does the token after the current '(' start a cast, as in (int)retval or (struct foo *)arg1?
+  bool cast_ahead() const;
+  // Does the current '(' open a declared parameter list rather than a predicate?
+  bool params_ahead() const;
+  Result<std::vector<DeclaredParam>> params();
+
  private:
   Result<Expr> binary(int min_prec);
   Result<Expr> make_binary(const Token& op, Expr lhs, Expr rhs);
   Result<Expr> unary();
   Result<Expr> unary_operand();
   Result<Expr> deref();
+  Result<Expr> cast();
+  Result<Expr> postfix();
+  Result<Expr> member(Expr base);
   Result<Expr> primary();
   Result<Expr> identifier();
   Result<Expr> arg(int n);
   Result<Expr> entry_arg();
   Result<Expr> str_call();
+  Result<Expr> strcmp_call();
+  bool declared(std::string_view name) const;
 
   Lexer lexer_;
   const ProbeSpec& spec_;
@@ -256,7 +251,8 @@ Result<Expr> ExprParser::unary() {
 
 Result<Expr> ExprParser::unary_operand() {
   if (at("*")) return deref();
-  if (!at("-") && !at("!") && !at("~")) return primary();
+  if (at("(") && cast_ahead()) return cast();
+  if (!at("-") && !at("!") && !at("~")) return postfix();
   Token op = cur_;
   USCOPE_TRY(advance());
   auto operand = unary();
@@ -282,37 +278,35 @@ Result<Expr> ExprParser::deref() {
   e.op = Expr::Op::Deref;
   e.column = cur_.column;
   USCOPE_TRY(advance());
-  if (at("(")) {
-    // One token of lookahead tells `*(u32*)p` from `*(p + 8)`; a lexical error in it is left
-    // for the ordinary path to report.
-    Lexer ahead = lexer_;
-    auto next = ahead.next();
-    const CastType* type = next && next->kind == Kind::Ident ? cast_type(next->text) : nullptr;
-    if (type) {
-      USCOPE_TRY(advance());
-      Token type_tok = cur_;
-      USCOPE_TRY(advance());
-      int stars = 0;
-      for (; at("*"); ++stars) USCOPE_TRY(advance());
-      std::string example = fmt::format("write *({}*)ptr", type->width ? type->name : "void*");
-      if (stars == 0)
-        return spec_error(cur_.column,
-                          fmt::format("expected '*' after '{}' in the cast", type->name), example);
-      if (!at(")"))
-        return spec_error(
-            cur_.column, fmt::format("expected ')' to close the cast but found {}", describe(cur_)),
-            example);
-      USCOPE_TRY(advance());
-      if (stars >= 2) {
-        e.width = 8;  // reading a pointer
-        e.is_signed = false;
-      } else if (type->width == 0) {
-        return spec_error(type_tok.column, "can't read a void",
-                          "use *(void**)ptr for a pointer or *(u8*)ptr for a byte");
-      } else {
-        e.width = type->width;
-        e.is_signed = type->is_signed;
-      }
+  if (at("(") && cast_ahead()) {
+    // *(u32*)p reads a u32: the cast only says how wide the read is.
+    USCOPE_TRY(advance());
+    int type_column = cur_.column;
+    std::string first = cur_.text;
+    auto t = type(false);
+    if (!t) return tl::unexpected(t.error());
+    std::string example = fmt::format("write *({}*)ptr", t->width ? first : "void*");
+    if (t->pointers == 0)
+      return spec_error(cur_.column, fmt::format("expected '*' after '{}' in the cast", first),
+                        example);
+    if (!at(")"))
+      return spec_error(cur_.column,
+                        fmt::format("expected ')' to close the cast but found {}", describe(cur_)),
+                        example);
+    USCOPE_TRY(advance());
+    if (t->pointers >= 2) {
+      e.width = 8;  // reading a pointer
+      e.is_signed = false;
+    } else if (t->width == 0) {
+      bool aggregate = t->name != "void";
+      return spec_error(type_column,
+                        aggregate ? fmt::format("can't read a whole {}", t->name)
+                                  : std::string("can't read a void"),
+                        aggregate ? "read one member with ->, e.g. ((struct foo *)arg1)->len"
+                                  : "use *(void**)ptr for a pointer or *(u8*)ptr for a byte");
+    } else {
+      e.width = t->width;
+      e.is_signed = t->is_signed;
     }
   }
   auto operand = unary();
@@ -322,6 +316,236 @@ Result<Expr> ExprParser::deref() {
                       "dereference a pointer such as arg1 or *(u64*)arg1");
   e.children.push_back(std::move(*operand));
   return finish(std::move(e));
+}
+
+Result<CType> ExprParser::type(bool typedef_ok) {
+  int column = cur_.column;
+  std::vector<std::string> words;
+  auto qualifier = [&] {
+    return cur_.kind == Kind::Ident && (cur_.text == "const" || cur_.text == "volatile");
+  };
+  while (qualifier()) USCOPE_TRY(advance());
+  if (cur_.kind != Kind::Ident || cur_.text[0] == '$')
+    return spec_error(cur_.column, fmt::format("expected a type but found {}", describe(cur_)),
+                      "write e.g. int, char * or struct NAME *");
+  if (cur_.text == "struct" || cur_.text == "union" || cur_.text == "enum") {
+    words.push_back(cur_.text);
+    USCOPE_TRY(advance());
+    if (cur_.kind != Kind::Ident)
+      return spec_error(
+          cur_.column,
+          fmt::format("expected a name after '{}' but found {}", words[0], describe(cur_)),
+          fmt::format("write e.g. {} timespec *", words[0]));
+    words.push_back(cur_.text);
+    USCOPE_TRY(advance());
+  } else {
+    static constexpr std::string_view kInteger[] = {"signed", "unsigned", "char",
+                                                    "short",  "int",      "long"};
+    auto integer_word = [&] {
+      return cur_.kind == Kind::Ident &&
+             std::find(std::begin(kInteger), std::end(kInteger), cur_.text) != std::end(kInteger);
+    };
+    if (integer_word()) {
+      while (integer_word() || qualifier()) {
+        if (!qualifier()) words.push_back(cur_.text);
+        USCOPE_TRY(advance());
+      }
+    } else {
+      words.push_back(cur_.text);
+      USCOPE_TRY(advance());
+    }
+  }
+  while (qualifier()) USCOPE_TRY(advance());
+  int pointers = 0;
+  while (at("*")) {
+    ++pointers;
+    USCOPE_TRY(advance());
+    while (qualifier()) USCOPE_TRY(advance());
+  }
+  return make_ctype(words, pointers, column, typedef_ok);
+}
+
+bool ExprParser::cast_ahead() const {
+  Lexer ahead = lexer_;
+  auto first = ahead.next();
+  if (!first || first->kind != Kind::Ident || first->text[0] == '$') return false;
+  if (is_type_word(first->text)) return !declared(first->text);
+  if (arg_number(first->text) || first->text == "retval" || declared(first->text)) return false;
+  // (uint32)retval and (foo *)arg1 are casts to a type this language does not know: read them as
+  // casts so that the error names the type, not the syntax.
+  auto next = ahead.next();
+  if (!next || next->kind != Kind::Punct) return false;
+  if (next->text == "*") {
+    while (next && next->kind == Kind::Punct && next->text == "*") next = ahead.next();
+    return next && next->kind == Kind::Punct && next->text == ")";
+  }
+  if (next->text != ")") return false;
+  auto after = ahead.next();
+  return after && (after->kind == Kind::Ident || after->kind == Kind::Int ||
+                   (after->kind == Kind::Punct && after->text == "("));
+}
+
+Result<Expr> ExprParser::cast() {
+  Expr e;
+  e.op = Expr::Op::Cast;
+  e.column = cur_.column;
+  USCOPE_TRY(advance());
+  int type_column = cur_.column;
+  auto t = type(false);
+  if (!t) return tl::unexpected(t.error());
+  if (!at(")"))
+    return spec_error(cur_.column,
+                      fmt::format("expected ')' to close the cast to {} but found {}",
+                                  type_text(*t), describe(cur_)),
+                      "write e.g. (int)retval or (struct foo *)arg1");
+  USCOPE_TRY(advance());
+  if (t->pointers > 0) {
+    e.width = 8;  // an address: only its type changes, for -> and %s
+    e.is_signed = false;
+  } else if (t->width == 0) {
+    return spec_error(type_column, fmt::format("can't cast a value to {}", t->name),
+                      t->name == "void" ? "cast to a pointer such as (void *) or to an integer"
+                                        : fmt::format("cast to a pointer: ({} *)", t->name));
+  } else {
+    e.width = t->width;
+    e.is_signed = t->is_signed;
+  }
+  e.type = std::move(*t);
+  auto operand = unary();
+  if (!operand) return operand;
+  if (is_string(*operand))
+    return spec_error(
+        operand->column,
+        fmt::format("can't cast {}, a string, to {}", describe(*operand), type_text(*e.type)),
+        "cast numbers and pointers such as arg1 or retval");
+  e.children.push_back(std::move(*operand));
+  return finish(std::move(e));
+}
+
+Result<Expr> ExprParser::postfix() {
+  auto e = primary();
+  while (e && (at("->") || at("."))) e = member(std::move(*e));
+  return e;
+}
+
+Result<Expr> ExprParser::member(Expr base) {
+  bool arrow = at("->");
+  USCOPE_TRY(advance());
+  if (cur_.kind != Kind::Ident || cur_.text[0] == '$')
+    return spec_error(cur_.column,
+                      fmt::format("expected a member name after '{}' but found {}",
+                                  arrow ? "->" : ".", describe(cur_)),
+                      arrow ? "write e.g. req->len" : "write e.g. ts.tv_nsec");
+  if (is_string(base))
+    return spec_error(base.column, fmt::format("{} is a string and has no members", describe(base)),
+                      "read members of a struct pointer, e.g. req->len");
+  // bcc's ctx is the probe's pt_regs, unless the probe names a parameter ctx itself.
+  if (arrow && base.op == Expr::Op::Name && base.text == "ctx" && !declared("ctx")) {
+    auto reg = register_of(cur_.text);
+    if (!reg)
+      return spec_error(cur_.column, fmt::format("ctx has no register '{}'", printable(cur_.text)),
+                        "use ctx->ax, bx, cx, dx, si, di, bp, sp, ip or r8..r15");
+    Expr e;
+    e.op = Expr::Op::Reg;
+    e.text = *reg;
+    e.column = base.column;
+    USCOPE_TRY(advance());
+    return e;
+  }
+  Expr e;
+  e.op = Expr::Op::Member;
+  e.index = arrow ? 1 : 0;
+  e.text = cur_.text;
+  e.column = base.column;
+  e.children.push_back(std::move(base));
+  USCOPE_TRY(advance());
+  return finish(std::move(e));
+}
+
+bool ExprParser::declared(std::string_view name) const {
+  if (!spec_.params) return false;
+  return std::any_of(spec_.params->begin(), spec_.params->end(),
+                     [&](const DeclaredParam& p) { return p.name == name; });
+}
+
+bool ExprParser::params_ahead() const {
+  Lexer ahead = lexer_;
+  auto first = ahead.next();
+  if (!first) return false;
+  if (first->kind == Kind::Punct) return first->text == ")";  // f(): no parameters
+  if (first->kind != Kind::Ident || first->text[0] == '$') return false;
+  if (is_type_word(first->text)) return true;
+  // A typedef bcc would take from a header: FILE *f, my_len n.
+  if (arg_number(first->text) || first->text == "retval" || first->text == "str" ||
+      first->text == "STRCMP")
+    return false;
+  auto next = ahead.next();
+  while (next && next->kind == Kind::Punct && next->text == "*") next = ahead.next();
+  return next && next->kind == Kind::Ident;
+}
+
+Result<std::vector<DeclaredParam>> ExprParser::params() {
+  int open = cur_.column;
+  USCOPE_TRY(advance());
+  std::vector<DeclaredParam> out;
+  if (at(")")) {
+    USCOPE_TRY(advance());
+    return out;
+  }
+  // f(void): C's way of saying "no parameters".
+  Lexer ahead = lexer_;
+  if (cur_.kind == Kind::Ident && cur_.text == "void") {
+    auto next = ahead.next();
+    if (next && next->kind == Kind::Punct && next->text == ")") {
+      USCOPE_TRY(advance());
+      USCOPE_TRY(advance());
+      return out;
+    }
+  }
+  for (;;) {
+    DeclaredParam p;
+    p.column = cur_.column;
+    auto t = type(true);
+    if (!t) return tl::unexpected(t.error());
+    if (t->pointers == 0 && t->width == 0 && t->name.find(' ') != std::string::npos &&
+        !t->name.starts_with("enum "))
+      return spec_error(p.column,
+                        fmt::format("a {} is passed by value here; only pointers to it can be "
+                                    "read",
+                                    t->name),
+                        fmt::format("declare it as {} *name", t->name));
+    p.type = std::move(*t);
+    if (cur_.kind == Kind::Ident && cur_.text[0] != '$') {
+      if (is_type_word(cur_.text) || cur_.text == "retval" || arg_number(cur_.text))
+        return spec_error(cur_.column,
+                          fmt::format("'{}' can't name a parameter", printable(cur_.text)),
+                          "name it like a C variable, e.g. (int fd, char *path)");
+      p.name = cur_.text;
+      for (const DeclaredParam& q : out)
+        if (q.name == p.name)
+          return spec_error(cur_.column,
+                            fmt::format("parameter '{}' is declared twice", printable(p.name)),
+                            "give each parameter its own name");
+      USCOPE_TRY(advance());
+    }
+    out.push_back(std::move(p));
+    if (at(")")) break;
+    if (!at(","))
+      return spec_error(cur_.column,
+                        fmt::format("expected ',' or ')' in the parameter list opened at column "
+                                    "{} but found {}",
+                                    open, describe(cur_)),
+                        "declare parameters as in C: (int fd, const char *path)");
+    USCOPE_TRY(advance());
+  }
+  constexpr size_t kMaxParams = 6;
+  if (out.size() > kMaxParams)
+    return spec_error(
+        out[kMaxParams].column,
+        fmt::format("{} parameters declared; uprobes read the first {}", out.size(), kMaxParams),
+        "declare only the first six (the SysV integer argument registers)");
+  USCOPE_TRY(advance());
+  return out;
 }
 
 Result<Expr> ExprParser::primary() {
@@ -389,18 +613,23 @@ Result<Expr> ExprParser::identifier() {
       return e;
     }
   }
-  if (cast_type(name))
-    return spec_error(e.column,
-                      fmt::format("'{}' is a type, and casts only go with a dereference", name),
-                      fmt::format("write *({}*)ptr to read a {} at ptr", name, name));
-  static const std::string kKnown[] = {"arg1", "arg2",   "arg3", "arg4", "arg5", "arg6",  "retval",
-                                       "str",  "$entry", "$pid", "$tid", "$cpu", "$comm", "$uid"};
+  if (name == "STRCMP") return strcmp_call();
+  if (name[0] != '$') {
+    if (is_type_word(name) && !declared(name))
+      return spec_error(
+          e.column, fmt::format("'{}' is a type, not a value", name),
+          fmt::format("cast a value with ({})retval or read memory with *({}*)ptr", name, name));
+    // A declared parameter, one DWARF names, or `this`: the planner resolves it or says why not.
+    e.op = Expr::Op::Name;
+    e.text = name;
+    USCOPE_TRY(advance());
+    return e;
+  }
+  static const std::string kKnown[] = {"$entry", "$pid", "$tid", "$cpu", "$comm", "$uid"};
   auto close = closest_names(name, kKnown, 1);
-  return spec_error(
-      e.column,
-      fmt::format("unknown {} '{}'", name[0] == '$' ? "variable" : "name", printable(name)),
-      close.empty() ? "use argN, retval, $pid, $tid, $cpu, $comm, $uid, $entry(argN) or str(ptr)"
-                    : fmt::format("did you mean {}?", close[0]));
+  return spec_error(e.column, fmt::format("unknown variable '{}'", printable(name)),
+                    close.empty() ? "use $pid, $tid, $cpu, $comm, $uid or $entry(argN)"
+                                  : fmt::format("did you mean {}?", close[0]));
 }
 
 Result<Expr> ExprParser::arg(int n) {
@@ -495,11 +724,68 @@ Result<Expr> ExprParser::str_call() {
   return finish(std::move(e));
 }
 
+// bcc's STRCMP("literal", expr) is uscope's str(expr) == "literal".
+Result<Expr> ExprParser::strcmp_call() {
+  int column = cur_.column;
+  constexpr std::string_view kUsage = "write STRCMP(\"text\", arg1), or str(arg1) == \"text\"";
+  USCOPE_TRY(advance());
+  if (!at("("))
+    return spec_error(
+        cur_.column, fmt::format("expected '(' after STRCMP but found {}", describe(cur_)), kUsage);
+  USCOPE_TRY(advance());
+  auto first = expression();
+  if (!first) return first;
+  if (!at(","))
+    return spec_error(cur_.column,
+                      fmt::format("expected ',' in STRCMP but found {}", describe(cur_)), kUsage);
+  USCOPE_TRY(advance());
+  auto second = expression();
+  if (!second) return second;
+  if (!at(")"))
+    return spec_error(cur_.column,
+                      fmt::format("expected ')' to close the STRCMP( at column {} but found {}",
+                                  column, describe(cur_)),
+                      kUsage);
+  bool first_literal = first->op == Expr::Op::String;
+  Expr literal = std::move(first_literal ? *first : *second);
+  Expr other = std::move(first_literal ? *second : *first);
+  if (literal.op != Expr::Op::String)
+    return spec_error(literal.column, "STRCMP compares with a \"string literal\"", kUsage);
+  if (other.op == Expr::Op::String)
+    return spec_error(other.column, "STRCMP of two string literals", kUsage);
+  if (!is_string(other)) {
+    // A pointer: the string it points to, as bcc reads it.
+    Expr str;
+    str.op = Expr::Op::Str;
+    str.column = other.column;
+    str.children.push_back(std::move(other));
+    other = std::move(str);
+  }
+  USCOPE_TRY(check_string_compare(other, literal));
+  USCOPE_TRY(advance());
+  Expr e;
+  e.op = Expr::Op::Binary;
+  e.op_text = "==";
+  e.column = column;
+  e.children.push_back(std::move(other));
+  e.children.push_back(std::move(literal));
+  return finish(std::move(e));
+}
+
 }  // namespace
 
 Result<void> parse_probe_body(std::string_view text, size_t pos, ProbeSpec& spec) {
   ExprParser p(text, pos, spec);
   USCOPE_TRY(p.advance());
+  bool attached = pos < text.size() && text[pos] == '(';
+  if (attached && p.params_ahead()) {
+    if (spec.kind == ProbeKind::Usdt)
+      return spec_error(p.cur().column, "USDT probes have no parameter list",
+                        "read their arguments as arg1, arg2, ...");
+    auto params = p.params();
+    if (!params) return tl::unexpected(params.error());
+    spec.params = std::move(*params);
+  }
   if (p.at("(")) {
     int open = p.cur().column;
     USCOPE_TRY(p.advance());

@@ -139,6 +139,11 @@ Result<Token> Lexer::identifier(Token tok) {
                       "use $pid, $tid, $cpu, $comm, $uid or $entry(argN)");
   tok.kind = Token::Kind::Ident;
   tok.text = std::string(text_.substr(start, pos_ - start));
+  // bcc's arg2@user asks for a user-space read; every read of a uprobe is one, so it is accepted
+  // and means plain arg2.
+  constexpr std::string_view kUser = "@user";
+  if (tok.text.starts_with("arg") && text_.substr(pos_, kUser.size()) == kUser)
+    pos_ += kUser.size();
   return tok;
 }
 
@@ -203,8 +208,8 @@ Result<Token> Lexer::char_literal(Token tok) {
 }
 
 Result<Token> Lexer::punctuator(Token tok) {
-  static constexpr std::string_view kTwo[] = {"<<", ">>", "<=", ">=", "==", "!=", "&&", "||"};
-  static constexpr std::string_view kOne = "+-*/%&|^~!<>(),";
+  static constexpr std::string_view kTwo[] = {"<<", ">>", "<=", ">=", "==", "!=", "&&", "||", "->"};
+  static constexpr std::string_view kOne = "+-*/%&|^~!<>(),.";
   for (std::string_view op : kTwo) {
     if (text_.substr(pos_, 2) == op) {
       tok.kind = Token::Kind::Punct;

@@ -3,6 +3,7 @@
 // Not part of the planner's contract: that is probe_spec.h.
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -75,8 +76,26 @@ std::string describe(const Expr& e);
 bool is_string(const Expr& e);
 int expr_height(const Expr& e);
 
-// Everything after the function: [(predicate)] ["format"[, arg, ...]] starting at `pos`.
+// Everything after the function: [(declared parameters)][(predicate)] ["format"[, arg, ...]]
+// starting at `pos`. A '(' right at `pos` (no space) opens a parameter list when its first tokens
+// read as a C declaration, as in bcc; otherwise it is the predicate, as before.
 Result<void> parse_probe_body(std::string_view text, size_t pos, ProbeSpec& spec);
+
+// C type names of casts and declared parameter lists (probe_ctype.cc).
+// Does `word` start a C type: a builtin (int, unsigned, u32, size_t, ...), a qualifier, or
+// struct/union/enum?
+bool is_type_word(std::string_view word);
+// The type spelled by `words` (qualifiers already dropped) and `pointers` stars. A single word
+// that is no known type is a typedef DWARF may know when `typedef_ok` (parameter lists); in a cast
+// it is an error naming the known types closest to it.
+Result<CType> make_ctype(const std::vector<std::string>& words, int pointers, int column,
+                         bool typedef_ok);
+// "int", "char *", "struct timespec *": for messages.
+std::string type_text(const CType& t);
+
+// bcc's pt_regs field names (ax, di, ip, r8, ...) and uscope's (rax, rdi, rip) to the canonical
+// register name trace_register() knows; nullopt for anything else.
+std::optional<std::string> register_of(std::string_view field);
 
 // Conversions of a decoded format string token.
 Result<std::vector<FormatConversion>> parse_format(const Token& format);

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,9 +26,14 @@ using probe_detail::spec_error;
 
 enum class Mode { Trace, Pattern };
 
+// One ':'-separated field of the head. Inside a field "::" is C++/Rust scope, not a separator,
+// and a field in double quotes is taken literally: "ns::C::operator()(int)".
 struct Field {
   std::string_view text;
   size_t pos;  // offset in the whole spec
+  bool quoted = false;
+  std::string_view offset{};  // a quoted function's "+0x10", written after the closing quote
+  size_t offset_pos = 0;
 };
 
 bool is_kind(std::string_view f) {
@@ -66,25 +72,90 @@ Result<uint64_t> parse_offset(std::string_view text, size_t pos) {
   return value;
 }
 
-Result<void> check_name(std::string_view name, size_t pos, ProbeKind kind) {
+// Characters of unquoted C++ and Rust names beyond C's: scope, templates, destructors.
+bool is_cxx_name_char(char c) {
+  return c == ':' || c == '<' || c == '>' || c == ',' || c == '~';
+}
+
+Result<void> check_name(const Field& f, std::string_view name, ProbeKind kind) {
   bool usdt = kind == ProbeKind::Usdt;
+  size_t pos = f.pos;
   if (name.empty())
     return spec_error(
         column_of(pos), usdt ? "expected a USDT probe name" : "expected a function name",
         usdt ? "write e.g. u:/usr/bin/python3:python:function__entry" : "write e.g. p:c:malloc");
   for (size_t i = 0; i < name.size(); ++i) {
     char c = name[i];
+    auto u = static_cast<unsigned char>(c);
+    if (f.quoted && !usdt && u >= 0x20 && u != 0x7f) continue;  // a demangled signature
     // '.', '$' and '@' occur in real symbols: foo.cold, memcpy@GLIBC_2.14.
-    if (is_ident_char(c) || (!usdt && (c == '.' || c == '$' || c == '@'))) continue;
+    if (is_ident_char(c) || (!usdt && (c == '.' || c == '$' || c == '@' || is_cxx_name_char(c))))
+      continue;
     // trace takes globs too (bpftrace's uprobe:libc:str*): each function matched is a probe.
     if (is_glob_char(c)) continue;
-    return spec_error(column_of(pos + i),
-                      fmt::format("unexpected '{}' in the {} name", printable(name.substr(i, 1)),
-                                  usdt ? "probe" : "function"),
-                      usdt ? "USDT probe names are letters, digits and '_'"
-                           : "symbol names are letters, digits, '_', '.', '$' and '@'");
+    return spec_error(
+        column_of(pos + i),
+        fmt::format("unexpected '{}' in the {} name", printable(name.substr(i, 1)),
+                    usdt ? "probe" : "function"),
+        usdt ? "USDT probe names are letters, digits and '_'"
+             : "symbol names are letters, digits, '_', '.', '$', '@' and C++'s "
+               "'::', '<>'; quote other C++ names, e.g. p:./app:\"ns::C::operator()\"");
   }
+  // "ns::C::operator()" unquoted stops at its '(' (a parameter list may follow a name).
+  constexpr std::string_view kOperator = "operator";
+  if (!usdt && !f.quoted && name.ends_with(kOperator) &&
+      (name.size() == kOperator.size() || name.ends_with("::" + std::string(kOperator))))
+    return spec_error(column_of(pos + name.size()), "quote C++ operator names",
+                      fmt::format("write p:target:\"{}()\" or the operator with its parameters",
+                                  printable(name)));
   return {};
+}
+
+// Splits what follows the probe kind into fields; returns where the head ends (a space, the '(' of
+// a parameter list or predicate, or the '"' of a format).
+Result<size_t> split_fields(std::string_view text, size_t p, std::vector<Field>& fields) {
+  for (;;) {
+    if (p < text.size() && text[p] == '"') {
+      size_t close = text.find('"', p + 1);
+      if (close == std::string_view::npos)
+        return spec_error(column_of(p), "this quoted function name has no closing '\"'",
+                          "close it: p:./app:\"ns::f(int)\"");
+      Field f{text.substr(p + 1, close - p - 1), p + 1, true};
+      p = close + 1;
+      if (p < text.size() && text[p] == ':')
+        return spec_error(column_of(p), "only the function name can be quoted",
+                          "write kind:target:\"function\", e.g. p:./app:\"ns::f(int)\"");
+      if (p < text.size() && text[p] == '+') {
+        size_t q = p + 1;
+        while (q < text.size() && !is_space(text[q]) && text[q] != '(' && text[q] != '"') ++q;
+        f.offset = text.substr(p + 1, q - p - 1);
+        f.offset_pos = p + 1;
+        p = q;
+        if (f.offset.empty())
+          return spec_error(column_of(p), "expected an offset after '+'",
+                            "write e.g. +0x10 or +16");
+      }
+      fields.push_back(f);
+      return p;
+    }
+    size_t q = p;
+    while (q < text.size() && !is_space(text[q]) && text[q] != '(' && text[q] != '"') {
+      if (text[q] == ':') {
+        if (q + 1 < text.size() && text[q + 1] == ':') {
+          q += 2;
+          continue;
+        }
+        break;
+      }
+      ++q;
+    }
+    fields.push_back({text.substr(p, q - p), p});
+    if (q < text.size() && text[q] == ':') {
+      p = q + 1;
+      continue;
+    }
+    return q;
+  }
 }
 
 // Fills kind, target, provider, function and offset; returns where the head ends.
@@ -95,44 +166,54 @@ Result<size_t> parse_head(std::string_view text, Mode mode, ProbeSpec& spec) {
     return spec_error(1, "the probe spec is empty",
                       mode == Mode::Trace ? "write one such as p:c:malloc \"%d\", arg1"
                                           : "write a pattern such as c:str*");
-  size_t end = start;
-  while (end < text.size() && !is_space(text[end]) && text[end] != '(' && text[end] != '"') ++end;
-  if (end == start)
-    return spec_error(column_of(start), fmt::format("expected a probe before '{}'", text[start]),
+  if (text[start] == '(')
+    return spec_error(column_of(start), "expected a probe before '('",
                       "start with the probe, e.g. p:c:malloc (arg1 > 0)");
 
-  std::vector<Field> fields;
-  for (size_t p = start;;) {
-    size_t colon = text.find(':', p);
-    if (colon == std::string_view::npos || colon >= end) {
-      fields.push_back({text.substr(p, end - p), p});
-      break;
-    }
-    fields.push_back({text.substr(p, colon - p), p});
-    p = colon + 1;
+  // The kind is read first because "p::ns::f" is kind, empty target, then a C++ name. bcc's
+  // shorthands: "func" and "lib:func" are entry probes; "p:func" is kind:function (main binary)
+  // rather than bcc's library "p", which no one means.
+  std::optional<Field> kind;
+  bool empty_target = false;
+  size_t p = start;
+  auto kind_letter = [&](size_t i) { return i < text.size() && is_kind(text.substr(i, 1)); };
+  if (kind_letter(p) && p + 1 < text.size() && text[p + 1] == ':') {
+    kind = Field{text.substr(p, 1), p};
+    p += 2;
+  } else if (text[p] == ':' && !(p + 1 < text.size() && text[p + 1] == ':')) {
+    kind = Field{text.substr(p, 0), p};  // bcc's ":lib:func", an entry probe
+    p += 1;
   }
+  if (kind && p < text.size() && text[p] == ':' && !(p + 1 < text.size() && text[p + 1] == ':')) {
+    empty_target = true;
+    p += 1;
+  } else if (kind && text.substr(p, 3) == ":::") {
+    empty_target = true;  // p:::f is p::(empty target) then ":f", reported as a bad name
+    p += 1;
+  }
+  std::vector<Field> fields;
+  auto end = split_fields(text, p, fields);
+  if (!end) return tl::unexpected(end.error());
 
-  // bcc's shorthands: "func" and "lib:func" are entry probes. "p:func" is taken as kind:function
-  // (main binary) rather than bcc's library "p", which no one means.
-  const Field* kind = nullptr;
   const Field* target = nullptr;
   const Field* provider = nullptr;
   const Field* function = &fields.back();
-  if (fields.size() == 2) {
-    (is_kind(fields[0].text) ? kind : target) = &fields[0];
-  } else if (fields.size() >= 3) {
-    kind = &fields[0];
-    if (!kind->text.empty() && !is_kind(kind->text))
-      return spec_error(column_of(kind->pos),
-                        fmt::format("unknown probe type '{}'", printable(kind->text)),
+  if (!kind) {
+    if (fields.size() >= 3)
+      return spec_error(column_of(fields[0].pos),
+                        fmt::format("unknown probe type '{}'", printable(fields[0].text)),
                         "use p: (entry), r: (return) or u: (USDT)");
-    target = &fields[1];
-    size_t max_fields = kind->text == "u" ? 4 : 3;
+    if (fields.size() == 2) target = &fields[0];
+  } else {
+    bool usdt = kind->text == "u";
+    size_t max_fields = (usdt ? 3 : 2) - (empty_target ? 1 : 0);
     if (fields.size() > max_fields)
       return spec_error(column_of(fields[max_fields].pos - 1), "too many ':'-separated fields",
-                        kind->text == "u" ? "write u:target:[provider:]name"
-                                          : "write p:target:function, e.g. p:/usr/bin/x:main");
-    if (fields.size() == 4) provider = &fields[2];
+                        usdt ? "write u:target:[provider:]name"
+                             : "write p:target:function, e.g. p:/usr/bin/x:main");
+    size_t first = 0;
+    if (!empty_target && fields.size() >= 2) target = &fields[first++];
+    if (usdt && fields.size() - first == 2) provider = &fields[first];
   }
 
   if (kind && kind->text == "r") spec.kind = ProbeKind::Return;
@@ -153,9 +234,19 @@ Result<size_t> parse_head(std::string_view text, Mode mode, ProbeSpec& spec) {
   }
 
   std::string_view name = function->text;
-  size_t plus = name.find('+');
-  if (plus != std::string_view::npos) {
-    size_t plus_pos = function->pos + plus;
+  std::string_view offset_text = function->offset;
+  size_t plus_pos = function->offset_pos - 1;
+  bool has_offset = !offset_text.empty();
+  if (!function->quoted) {
+    size_t plus = name.find('+');
+    if (plus != std::string_view::npos) {
+      has_offset = true;
+      plus_pos = function->pos + plus;
+      offset_text = name.substr(plus + 1);
+      name = name.substr(0, plus);
+    }
+  }
+  if (has_offset) {
     if (mode == Mode::Pattern)
       return spec_error(column_of(plus_pos), "count and latency patterns take no +offset",
                         "drop the offset; trace takes p:target:function+offset");
@@ -164,15 +255,14 @@ Result<size_t> parse_head(std::string_view text, Mode mode, ProbeSpec& spec) {
                         fmt::format("an offset only works with entry probes (p:), not {} probes",
                                     spec.kind == ProbeKind::Return ? "return" : "USDT"),
                         "drop the offset or use p:target:function+offset");
-    auto offset = parse_offset(name.substr(plus + 1), plus_pos + 1);
+    auto offset = parse_offset(offset_text, plus_pos + 1);
     if (!offset) return tl::unexpected(offset.error());
     spec.offset = *offset;
-    name = name.substr(0, plus);
   }
-  if (auto r = check_name(name, function->pos, spec.kind); !r) return tl::unexpected(r.error());
+  if (auto r = check_name(*function, name, spec.kind); !r) return tl::unexpected(r.error());
   spec.function = std::string(name);
   spec.function_column = column_of(function->pos);
-  return end;
+  return *end;
 }
 
 Result<void> check_length(std::string_view text) {

@@ -21,6 +21,10 @@ tl::unexpected<Error> at(const Expr& e, std::string_view what) {
   return fail("probe spec column {}: {}", e.column, what);
 }
 
+bool unsigned_64(const Expr& e) {
+  return e.op == Expr::Op::Cast && e.width == 8 && !e.is_signed;
+}
+
 class RecipeBuilder {
  public:
   RecipeBuilder(uscope_recipe& r, const SiteContext& site) : r_(r), site_(site) {}
@@ -240,8 +244,15 @@ class RecipeBuilder {
         {"&", TOP_AND},  {"|", TOP_OR},    {"^", TOP_XOR}, {"<<", TOP_SHL}, {">>", TOP_SHR},
         {"==", TOP_EQ},  {"!=", TOP_NE},   {"<", TOP_SLT}, {"<=", TOP_SLE}, {">", TOP_SGT},
         {">=", TOP_SGE}, {"&&", TOP_LAND}, {"||", TOP_LOR}};
-    for (const auto& [text, code] : kOps) {
+    // argN and retval compare signed, so `retval < 0` sees a 64-bit -1; as in C, an operand
+    // cast to an unsigned 64-bit type (or a pointer) makes the comparison unsigned.
+    static constexpr std::pair<uint8_t, uint8_t> kUnsigned[] = {
+        {TOP_SLT, TOP_LT}, {TOP_SLE, TOP_LE}, {TOP_SGT, TOP_GT}, {TOP_SGE, TOP_GE}};
+    bool is_unsigned = unsigned_64(e.children[0]) || unsigned_64(e.children[1]);
+    for (auto [text, code] : kOps) {
       if (text != e.op_text) continue;
+      for (auto [s, u] : kUnsigned)
+        if (is_unsigned && code == s) code = u;
       if (auto r = value(e.children[0]); !r) return r;
       if (auto r = value(e.children[1]); !r) return r;
       return op(code, 0, 0, 0, 1, 2);

@@ -50,7 +50,7 @@ Result<std::vector<MatchedSite>> match_functions(ObjectCache& cache, PlannedObje
   }
   // An IFUNC symbol is its resolver, run once at load time; a glob skips it, and naming it
   // exactly points at the implementations it chooses between.
-  if (!has_glob_chars(spec.function) && !found.empty() &&
+  if (!is_function_glob(spec.function) && !found.empty() &&
       std::all_of(found.begin(), found.end(), [](const FunctionSymbol* f) { return f->ifunc; })) {
     std::vector<std::string> impls;
     for (const auto& name : (*syms)->names())
@@ -75,7 +75,7 @@ Result<std::vector<MatchedSite>> match_functions(ObjectCache& cache, PlannedObje
     // A glob names every alias; a label should be the one users know.
     out.push_back(function_site(
         o, *f,
-        has_glob_chars(spec.function) ? (*syms)->preferred_alias(*f)->demangled : f->demangled,
+        is_function_glob(spec.function) ? (*syms)->preferred_alias(*f)->demangled : f->demangled,
         spec.offset));
   }
   return out;
@@ -106,17 +106,14 @@ MatchedSite usdt_site(PlannedObject& o, const UsdtProbe& p, const UsdtLocation& 
   return m;
 }
 
+bool is_function_glob(std::string_view name) {
+  // A demangled signature ("ns::f(char const*)") is a name, never a glob.
+  return has_glob_chars(name) && name.find('(') == std::string_view::npos;
+}
+
 std::vector<const FunctionSymbol*> functions_named(const SymbolTable& syms, std::string_view name) {
-  if (has_glob_chars(name)) return syms.match(name);
-  std::vector<const FunctionSymbol*> found = syms.find(name);
-  if (found.empty()) {  // "ns::f" names every overload "ns::f(int)", "ns::f(char const*)"
-    for (const auto& f : syms.functions()) {
-      auto paren = f.demangled.find('(');
-      if (paren != std::string::npos && f.demangled.compare(0, paren, name) == 0)
-        found.push_back(&f);
-    }
-  }
-  return found;
+  if (is_function_glob(name)) return syms.match(name);
+  return syms.find(name);  // "ns::f" names every overload, "ns::f(int)" one
 }
 
 Result<PlannedObject*> ObjectCache::get(const std::string& target) {

@@ -83,6 +83,8 @@ MatchedSite usdt_site(PlannedObject& o, const UsdtProbe& p, const UsdtLocation& 
 // and demangled names, else an exact name, else every overload of a C++ name without its
 // parameter list ("ns::f" names "ns::f(int)" and "ns::f(char const*)").
 std::vector<const FunctionSymbol*> functions_named(const SymbolTable& syms, std::string_view name);
+// Whether a function name in a spec is a glob: '*', '?' or '[' outside a quoted signature.
+bool is_function_glob(std::string_view name);
 
 // Functions (exact name or glob) or USDT locations a spec names; errors list the closest names.
 // Aliases at one address become one site with the first name.

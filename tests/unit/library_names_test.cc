@@ -1,5 +1,7 @@
 #include "discover/library_names.h"
 
+#include "discover/target.h"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -343,3 +345,51 @@ TEST(resolve_library, process_error_lists_mapped_libraries) {
   ASSERT_FALSE(typo);
   EXPECT_NE(typo.error().message.find("libm.so.6"), std::string::npos) << typo.error().message;
 }
+
+namespace uscope {
+namespace {
+
+TEST(target, bare_name_that_is_no_library_is_found_in_path) {
+  // bcc's order: a library first ("c" is libc), then an executable in PATH ("bash").
+  auto libc = resolve_object("c", nullptr);
+  ASSERT_TRUE(libc) << libc.error().message;
+  EXPECT_NE(libc->open_path.find("libc.so"), std::string::npos) << libc->open_path;
+  auto bash = resolve_object("bash", nullptr);
+  ASSERT_TRUE(bash) << bash.error().message;
+  EXPECT_EQ(bash->open_path, *find_in_path("bash", std::getenv("PATH")));
+  EXPECT_TRUE(bash->open_path.ends_with("/bash")) << bash->open_path;
+
+  auto none = resolve_object("nosuchprog_xyz", nullptr);
+  ASSERT_FALSE(none);
+  EXPECT_NE(none.error().message.find("no library 'nosuchprog_xyz' in ld.so.cache"),
+            std::string::npos)
+      << none.error().message;
+  EXPECT_NE(none.error().message.find("no executable 'nosuchprog_xyz' in PATH ("),
+            std::string::npos)
+      << none.error().message;
+}
+
+TEST(target, find_in_path_takes_the_first_executable_file) {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / ("uscope-path-" + std::to_string(getpid()));
+  fs::create_directories(dir / "a");
+  fs::create_directories(dir / "b");
+  fs::create_directories(dir / "c" / "prog");  // a directory is not a program
+  auto touch = [](const fs::path& p, fs::perms mode) {
+    std::FILE* f = std::fopen(p.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fclose(f);
+    fs::permissions(p, mode);
+  };
+  touch(dir / "a" / "prog", fs::perms::owner_read);  // not executable
+  touch(dir / "b" / "prog", fs::perms::owner_all);
+  std::string path = (dir / "c").string() + ":" + (dir / "a").string() + ":" + (dir / "b").string();
+  EXPECT_EQ(find_in_path("prog", path), (dir / "b" / "prog").string());
+  EXPECT_EQ(find_in_path("nothing", path), std::nullopt);
+  EXPECT_EQ(find_in_path("b/prog", dir.string()), std::nullopt);  // a path is not looked up
+  EXPECT_EQ(find_in_path("", path), std::nullopt);
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace uscope

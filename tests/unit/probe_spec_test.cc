@@ -1,5 +1,7 @@
 #include "plan/probe_spec.h"
 
+#include "plan/probe_parse.h"
+
 #include <gtest/gtest.h>
 
 #include <regex>
@@ -430,9 +432,8 @@ TEST(probe_spec, reports_expression_errors_with_column) {
           {"p:c:malloc ((arg1 > 0)", 23, "expected ')' to close the predicate"},
           {"p:c:malloc ((arg1 > 0) \"x\")", 24, "expected ')' to close the predicate at column 12"},
           {"p:c:malloc (1 + (2 \"x\"))", 20, "expected ')' to match the '(' at column 17"},
-          {"p:c:malloc (foo > 1)", 13, "unknown name 'foo'"},
           {"p:c:malloc ($foo > 1)", 13, "unknown variable '$foo'"},
-          {"p:c:malloc (ag1 > 1)", 13, "did you mean arg1?"},
+          {"p:c:malloc ($pdi > 1)", 13, "did you mean $pid?"},
           {"p:c:malloc ($ > 1)", 13, "expected a variable name after '$'"},
           {"p:c:malloc (arg1 / 0)", 20, "division by zero"},
           {"p:c:malloc (arg1 % 0)", 20, "division by zero"},
@@ -448,7 +449,7 @@ TEST(probe_spec, reports_expression_errors_with_column) {
           {"p:c:malloc (*(u8)arg1)", 17, "expected '*' after 'u8' in the cast"},
           {"p:c:malloc (*(u8* arg1)", 19, "expected ')' to close the cast"},
           {"p:c:malloc (*(void*)arg1)", 15, "can't read a void"},
-          {"p:c:malloc ((u32)arg1)", 14, "'u32' is a type"},
+          {"p:c:malloc (u32 > 1)", 13, "'u32' is a type, not a value"},
           {"p:c:malloc (*$comm)", 14, "can't dereference $comm"},
           {"p:c:malloc (str arg1)", 17, "expected '(' after str"},
           {"p:c:malloc (str(arg1, 0) == \"x\")", 23, "the length of str() must be positive"},
@@ -567,6 +568,281 @@ TEST(probe_spec, reports_pattern_errors) {
           {"c:str)", 6, "unexpected ')' in the function name"},
       },
       true);
+}
+
+TEST(probe_spec, parses_cpp_and_rust_names) {
+  expect_heads(
+      {
+          {"p::orchard::Pear::ripen", ProbeKind::Entry, "", "", "orchard::Pear::ripen", 0},
+          {"p:./app:orchard::Pear::ripen", ProbeKind::Entry, "./app", "", "orchard::Pear::ripen",
+           0},
+          {"r:./app:orchard::Pear::ripen", ProbeKind::Return, "./app", "", "orchard::Pear::ripen",
+           0},
+          {"orchard::harvest", ProbeKind::Entry, "", "", "orchard::harvest", 0},
+          {"./app:orchard::harvest", ProbeKind::Entry, "./app", "", "orchard::harvest", 0},
+          {"p:./app:\"orchard::Pear::ripen(int)\"", ProbeKind::Entry, "./app", "",
+           "orchard::Pear::ripen(int)", 0},
+          {"p:./app:\"orchard::Pear::ripen(const char *)\"", ProbeKind::Entry, "./app", "",
+           "orchard::Pear::ripen(const char *)", 0},
+          {"p::\"ns::C::operator()(int)\"+0x4", ProbeKind::Entry, "", "", "ns::C::operator()(int)",
+           4},
+          {"p:./app:orchard::Basket<int>::add", ProbeKind::Entry, "./app", "",
+           "orchard::Basket<int>::add", 0},
+          {"p:./app:orchard::Basket<int>::add+8", ProbeKind::Entry, "./app", "",
+           "orchard::Basket<int>::add", 8},
+          {"p:./app:ns::Widget<std::pair<int,long>>::~Widget", ProbeKind::Entry, "./app", "",
+           "ns::Widget<std::pair<int,long>>::~Widget", 0},
+          {"p:./app:myapp::server::handle", ProbeKind::Entry, "./app", "", "myapp::server::handle",
+           0},
+          {"p:./app:_ZN7orchard4Pear5ripenEi", ProbeKind::Entry, "./app", "",
+           "_ZN7orchard4Pear5ripenEi", 0},
+      },
+      false);
+  EXPECT_EQ(parse_ok("p:./app:orchard::Pear::ripen").function_column, 9);
+  EXPECT_EQ(parse_ok("p:./app:\"orchard::Pear::ripen(int)\"").function_column, 10);
+  ProbeSpec s = parse_ok(R"(p::orchard::Pear::ripen "%d", arg2)");
+  EXPECT_EQ(s.function, "orchard::Pear::ripen");
+  EXPECT_EQ(args_of(s), "arg2");
+  ProbeSpec q = parse_ok(R"x(p:./app:"orchard::Pear::ripen(int)" (arg2 > 3) "%d", arg2)x");
+  EXPECT_EQ(sexpr(*q.predicate), "(> arg2 3)");
+}
+
+TEST(probe_spec, parses_cpp_patterns) {
+  expect_heads(
+      {
+          {"./app:orchard::*", ProbeKind::Entry, "./app", "", "orchard::*", 0},
+          {"orchard::*", ProbeKind::Entry, "", "", "orchard::*", 0},
+          {"p::orchard::Pear::*", ProbeKind::Entry, "", "", "orchard::Pear::*", 0},
+          {"*::ripen", ProbeKind::Entry, "", "", "*::ripen", 0},
+          {"./app:orchard::Basket<*>::add", ProbeKind::Entry, "./app", "",
+           "orchard::Basket<*>::add", 0},
+      },
+      true);
+}
+
+TEST(probe_spec, parses_bcc_short_forms) {
+  expect_heads(
+      {
+          {"c:malloc", ProbeKind::Entry, "c", "", "malloc", 0},
+          {"u:pthread:libpthread:pthread_create", ProbeKind::Usdt, "pthread", "libpthread",
+           "pthread_create", 0},
+          {"u:pthread:pthread_create", ProbeKind::Usdt, "pthread", "", "pthread_create", 0},
+          {"r:bash:readline", ProbeKind::Return, "bash", "", "readline", 0},
+      },
+      false);
+  ProbeSpec u = parse_ok("u:pthread:libpthread:pthread_create (arg4 != 0)");
+  EXPECT_EQ(sexpr(*u.predicate), "(!= arg4 0)");
+}
+
+TEST(probe_spec, reports_cpp_name_errors) {
+  expect_errors(
+      {
+          {"p:./app:\"ns::f(int)", 9, "quoted function name has no closing"},
+          {"p:\"./app\":f", 10, "only the function name can be quoted"},
+          {"p:./app:ns::C::operator()", 24, "quote C++ operator names"},
+          {"p:./app:ns::f:g", 14, "too many ':'-separated fields"},
+          {"p::a:b", 5, "too many ':'-separated fields"},
+          {"p:./app:ns::C::operator+", 25, "expected an offset after '+'"},
+      },
+      false);
+}
+
+TEST(probe_spec, parses_casts_of_expressions) {
+  struct Case {
+    std::string expr, tree;
+  };
+  std::vector<Case> cases = {
+      {"(int)arg1 < 0", "(< ((int) arg1) 0)"},
+      {"(u8)arg2", "((u8) arg2)"},
+      {"(unsigned long)arg1", "((unsigned long) arg1)"},
+      {"(long unsigned int)arg1", "((unsigned long) arg1)"},
+      {"(unsigned)arg1", "((unsigned int) arg1)"},
+      {"(signed char)arg1", "((signed char) arg1)"},
+      {"(long long)arg1", "((long long) arg1)"},
+      {"(unsigned long long)arg1", "((unsigned long long) arg1)"},
+      {"(short int)arg1", "((short) arg1)"},
+      {"(int8_t)arg1", "((int8_t) arg1)"},
+      {"(uint64_t)arg1", "((uint64_t) arg1)"},
+      {"(size_t)arg1", "((size_t) arg1)"},
+      {"(ssize_t)arg1", "((ssize_t) arg1)"},
+      {"(pid_t)arg1", "((pid_t) arg1)"},
+      {"(bool)arg1", "((bool) arg1)"},
+      {"(char *)arg2", "((char*) arg2)"},
+      {"(const char *)arg2", "((char*) arg2)"},
+      {"(void *)arg1", "((void*) arg1)"},
+      {"(struct foo *)arg1", "((struct foo*) arg1)"},
+      {"(union u **)arg1", "((union u**) arg1)"},
+      {"(int)(arg1 + 1)", "((int) (+ arg1 1))"},
+      {"-(int)arg1", "(- ((int) arg1))"},
+      {"(int)*(u32*)arg1", "((int) (*u32 arg1))"},
+      {"*(u32*)(int)arg1", "(*u32 ((int) arg1))"},
+      {"(int)arg1 * 2", "(* ((int) arg1) 2)"},
+      {"(arg1)", "arg1"},
+      {"(arg1) + 1", "(+ arg1 1)"},
+  };
+  for (const Case& c : cases) EXPECT_EQ(predicate_of("p:c:f (" + c.expr + ")"), c.tree) << c.expr;
+
+  ProbeSpec r = parse_ok(R"(r:c:read ((int)retval < 0) "read failed: %d", retval)");
+  ASSERT_TRUE(r.predicate);
+  const Expr& cast = r.predicate->children[0];
+  ASSERT_EQ(cast.op, Expr::Op::Cast);
+  EXPECT_EQ(cast.width, 4);
+  EXPECT_TRUE(cast.is_signed);
+  ASSERT_TRUE(cast.type);
+  EXPECT_EQ(cast.type->name, "int");
+  EXPECT_EQ(cast.type->pointers, 0);
+  EXPECT_EQ(cast.column, 11);
+
+  ProbeSpec u8 = parse_ok(R"(p:c:f "%d", (u8)arg2)");
+  EXPECT_EQ(u8.args[0].width, 1);
+  EXPECT_FALSE(u8.args[0].is_signed);
+  ProbeSpec p = parse_ok(R"(p:c:f "%d", (struct foo *)arg1)");
+  EXPECT_EQ(p.args[0].width, 8);
+  EXPECT_EQ(p.args[0].type->name, "struct foo");
+  EXPECT_EQ(p.args[0].type->pointers, 1);
+  // A pointer cast printed with %s is the string it points to.
+  EXPECT_EQ(args_of(parse_ok(R"(p:c:f "%s", (char *)arg2)")), "(str ((char*) arg2))");
+}
+
+TEST(probe_spec, reports_cast_errors) {
+  expect_errors(
+      {
+          {"p:c:f ((uint32)arg1)", 9, "unknown type 'uint32'; did you mean uint32_t"},
+          {"p:c:f ((foo *)arg1)", 9, "unknown type 'foo'"},
+          {"p:c:f ((float)arg1)", 9, "unknown type 'float'"},
+          {"p:c:f ((unsigned float)arg1)", 18, "expected ')' to close the cast to unsigned int"},
+          {"p:c:f ((short long)arg1)", 9, "'short long' is not a C type"},
+          {"p:c:f ((long long long)arg1)", 9, "not a C type"},
+          {"p:c:f ((void)arg1)", 9, "can't cast a value to void"},
+          {"p:c:f ((struct foo)arg1)", 9, "cast to a pointer: (struct foo *)"},
+          {"p:c:f ((int arg1)", 13, "expected ')' to close the cast to int"},
+          {"p:c:f ((struct)arg1)", 15, "expected a name after 'struct'"},
+          {"p:c:f ((int)$comm == 1)", 13, "can't cast $comm, a string"},
+          {"p:c:f (*(struct foo*)arg1)", 10, "can't read a whole struct foo"},
+      },
+      false);
+}
+
+TEST(probe_spec, strcmp_is_str_compare) {
+  EXPECT_EQ(predicate_of(R"(p:c:open (STRCMP("test.txt", arg1)))"),
+            R"((== (str arg1) "test.txt"))");
+  EXPECT_EQ(predicate_of(R"(p:c:open (STRCMP(arg1, "x")))"), R"((== (str arg1) "x"))");
+  EXPECT_EQ(predicate_of(R"(p:c:open (STRCMP("bash", $comm)))"), R"((== $comm "bash"))");
+  EXPECT_EQ(predicate_of(R"(p:c:open (!STRCMP("a", str(arg1, 4)) && arg2))"),
+            R"((&& (! (== (str arg1 4) "a")) arg2))");
+  ProbeSpec s = parse_ok(R"(p:c:open (STRCMP("test.txt", arg1)) "opening %s", arg1)");
+  EXPECT_EQ(args_of(s), "(str arg1)");
+  expect_errors(
+      {
+          {R"(p:c:f (STRCMP(arg1, arg2)))", 21, "STRCMP compares with a \"string literal\""},
+          {R"(p:c:f (STRCMP("a", "b")))", 20, "STRCMP of two string literals"},
+          {R"(p:c:f (STRCMP("a" arg1)))", 19, "expected ',' in STRCMP"},
+          {R"x(p:c:f (STRCMP("a", arg1 "x"))x", 25,
+           "expected ')' to close the STRCMP( at column 8"},
+          {R"(p:c:f (STRCMP "a"))", 15, "expected '(' after STRCMP"},
+      },
+      false);
+}
+
+TEST(probe_spec, accepts_bcc_user_suffix) {
+  EXPECT_EQ(args_of(parse_ok(R"(p:c:open "%s", arg1@user)")), "(str arg1)");
+  EXPECT_EQ(predicate_of(R"(p:c:open (arg2@user > 1))"), "(> arg2 1)");
+}
+
+TEST(probe_spec, parses_declared_parameters) {
+  ProbeSpec open = parse_ok(R"(p:c:open(char *filename) "opening %s", filename)");
+  EXPECT_EQ(open.function, "open");
+  ASSERT_TRUE(open.params);
+  ASSERT_EQ(open.params->size(), 1u);
+  EXPECT_EQ((*open.params)[0].name, "filename");
+  EXPECT_EQ((*open.params)[0].type.name, "char");
+  EXPECT_EQ((*open.params)[0].type.pointers, 1);
+  EXPECT_EQ((*open.params)[0].column, 10);
+  // A name's type is unknown until the planner resolves it: %s leaves it as it is.
+  EXPECT_EQ(args_of(open), "filename");
+  EXPECT_EQ(open.args[0].op, Expr::Op::Name);
+
+  ProbeSpec ns = parse_ok(R"(p:c:nanosleep(struct timespec *req) "%lld", req->tv_nsec)");
+  ASSERT_TRUE(ns.params);
+  EXPECT_EQ((*ns.params)[0].type.name, "struct timespec");
+  EXPECT_EQ(args_of(ns), "(->tv_nsec req)");
+  EXPECT_EQ(ns.args[0].op, Expr::Op::Member);
+  EXPECT_EQ(ns.args[0].index, 1);
+
+  ProbeSpec two = parse_ok(R"(p:./app:f(int a, const char *b) "%d %s", a, b)");
+  ASSERT_EQ(two.params->size(), 2u);
+  EXPECT_EQ((*two.params)[1].name, "b");
+  EXPECT_EQ((*two.params)[1].type.name, "char");
+  EXPECT_EQ(args_of(two), "a, b");
+
+  ProbeSpec combined = parse_ok(R"(p:./app:f(int fd, int level)(level == 0) "%d", fd)");
+  ASSERT_EQ(combined.params->size(), 2u);
+  EXPECT_EQ(sexpr(*combined.predicate), "(== level 0)");
+
+  ProbeSpec spaced = parse_ok(R"(p:./app:f(unsigned long n, FILE *f) (n > 2))");
+  EXPECT_EQ((*spaced.params)[0].type.name, "unsigned long");
+  EXPECT_EQ((*spaced.params)[1].type.name, "FILE");  // a typedef DWARF may know
+  EXPECT_EQ(sexpr(*spaced.predicate), "(> n 2)");
+
+  EXPECT_TRUE(parse_ok("p:./app:f()").params->empty());
+  EXPECT_TRUE(parse_ok("p:./app:f(void)").params->empty());
+  EXPECT_FALSE(parse_ok("p:c:malloc (arg1 > 1)").params);
+  EXPECT_FALSE(parse_ok("p:c:malloc(arg1>10)").params);
+  ProbeSpec cpp = parse_ok(R"(p:./app:orchard::Pear::ripen(void *self, int days) "%d", days)");
+  EXPECT_EQ(cpp.function, "orchard::Pear::ripen");
+  EXPECT_EQ(cpp.params->size(), 2u);
+}
+
+TEST(probe_spec, parses_names_members_and_registers) {
+  EXPECT_EQ(predicate_of("p:./app:f (len > 0)"), "(> len 0)");
+  EXPECT_EQ(predicate_of("p:./app:f (this->size > 0)"), "(> (->size this) 0)");
+  EXPECT_EQ(predicate_of("p:./app:f (req->hdr.len > 0)"), "(> (.len (->hdr req)) 0)");
+  EXPECT_EQ(predicate_of("p:./app:f (*req->name == 'a')"), "(== (*u64 (->name req)) 97)");
+  EXPECT_EQ(predicate_of("p:./app:f (((struct foo *)arg1)->len > 0)"),
+            "(> (->len ((struct foo*) arg1)) 0)");
+  ProbeSpec regs =
+      parse_ok(R"(p:/tmp/a.out:main+0xd "%x %x %x %x", ctx->dx, ctx->ip, ctx->r8, ctx->rdi)");
+  EXPECT_EQ(args_of(regs), "ctx->rdx, ctx->rip, ctx->r8, ctx->rdi");
+  EXPECT_EQ(regs.offset, 0xdu);
+  // A declared parameter named ctx is a parameter.
+  EXPECT_EQ(args_of(parse_ok(R"(p:./app:f(struct c *ctx) "%d", ctx->dx)")), "(->dx ctx)");
+  // %s of a register is the string it points to.
+  EXPECT_EQ(args_of(parse_ok(R"(p:./app:f "%s", ctx->si)")), "(str ctx->rsi)");
+}
+
+TEST(probe_spec, reports_parameter_and_member_errors) {
+  expect_errors(
+      {
+          {"p:./app:f(int a, int a)", 22, "parameter 'a' is declared twice"},
+          {"p:./app:f(int a int b)", 17,
+           "expected ',' or ')' in the parameter list opened at "
+           "column 10"},
+          {"p:./app:f(int a,)", 17, "expected a type but found ')'"},
+          {"p:./app:f(struct foo x)", 11, "a struct foo is passed by value here"},
+          {"p:./app:f(int retval)", 15, "'retval' can't name a parameter"},
+          {"p:./app:f(int a, int b, int c, int d, int e, int f, int g)", 53,
+           "7 parameters declared; uprobes read the first 6"},
+          {"u:./x:probe(int a)", 12, "USDT probes have no parameter list"},
+          {"p:./app:f (ctx->foo > 1)", 17, "ctx has no register 'foo'"},
+          {"p:./app:f (req-> > 1)", 18, "expected a member name after '->'"},
+          {"p:./app:f ($comm->x > 1)", 12, "$comm is a string and has no members"},
+      },
+      false);
+}
+
+TEST(probe_spec, check_format_args_is_idempotent) {
+  ProbeSpec s = parse_ok(R"(p:./app:f(char *path) "%s %s %d", path, arg2, path)");
+  EXPECT_EQ(args_of(s), "path, (str arg2), path");
+  // What the name resolver does: rewrite the name, then check the format again.
+  Expr arg1;
+  arg1.op = Expr::Op::Arg;
+  arg1.index = 1;
+  arg1.column = s.args[0].column;
+  s.args[0] = arg1;
+  ASSERT_TRUE(probe_detail::check_format_args(s));
+  EXPECT_EQ(args_of(s), "(str arg1), (str arg2), path");
+  ASSERT_TRUE(probe_detail::check_format_args(s));
+  EXPECT_EQ(args_of(s), "(str arg1), (str arg2), path");
 }
 
 TEST(probe_spec, renders_caret_under_column) {

@@ -222,6 +222,47 @@ TEST(recipe_interpreter, predicate_filters_with_signed_comparisons) {
   EXPECT_EQ(run(spec, input_with_args({3, 0})).run.outcome, RecipeOutcome::Filtered);
 }
 
+TEST(recipe_interpreter, casts_truncate_and_extend_like_c) {
+  // An int function returning -1 leaves rax = 0xffffffff: only (int)retval is negative.
+  RecipeInput ret;
+  ret.regs[UREG_RAX] = 0xffffffffu;
+  ret.entry = EntrySlots{};
+  SiteContext at_return;
+  at_return.kind = ProbeKind::Return;
+  EXPECT_EQ(run(R"(r::f ((int)retval < 0) "%d", (int)retval)", ret, at_return).run.outcome,
+            RecipeOutcome::Emitted);
+  EXPECT_EQ(run(R"(r::f (retval < 0))", ret, at_return).run.outcome, RecipeOutcome::Filtered);
+  auto e = run(R"(r::f "%ld %lu %ld %lu %ld", (int)retval, (u8)retval, (short)retval, )"
+               R"((unsigned short)retval, (long)retval)",
+               ret, at_return);
+  EXPECT_EQ(numbers(e), (std::vector<uint64_t>{static_cast<uint64_t>(-1), 0xff,
+                                               static_cast<uint64_t>(-1), 0xffff, 0xffffffffu}));
+  // A cast to an unsigned 64-bit type compares unsigned, as in C; argN alone compares signed.
+  auto minus_one = input_with_args({static_cast<uint64_t>(-1)});
+  EXPECT_EQ(run("p::f (arg1 < 0)", minus_one).run.outcome, RecipeOutcome::Emitted);
+  EXPECT_EQ(run("p::f ((u64)arg1 < 0)", minus_one).run.outcome, RecipeOutcome::Filtered);
+  EXPECT_EQ(run("p::f ((unsigned long)arg1 > 5)", minus_one).run.outcome, RecipeOutcome::Emitted);
+  EXPECT_EQ(run("p::f ((char *)arg1 > 5)", minus_one).run.outcome, RecipeOutcome::Emitted);
+  EXPECT_EQ(run("p::f ((s64)arg1 < 0)", minus_one).run.outcome, RecipeOutcome::Emitted);
+}
+
+TEST(recipe_interpreter, strcmp_and_registers_read_like_bcc) {
+  Memory mem;
+  mem.put(0x1000, std::string("test.txt\0", 9));
+  mem.put(0x2000, std::string("other.txt\0", 10));
+  auto in = input_with_args({0x1000});
+  in.read = mem.reader();
+  in.regs[UREG_RIP] = 0x401234;
+  const char* spec = R"(p::f (STRCMP("test.txt", arg1)) "%s %x %x", arg1, ctx->ip, ctx->di)";
+  auto e = run(spec, in);
+  ASSERT_EQ(e.run.outcome, RecipeOutcome::Emitted);
+  EXPECT_EQ(e.values[0].text, "test.txt");
+  EXPECT_EQ(e.values[1].number, 0x401234u);
+  EXPECT_EQ(e.values[2].number, 0x1000u);
+  in.regs[UREG_RDI] = 0x2000;
+  EXPECT_EQ(run(spec, in).run.outcome, RecipeOutcome::Filtered);
+}
+
 TEST(recipe_interpreter, arithmetic_matches_c_on_64_bit_values) {
   auto e = run(
       R"(p::f "%ld %ld %ld %ld %lx %lx", arg1 / arg2, arg1 % arg2, arg1 / arg3, -arg1, ~arg1, arg1 << 60)",

@@ -58,6 +58,45 @@ TEST(symbol_table, demangles_cxx_and_rust) {
   EXPECT_EQ(demangle(""), "");
 }
 
+TEST(symbol_table, qualified_names_drop_what_users_leave_out) {
+  EXPECT_EQ(qualified_name("orchard::Pear::ripen(int)"), "orchard::Pear::ripen");
+  EXPECT_EQ(qualified_name("orchard::Pear::ripen(char const*)"), "orchard::Pear::ripen");
+  EXPECT_EQ(qualified_name("orchard::Fruit::size() const"), "orchard::Fruit::size");
+  EXPECT_EQ(qualified_name("int orchard::max<int>(int, int)"), "orchard::max<int>");
+  EXPECT_EQ(qualified_name("orchard::Basket<std::pair<int, long> >::add(std::pair<int, long>)"),
+            "orchard::Basket<std::pair<int, long> >::add");
+  EXPECT_EQ(qualified_name("ns::C::operator()(int)"), "ns::C::operator()");
+  EXPECT_EQ(qualified_name("ns::C::operator<<(int)"), "ns::C::operator<<");
+  EXPECT_EQ(qualified_name("ns::C::operator<(ns::C const&) const"), "ns::C::operator<");
+  EXPECT_EQ(qualified_name("operator new(unsigned long)"), "operator new");
+  EXPECT_EQ(qualified_name("ns::C::operator char const*()"), "ns::C::operator char const*");
+  EXPECT_EQ(qualified_name("(anonymous namespace)::helper(int)"), "(anonymous namespace)::helper");
+  EXPECT_EQ(qualified_name("orchard::check(int) [clone .cold]"), "orchard::check");
+  EXPECT_EQ(qualified_name("myapp::server::handle"), "myapp::server::handle");
+  EXPECT_EQ(qualified_name("myapp::server::handle::h0123456789abcdef"), "myapp::server::handle");
+  EXPECT_EQ(qualified_name("<myapp::Counter as core::fmt::Debug>::fmt"),
+            "<myapp::Counter as core::fmt::Debug>::fmt");
+  EXPECT_EQ(qualified_name("<myapp::server::Counter>::bump"), "myapp::server::Counter::bump");
+  EXPECT_EQ(qualified_name("<myapp::Counter as core::fmt::Debug>::fmt"),
+            "<myapp::Counter as core::fmt::Debug>::fmt");
+  EXPECT_EQ(qualified_name("main"), "main");
+}
+
+TEST(symbol_table, signatures_match_as_users_write_them) {
+  EXPECT_TRUE(signature_matches("orchard::Pear::ripen(int)", "orchard::Pear::ripen(int)"));
+  EXPECT_TRUE(
+      signature_matches("orchard::Pear::ripen(const char *)", "orchard::Pear::ripen(char const*)"));
+  EXPECT_TRUE(
+      signature_matches("orchard::Pear::ripen(char const *)", "orchard::Pear::ripen(char const*)"));
+  EXPECT_TRUE(signature_matches("f(const unsigned long *, int)", "f(unsigned long const*, int)"));
+  EXPECT_TRUE(signature_matches("C::get()", "C::get() const"));
+  EXPECT_TRUE(signature_matches("C::get() const", "C::get() const"));
+  EXPECT_TRUE(signature_matches("orchard::max<int>(int, int)", "int orchard::max<int>(int, int)"));
+  EXPECT_FALSE(signature_matches("orchard::Pear::ripen(int)", "orchard::Pear::ripen(char const*)"));
+  EXPECT_FALSE(signature_matches("f(unsigned int)", "f(int)"));
+  EXPECT_FALSE(signature_matches("f(int)", "f"));
+}
+
 TEST(symbol_table, finds_cxx_template_methods_by_demangled_name) {
   const std::string path = fixture("widget");
   const SymbolTable t = load(path);
@@ -78,7 +117,12 @@ TEST(symbol_table, finds_cxx_template_methods_by_demangled_name) {
   ASSERT_NE(only(t, "ns::detail::twiddle(long)"), nullptr);
   EXPECT_EQ(t.match("ns::Widget<*>::poke*").size(), 2u);
   EXPECT_EQ(t.match("_ZN2ns6Widget*").size(), 2u);
-  EXPECT_TRUE(t.find("ns::Widget<int>::poke").empty());
+  // Without parameters the name is every overload's; with them, one overload's.
+  EXPECT_EQ(t.find("ns::Widget<int>::poke").size(), 1u);
+  EXPECT_EQ(only(t, "ns::Widget<int>::poke"), poke);
+  EXPECT_EQ(only(t, "ns::Widget<int>::poke( int )"), poke);
+  EXPECT_TRUE(t.find("ns::Widget<int>::poke(double)").empty());
+  EXPECT_EQ(t.match("ns::*::poke").size(), 2u);
 
   auto names = t.names();
   EXPECT_TRUE(std::binary_search(names.begin(), names.end(), "ns::Widget<int>::poke(int)"));
