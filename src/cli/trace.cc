@@ -229,6 +229,8 @@ int run_trace(TraceCommandOptions o) {
                      out, columns_of(o));
   EventSymbols symbols(*plan, o.user_stack, o.kernel_stack);
   if (auto r = symbols.load_kernel_symbols(); !r) return report_error(r.error().message);
+  if (!(*session)->launched() && (*session)->watch_pid() > 0)
+    symbols.remember_process((*session)->watch_pid());
   EventDecoder decoder(*plan);
   uint64_t comm_filtered = 0;
   DecodedEvent decoded;  // reused from event to event

@@ -97,6 +97,13 @@ Result<void> EventSymbols::load_kernel_symbols() {
   return {};
 }
 
+void EventSymbols::remember_process(pid_t pid) {
+  bool user_symbols = user_stack_;
+  for (const auto& f : fields_)
+    for (const auto& s : f) user_symbols |= !s.kernel;
+  if (user_symbols) symbolizer_.remember(pid);
+}
+
 EventStacks EventSymbols::resolve(DecodedEvent& ev) {
   const auto pid = static_cast<pid_t>(ev.header.tgid);
   if (ev.header.probe_id < fields_.size()) {

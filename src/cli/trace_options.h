@@ -43,6 +43,9 @@ class EventSymbols {
   // hides its addresses (kptr_restrict), since every kernel frame then shows as [unknown].
   Result<void> load_kernel_symbols();
   bool needs_kernel_symbols() const { return needs_kernel_; }
+  // -p: the target's maps read while it surely lives (it may exit before its events are read).
+  // Not for -c before its exec: the maps would be uscope's own fork's.
+  void remember_process(pid_t pid);
   // Fills ev's %U/%K values' `symbol` and returns its stacks (pointing into this object).
   EventStacks resolve(DecodedEvent& ev);
 

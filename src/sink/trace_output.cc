@@ -76,9 +76,13 @@ TraceOutput::TraceOutput(const TracePlan& plan, Format format, OutputBuffer& out
     : format_(format), out_(out), columns_(std::move(columns)), message_(-1, 64 * 1024) {
   for (const auto& p : plan.probes) {
     any_message_ |= !p.spec.format.empty();
-    ProbeText t{MessageFormat(p.spec), {}, p.label.size(), {}};
+    // bcc's FUNC column names a USDT probe without its provider; JSON keeps both.
+    std::string_view func = p.label;
+    if (p.spec.kind == ProbeKind::Usdt && func.rfind(':') != std::string_view::npos)
+      func = func.substr(func.rfind(':') + 1);
+    ProbeText t{MessageFormat(p.spec), {}, func.size(), {}};
     OutputBuffer b(-1, 4096);
-    append_padded(b, p.label, kFuncWidth, true);
+    append_padded(b, func, kFuncWidth, true);
     t.text_label = to_string(b);
     b.truncate(0);
     b.append(",\"probe\":");
