@@ -212,6 +212,12 @@ int run_trace(TraceCommandOptions o) {
     for (auto& r : plan->recipes) r.flags |= TRACE_F_KSTACK;
   if (o.session.verbose) print_sites(plan->sites);
 
+  // Before anything attaches: a -p target may exit as soon as its first event is caught.
+  EventSymbols symbols(*plan, o.user_stack, o.kernel_stack);
+  if (auto r = symbols.load_kernel_symbols(); !r) return report_error(r.error().message);
+  if (!(*session)->launched() && (*session)->watch_pid() > 0)
+    symbols.remember_process((*session)->watch_pid());
+
   auto program = TraceProgram::load(plan->recipes, (*session)->watch_pid(), !o.session.no_multi,
                                     o.buffer_kib * 1024, (*session)->launched());
   if (!program) return report_error(program.error().message);
@@ -227,10 +233,6 @@ int run_trace(TraceCommandOptions o) {
   TraceOutput output(*plan,
                      o.session.json ? TraceOutput::Format::JsonLines : TraceOutput::Format::Text,
                      out, columns_of(o));
-  EventSymbols symbols(*plan, o.user_stack, o.kernel_stack);
-  if (auto r = symbols.load_kernel_symbols(); !r) return report_error(r.error().message);
-  if (!(*session)->launched() && (*session)->watch_pid() > 0)
-    symbols.remember_process((*session)->watch_pid());
   EventDecoder decoder(*plan);
   uint64_t comm_filtered = 0;
   DecodedEvent decoded;  // reused from event to event

@@ -455,5 +455,20 @@ TEST(bcc_trace_options, string_size_caps_printed_strings) {
   EXPECT_EQ(messages(events(r.out)), std::vector<std::string>{"othe\xe2\x80\xa6"}) << r.out;
 }
 
+// -K at a uprobe: the probe fires in user mode, so the kernel part of the stack is empty (bcc
+// prints an error code there); nothing is counted as a failed capture. -a puts addresses beside
+// the user frames.
+TEST(bcc_trace_options, kernel_stack_at_a_uprobe_is_empty_and_addresses_show) {
+  USCOPE_REQUIRE_ROOT();
+  auto r = trace_running_example("inet", "libc.so", {"p:c:inet_pton", "-K", "-U", "-a"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_EQ(events(r.out).size(), 1u) << r.out;
+  EXPECT_TRUE(std::regex_search(
+      r.out, std::regex(R"(\n +[0-9a-f]+ inet_pton\+0x[0-9a-f]+ \[libc\.so\.6\]\n)")))
+      << r.out;
+  EXPECT_EQ(r.out.find("[kernel]"), std::string::npos) << r.out;
+  EXPECT_EQ(r.err.find("capture failed"), std::string::npos) << r.err;
+}
+
 }  // namespace
 }  // namespace uscope::e2e
