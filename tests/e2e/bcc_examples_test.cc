@@ -379,6 +379,15 @@ TEST(bcc_trace_options, message_filter) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(messages(events(r.out)), std::vector<std::string>{"other.txt"}) << r.out;
   EXPECT_NE(r.err.find("4 left out by -f (message)"), std::string::npos) << r.err;
+  auto json = trace_example("files " + temp_dir(),
+                            {R"(c:open "%s", arg1)", "-f", "other", "-n", "bcc", "--json"});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  auto lines = json_lines(json.out);
+  ASSERT_FALSE(lines.empty()) << json.out;
+  EXPECT_EQ(lines.back()["kind"], "summary");
+  EXPECT_EQ(lines.back()["events"], 1);
+  EXPECT_EQ(lines.back()["message_filtered"], 4);
+  EXPECT_EQ(lines.back()["comm_filtered"], 0);
 }
 
 TEST(bcc_trace_options, uid_filter_in_the_kernel) {
