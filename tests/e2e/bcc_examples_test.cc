@@ -47,6 +47,7 @@ std::vector<EventLine> events(const std::string& out, bool time = false, bool cp
   std::vector<EventLine> found;
   std::istringstream in(out);
   for (std::string line; std::getline(in, line);) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();  // written to a pty
     std::smatch m;
     if (!std::regex_match(line, m, line_re)) continue;
     EventLine e;
@@ -259,8 +260,10 @@ TEST(bcc_trace_example, bash_readline) {
   USCOPE_REQUIRE_ROOT();
   GTEST_SKIP() << "needs executables found in PATH (helper spec)";
   // readline reads only from a terminal: script(1) gives uscope, and the bash it starts, a pty.
-  std::string cmd = std::string(USCOPE_BIN) +
-                    " trace -c 'bash --norc --noprofile -i' 'r:bash:readline \"%s\", retval'";
+  // Inside script's "sh -c" line, \" is a quote of the spec's format.
+  const std::string spec = "r:bash:readline \\\"%s\\\", retval";
+  std::string cmd =
+      std::string(USCOPE_BIN) + " trace -c 'bash --norc --noprofile -i' '" + spec + "'";
   std::string out = shell("printf 'echo bcc_hi\\nexit\\n' | script -qec \"" + cmd + "\" /dev/null");
   auto m = messages(events(out));
   EXPECT_NE(std::find(m.begin(), m.end(), "echo bcc_hi"), m.end()) << out;
