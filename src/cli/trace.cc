@@ -355,7 +355,7 @@ void add_trace_command(CLI::App& app, Run& run) {
   cmd->add_option("-Z,--string-size", opts->filters.string_size,
                   "Read at most this many bytes of each printed string (default 128)");
   cmd->add_flag("-K,--kernel-stack", opts->kernel_stack,
-                "Print the kernel stack of each event (at a uprobe: the trap's path)");
+                "Print the kernel stack of each event (empty at a uprobe: it fires in user mode)");
   cmd->add_flag("-a,--address", opts->addresses, "Print addresses beside symbols in stacks");
   cmd->add_option("-b,--buffer-pages", opts->buffer_pages,
                   "bcc's perf buffer pages per CPU: sizes the ring buffer to PAGES x CPUs");
