@@ -32,7 +32,10 @@ int main(int argc, char** argv) {
   p.label = "malloc";
   plan.probes.push_back(p);
   OutputBuffer out(fd);
-  TraceOutput output(plan, json ? TraceOutput::Format::JsonLines : TraceOutput::Format::Text, out);
+  TraceColumns columns;
+  columns.time = TraceColumns::Time::Clock;  // the wall-time column the text had before -T
+  TraceOutput output(plan, json ? TraceOutput::Format::JsonLines : TraceOutput::Format::Text, out,
+                     columns);
   DecodedEvent ev;
   ev.header.tgid = 4242;
   ev.header.tid = 4243;
@@ -46,7 +49,7 @@ int main(int argc, char** argv) {
   for (long i = 0; i < n; ++i) {
     ev.header.ts = 1'000'000'000ull + static_cast<uint64_t>(i) * 1000;  // 1 M events/s of time
     ev.values[0].number = static_cast<uint64_t>(i & 1023);
-    output.event(ev, nullptr);
+    output.event(ev);
     if (!out.has_room()) out.write_ready();
   }
   out.flush_until(std::chrono::steady_clock::now() + std::chrono::seconds(10));

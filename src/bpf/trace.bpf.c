@@ -95,7 +95,7 @@ struct scratch {
   char tmp[TRACE_POOL];
   struct uscope_event ev; /* ev and data are written out together */
   /* The payload, then the user stack; a string read may overrun the payload by TRACE_MAX_STR. */
-  __u8 data[TRACE_MAX_DATA + TRACE_MAX_STR + 16];
+  __u8 data[TRACE_MAX_DATA + TRACE_MAX_STR + 16 + TRACE_MAX_KFRAMES * 8];
 };
 _Static_assert(TRACE_MAX_STR + 16 >= TRACE_MAX_FRAMES * 8, "no room for the user stack");
 
@@ -416,6 +416,7 @@ static __always_inline int run(struct pt_regs* ctx) {
   s->ev.probe_id = r->probe_id;
   s->ev.cpu = bpf_get_smp_processor_id();
   s->ev.stack_len = 0;
+  s->ev.kstack_len = 0;
   s->ev.return_address = 0;
   bpf_get_current_comm(s->ev.comm, sizeof(s->ev.comm));
 
@@ -479,6 +480,19 @@ static __always_inline int run(struct pt_regs* ctx) {
   }
   s->ev.stack_len = stack_len;
   if (stack_len > TRACE_MAX_FRAMES * 8) stack_len = TRACE_MAX_FRAMES * 8;
+  __u32 kstack_len = 0;
+  if (flags & TRACE_F_KSTACK) {
+    /* Without BPF_F_USER_STACK: the kernel's frames (bcc's -K). At a uprobe the registers are the
+     * user's, so the kernel part is empty (n == 0): that is an answer, not a failure. A failed
+     * capture is counted with the user stack's, as an event without its stack. */
+    long n = bpf_get_stack(ctx, &s->data[len + stack_len], TRACE_MAX_KFRAMES * 8, 0);
+    if (n >= 0 && n <= TRACE_MAX_KFRAMES * 8)
+      kstack_len = (__u32)n & ~7u;
+    else
+      s->stack_failed = 1;
+  }
+  s->ev.kstack_len = kstack_len;
+  if (kstack_len > TRACE_MAX_KFRAMES * 8) kstack_len = TRACE_MAX_KFRAMES * 8;
   /* Wake the reader when this record makes the pending data cross a multiple of wakeup_bytes
    * (a quarter of the ring): a few wake-ups per ring's worth of records, never one per record.
    * Forcing one per record while a backlog stays above the threshold costs each an irq_work (a
@@ -486,7 +500,7 @@ static __always_inline int run(struct pt_regs* ctx) {
    * first, so that a reader that went to sleep above the threshold is still woken before the
    * ring fills. A deferred string must be read while the process still holds it: that record
    * wakes the reader at once. */
-  __u64 size = sizeof(s->ev) + len + stack_len;
+  __u64 size = sizeof(s->ev) + len + stack_len + kstack_len;
   __u64 avail = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA);
   __u64 rb_flags =
       s->deferred || wakeup_bytes == 0 || (avail + size + 8) / wakeup_bytes != avail / wakeup_bytes

@@ -21,6 +21,7 @@
 #define TRACE_MAX_STR 1024  /* bytes of one string read (power of two) */
 #define TRACE_COMM_LEN 16
 #define TRACE_MAX_FRAMES 127 /* user stack frames per event (perf's default max_stack) */
+#define TRACE_MAX_KFRAMES 32 /* kernel stack frames per event (-K): at a uprobe, the trap path */
 
 /* pt_regs as an array of u64 (x86_64 layout, arch/x86/include/asm/ptrace.h). */
 enum uscope_reg {
@@ -112,9 +113,10 @@ struct uscope_op {
 #define TRACE_F_STACK 4       /* capture the user stack into the event */
 #define TRACE_F_NEEDS_ENTRY 8 /* drop the event (counted) when no entry was recorded */
 #define TRACE_F_HISTOGRAM 16  /* return probe: add the duration to `latency`, emit nothing */
-#define TRACE_F_AT_ENTRY                                            \
-  32 /* site in a function's prologue: its return address is at the \
-        entry rsp, and the frame-pointer walk would skip its caller */
+#define TRACE_F_AT_ENTRY                                                                 \
+  32                      /* site in a function's prologue: its return address is at the \
+                             entry rsp, and the frame-pointer walk would skip its caller */
+#define TRACE_F_KSTACK 64 /* capture the kernel stack into the event, after the user stack */
 
 #define TRACE_HIST_BUCKETS 64 /* log2 buckets of nanoseconds per histogram */
 
@@ -188,8 +190,11 @@ struct uscope_event {
   __u32 data_len;
   char comm[TRACE_COMM_LEN];
   __u64 return_address; /* TRACE_F_AT_ENTRY with TRACE_F_STACK: *(entry rsp), else 0 */
+  __u32 kstack_len;     /* bytes of kernel stack after the user stack (TRACE_F_KSTACK) */
+  __u32 pad;
   /* followed by data_len bytes: u64 values and (u32 length, bytes) strings in emit order, then
-   * stack_len bytes of user stack (TRACE_F_STACK; 0 when the capture failed: TC_STACK_FAILED) */
+   * stack_len bytes of user stack (TRACE_F_STACK; 0 when the capture failed: TC_STACK_FAILED),
+   * then kstack_len bytes of kernel stack (TRACE_F_KSTACK; 0 when that capture failed) */
 };
 
 #endif

@@ -4,6 +4,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <memory>
@@ -13,6 +15,7 @@
 
 #include "cli/command.h"
 #include "cli/session.h"
+#include "cli/trace_options.h"
 #include "collect/event_decoder.h"
 #include "collect/trace_program.h"
 #include "sink/trace_output.h"
@@ -29,7 +32,75 @@ struct TraceCommandOptions {
   bool user_stack = false;
   bool no_move = false;
   uint32_t buffer_kib = 0;
+  // bcc trace's options
+  BccFilters filters;           // -L, --uid, -Z
+  std::string comm_filter;      // -n
+  std::string message_filter;   // -f
+  bool timestamp = false;       // -t
+  bool unix_timestamp = false;  // -u
+  bool clock_time = false;      // -T
+  bool print_cpu = false;       // -C
+  bool addresses = false;       // -a
+  bool kernel_stack = false;    // -K
+  uint32_t buffer_pages = 0;    // -b
+  std::string symbol_files;     // -s
 };
+
+// The ring buffer bcc's -b asks for: PAGES per CPU of its perf buffers, as one shared ring.
+uint32_t buffer_kib_of_pages(uint32_t pages) {
+  uint64_t bytes = uint64_t{pages} * static_cast<uint64_t>(sysconf(_SC_PAGESIZE)) *
+                   static_cast<uint64_t>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
+  uint64_t kib = 4;
+  while (kib * 1024 < bytes && kib < (uint64_t{1} << 21)) kib *= 2;
+  return static_cast<uint32_t>(kib);
+}
+
+// bcc's options that need a target or a combination checked before anything starts.
+Result<void> check_bcc_options(TraceCommandOptions& o) {
+  if (o.unix_timestamp && !o.timestamp)
+    return fail("-u prints -t's timestamps since the epoch: add -t");
+  if (o.buffer_pages) {
+    if (o.buffer_kib) return fail("-b and --buffer-kb both size the ring buffer: give one");
+    if (o.buffer_pages & (o.buffer_pages - 1))
+      return fail("-b {}: the page count must be a power of two", o.buffer_pages);
+    o.buffer_kib = buffer_kib_of_pages(o.buffer_pages);
+  }
+  // bcc's -s names files for symbolizing stacks of processes gone by then. uscope symbolizes from
+  // the process's own mappings (kept after it exits), so the files are only checked to exist.
+  for (size_t pos = 0; pos < o.symbol_files.size();) {
+    size_t comma = std::min(o.symbol_files.find(',', pos), o.symbol_files.size());
+    std::string file = o.symbol_files.substr(pos, comma - pos);
+    if (!file.empty() && access(file.c_str(), R_OK) != 0)
+      return fail("-s: cannot read {}: {}", file, std::strerror(errno));
+    pos = comma + 1;
+  }
+  if (o.filters.tid) {
+    if (!o.session.command.empty())
+      return fail("-L {} names a thread that exists now, which -c's command does not yet: use -p",
+                  *o.filters.tid);
+    auto pid = process_of_thread(*o.filters.tid);
+    if (!pid) return tl::unexpected(pid.error());
+    if (o.session.pid && o.session.pid != *pid)
+      return fail("-L {}: that thread belongs to process {}, not to -p {}", *o.filters.tid, *pid,
+                  o.session.pid);
+    o.session.pid = *pid;
+  }
+  return {};
+}
+
+TraceColumns columns_of(const TraceCommandOptions& o) {
+  TraceColumns c;
+  // bcc: -t wins over -T.
+  if (o.timestamp)
+    c.time = o.unix_timestamp ? TraceColumns::Time::Unix : TraceColumns::Time::SinceStart;
+  else if (o.clock_time)
+    c.time = TraceColumns::Time::Clock;
+  c.cpu = o.print_cpu;
+  c.addresses = o.addresses;
+  c.stacks = o.user_stack || o.kernel_stack;
+  c.message_filter = o.message_filter;
+  return c;
+}
 
 // What a session saw and lost, each loss under its own name (the JSON summary's keys).
 struct TraceTotals {
@@ -37,7 +108,9 @@ struct TraceTotals {
   uint64_t printed = 0;       // events formatted for the output
   uint64_t late_strings = 0;  // read from the live process after the event
   uint64_t unreadable_strings = 0;
-  uint64_t output_dropped = 0;  // read from the ring but never written out (stop deadline)
+  uint64_t output_dropped = 0;    // read from the ring but never written out (stop deadline)
+  uint64_t comm_filtered = 0;     // -n: comm without the name
+  uint64_t message_filtered = 0;  // -f: message without the text
 };
 
 TraceTotals totals_of(const std::vector<RecipeCounters>& counters) {
@@ -73,6 +146,8 @@ std::string json_summary(const TracePlan& plan, const TraceTotals& t, StopReason
                       {"late_string_reads", t.late_strings},
                       {"unreadable_strings", t.unreadable_strings},
                       {"output_dropped", t.output_dropped},
+                      {"comm_filtered", t.comm_filtered},
+                      {"message_filtered", t.message_filtered},
                       {"sites", plan.sites.size()}};
   return j.dump() + "\n";
 }
@@ -81,6 +156,8 @@ void print_text_summary(const TraceTotals& t, StopReason why) {
   const RecipeCounters& total = t.bpf;
   fmt::print(stderr, "uscope: {}; {} events printed, {} lost (ring buffer full), {} filtered out",
              describe(why), t.printed, total.lost, total.filtered);
+  if (t.comm_filtered) fmt::print(stderr, ", {} left out by -n (comm)", t.comm_filtered);
+  if (t.message_filtered) fmt::print(stderr, ", {} left out by -f (message)", t.message_filtered);
   if (t.output_dropped)
     fmt::print(stderr, ", {} not written (output too slow at the stop)", t.output_dropped);
   if (total.malformed)
@@ -111,7 +188,7 @@ constexpr auto kStalledOutput = std::chrono::seconds(1);
 // (~0.5 ms of formatting).
 constexpr size_t kBatchEvents = 512;
 
-int run_trace(const TraceCommandOptions& o) {
+int run_trace(TraceCommandOptions o) {
   std::vector<ProbeSpec> specs;
   for (const auto& text : o.specs) {
     auto spec = parse_probe_spec(text);
@@ -119,15 +196,25 @@ int run_trace(const TraceCommandOptions& o) {
     if (!spec) return report_error(caret_message(text, 0, spec.error().message), kExitUsage);
     specs.push_back(std::move(*spec));
   }
+  if (auto r = check_bcc_options(o); !r) return report_error(r.error().message, kExitUsage);
+  if (auto r = apply_filters(specs, o.filters); !r)
+    return report_error(r.error().message, kExitUsage);
   auto session = Session::open(o.session);
   if (!session) return report_error(session.error().message);
   ObjectCache cache((*session)->context());
   TraceOptions topts;
   topts.capture_stack = o.user_stack;
   topts.move_sites = !o.no_move;
+  topts.kernel_stack = o.kernel_stack;
   auto plan = plan_trace(cache, specs, topts);
   if (!plan) return report_error(plan.error().message);
   if (o.session.verbose) print_sites(plan->sites, plan->skipped);
+
+  // Before anything attaches: a -p target may exit as soon as its first event is caught.
+  EventSymbols symbols(*plan, o.user_stack, o.kernel_stack);
+  if (auto r = symbols.load_kernel_symbols(); !r) return report_error(r.error().message);
+  if (!(*session)->launched() && (*session)->watch_pid() > 0)
+    symbols.remember_process((*session)->watch_pid());
 
   auto program = TraceProgram::load(plan->recipes, (*session)->watch_pid(), !o.session.no_multi,
                                     o.buffer_kib * 1024, (*session)->launched());
@@ -144,11 +231,10 @@ int run_trace(const TraceCommandOptions& o) {
   OutputBuffer out(STDOUT_FILENO);
   TraceOutput output(*plan,
                      o.session.json ? TraceOutput::Format::JsonLines : TraceOutput::Format::Text,
-                     out, o.user_stack);
-  Symbolizer symbolizer;
+                     out, columns_of(o));
   EventDecoder decoder(*plan);
+  uint64_t comm_filtered = 0;
   DecodedEvent decoded;  // reused from event to event
-  std::vector<Frame> frames;
   uint64_t read_events = 0;
   auto limit_reached = [&] {
     return o.session.max_events && output.events() >= o.session.max_events;
@@ -156,14 +242,13 @@ int run_trace(const TraceCommandOptions& o) {
   auto on_event = [&](const uscope_event& ev, std::span<const uint8_t> payload) {
     ++read_events;
     if (limit_reached()) return;
-    if (!decoder.decode(ev, payload, decoded)) return;  // counted as malformed
-    if (o.user_stack) {
-      // Symbolizing allocates: -U is not the cheap path.
-      frames = symbolizer.symbolize(static_cast<pid_t>(ev.tgid), decoded.user_stack, true);
-      output.event(decoded, &frames);
-    } else {
-      output.event(decoded, nullptr);
+    // bcc tests -n in user space too: the kernel has no substring test of comm.
+    if (!o.comm_filter.empty() && !comm_contains(ev, o.comm_filter)) {
+      ++comm_filtered;
+      return;
     }
+    if (!decoder.decode(ev, payload, decoded)) return;  // counted as malformed
+    output.event(decoded, symbols.resolve(decoded));
   };
   if (auto r = program->open_events(on_event); !r) return report_error(r.error().message);
   output.header();
@@ -216,6 +301,8 @@ int run_trace(const TraceCommandOptions& o) {
   t.bpf.truncated += decoder.late_truncated();
   t.printed = output.events();
   t.late_strings = decoder.late_strings();
+  t.comm_filtered = comm_filtered;
+  t.message_filtered = output.message_filtered();
   t.unreadable_strings = decoder.unreadable_strings();
   // Written by the BPF side but never written out: left in the ring buffer at the stop (unless
   // -M said no more), or formatted and still buffered when the output did not take them in time.
@@ -250,6 +337,30 @@ void add_trace_command(CLI::App& app, Run& run) {
                   "are counted as lost");
   cmd->add_flag("--no-move", opts->no_move,
                 "Always probe a function's first instruction, even when single-stepped");
+  // bcc trace's options, under bcc's names.
+  cmd->add_flag("-t,--timestamp", opts->timestamp,
+                "Print a TIME column: seconds since the trace started");
+  cmd->add_flag("-u,--unix-timestamp", opts->unix_timestamp,
+                "With -t: seconds since the epoch instead");
+  cmd->add_flag("-T,--time", opts->clock_time, "Print a TIME column: HH:MM:SS");
+  cmd->add_flag("-C,--print_cpu", opts->print_cpu, "Print a CPU column");
+  cmd->add_option("-n,--name", opts->comm_filter,
+                  "Only events of processes whose name contains NAME");
+  cmd->add_option("-f,--msg-filter", opts->message_filter,
+                  "Only events whose message contains MSG");
+  cmd->add_option("-L,--tid", opts->filters.tid,
+                  "Only events of thread TID (tested in the kernel)");
+  cmd->add_option("--uid", opts->filters.uid, "Only events of user UID (tested in the kernel)");
+  cmd->add_option("-Z,--string-size", opts->filters.string_size,
+                  "Read at most this many bytes of each printed string (default 128)");
+  cmd->add_flag("-K,--kernel-stack", opts->kernel_stack,
+                "Print the kernel stack of each event (empty at a uprobe: it fires in user mode)");
+  cmd->add_flag("-a,--address", opts->addresses, "Print addresses beside symbols in stacks");
+  cmd->add_option("-b,--buffer-pages", opts->buffer_pages,
+                  "bcc's perf buffer pages per CPU: sizes the ring buffer to PAGES x CPUs");
+  cmd->add_option("-s,--sym_file_list", opts->symbol_files,
+                  "bcc's symbol files (checked only: stacks are symbolized from the process's "
+                  "own mappings)");
   cmd->callback([&run, opts] { run = [opts] { return run_trace(*opts); }; });
 }
 

@@ -20,6 +20,9 @@ struct DecodedValue {
   bool late = false;        // read from the live process after the event (page not yet touched)
   bool unreadable = false;  // could not be read at all: shown empty
   bool truncated = false;   // longer than what was read: shown with a trailing "…"
+  // %U and %K: the number symbolized by the collecting side ("main+0x4 [app]"), which the sink
+  // prints instead of the number; empty when not symbolized (shown in hex then).
+  std::string symbol;
 };
 
 struct DecodedEvent {
@@ -28,7 +31,8 @@ struct DecodedEvent {
   // the probe's fields only for a malformed record). Entries past n_values are kept for reuse.
   std::vector<DecodedValue> values;
   size_t n_values = 0;
-  std::vector<uint64_t> user_stack;  // innermost first; empty when not captured
+  std::vector<uint64_t> user_stack;    // innermost first; empty when not captured
+  std::vector<uint64_t> kernel_stack;  // innermost first (-K); empty when not captured
   bool truncated() const {
     for (size_t i = 0; i < n_values; ++i)
       if (values[i].truncated) return true;

@@ -28,10 +28,12 @@ bool EventDecoder::decode(const uscope_event& header, std::span<const uint8_t> p
   out.header = header;
   out.n_values = 0;
   out.user_stack.clear();
-  size_t data_len = header.data_len, stack_len = header.stack_len;
+  out.kernel_stack.clear();
+  size_t data_len = header.data_len, stack_len = header.stack_len, kstack_len = header.kstack_len;
   if (header.probe_id >= plan_.probes.size() || data_len > TRACE_MAX_DATA ||
       stack_len > TRACE_MAX_FRAMES * 8 || stack_len % 8 != 0 ||
-      payload.size() != data_len + stack_len) {
+      kstack_len > TRACE_MAX_KFRAMES * 8 || kstack_len % 8 != 0 ||
+      payload.size() != data_len + stack_len + kstack_len) {
     ++malformed_;
     return false;
   }
@@ -54,6 +56,10 @@ bool EventDecoder::decode(const uscope_event& header, std::span<const uint8_t> p
     if (header.return_address && (s.size() < 2 || s[1] != header.return_address))
       s.insert(s.begin() + 1, header.return_address);
   }
+  if (kstack_len) {
+    out.kernel_stack.resize(kstack_len / 8);
+    std::memcpy(out.kernel_stack.data(), payload.data() + data_len + stack_len, kstack_len);
+  }
   return true;
 }
 
@@ -66,6 +72,7 @@ bool EventDecoder::decode_fields(const ProbePlan& probe, std::span<const uint8_t
     v.is_string = f.kind == OutputField::Kind::String;
     v.number = 0;
     v.text.clear();
+    v.symbol.clear();
     v.late = v.unreadable = v.truncated = false;
     if (!v.is_string) {
       if (!take(data, pos, v.number)) return false;

@@ -17,11 +17,11 @@ class EventDecoder {
   explicit EventDecoder(const TracePlan& plan) : plan_(plan) {}
 
   // Fills `out` from one record (header + payload as handed out by TraceProgram: data_len bytes
-  // of fields, then stack_len bytes of user stack). Deferred strings are read from process
-  // header.tgid. Returns false for a record that does not match its probe's fields (unknown
-  // probe, short or overlong payload, a bad string length word): counted in malformed(), `out`
-  // then holds what could be decoded. Reuses `out`'s vectors and strings: no allocation once
-  // they have grown to the largest event.
+  // of fields, then stack_len bytes of user stack, then kstack_len bytes of kernel stack). Deferred
+  // strings are read from process header.tgid. Returns false for a record that does not match its
+  // probe's fields (unknown probe, short or overlong payload, a bad string length word): counted in
+  // malformed(), `out` then holds what could be decoded. Reuses `out`'s vectors and strings: no
+  // allocation once they have grown to the largest event.
   bool decode(const uscope_event& header, std::span<const uint8_t> payload, DecodedEvent& out);
 
   // Strings read from the live process after the event (their page was not yet touched at the

@@ -12,9 +12,10 @@ namespace uscope::probe_detail {
 
 namespace {
 
-constexpr std::string_view kConversions = "diuxXpsc";
+// U and K are bcc's: a user (kernel) address printed as its symbol.
+constexpr std::string_view kConversions = "diuxXpscUK";
 constexpr std::string_view kFlags = "-+ #0";
-constexpr std::string_view kSupported = "use %d %i %u %x %X %p %s %c, or %% for a literal %";
+constexpr std::string_view kSupported = "use %d %i %u %x %X %p %s %c %U %K, or %% for a literal %";
 
 // Parses the digits of a width or precision at `j`; false if too large to be meant.
 bool read_number(const std::string& s, size_t& j) {
@@ -125,7 +126,8 @@ Result<std::vector<FormatConversion>> parse_format(const Token& format) {
           conv.column,
           fmt::format("unsupported conversion '%{}{}'", conv.length, printable(s.substr(j, 1))),
           kSupported);
-    if (!conv.length.empty() && (conv.conv == 's' || conv.conv == 'c' || conv.conv == 'p'))
+    if (!conv.length.empty() && (conv.conv == 's' || conv.conv == 'c' || conv.conv == 'p' ||
+                                 conv.conv == 'U' || conv.conv == 'K'))
       return spec_error(
           conv.column,
           fmt::format("length modifier '{}' does not apply to %{}", conv.length, conv.conv),

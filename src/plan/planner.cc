@@ -118,6 +118,8 @@ Result<TracePlan> plan_trace(ObjectCache& cache, std::span<const ProbeSpec> spec
         compiled->entry->sp_delta = entry_place.sp_delta;
         add_site(*compiled->entry, entry_place, false, SiteRole::SaveEntry);
       }
+      // Entry halves of return probes emit nothing: only the event's recipe takes the stack.
+      if (opts.kernel_stack) compiled->main.flags |= TRACE_F_KSTACK;
       add_site(compiled->main, main_place, spec.kind == ProbeKind::Return, SiteRole::Event);
     }
   }

@@ -72,7 +72,8 @@ inline constexpr size_t kMaxTraceGlobFunctions = 1000;
 
 struct TraceOptions {
   bool capture_stack = false;
-  bool move_sites = true;  // allow cheaper sites inside the entry block
+  bool kernel_stack = false;  // -K: events carry the kernel stack (TRACE_F_KSTACK)
+  bool move_sites = true;     // allow cheaper sites inside the entry block
   size_t max_glob_functions = kMaxTraceGlobFunctions;
 };
 

@@ -80,8 +80,10 @@ void MessageFormat::render_number(const Piece& p, uint64_t v, OutputBuffer& out)
     negative = true, magnitude = 0 - v;
   const char* prefix = "";
   int precision = p.precision;
-  bool hex = p.conv == 'x' || p.conv == 'X' || p.conv == 'p';
-  if (p.conv == 'p') {
+  // %U and %K that were not symbolized show the address, as %p does.
+  bool pointer = p.conv == 'p' || p.conv == 'U' || p.conv == 'K';
+  bool hex = p.conv == 'x' || p.conv == 'X' || pointer;
+  if (pointer) {
     magnitude = v;
     // glibc prints a null pointer as "(nil)".
     if (v == 0) return append_padded(out, "(nil)", p.width, p.left);
@@ -138,6 +140,10 @@ void MessageFormat::render(std::span<const DecodedValue> values, OutputBuffer& o
       continue;
     }
     const DecodedValue& v = values[k++];
+    if ((p.conv == 'U' || p.conv == 'K') && !v.symbol.empty()) {
+      append_padded(out, v.symbol, p.width, p.left);
+      continue;
+    }
     if (p.conv != 's') {
       render_number(p, v.number, out);
       continue;

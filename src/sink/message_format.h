@@ -1,8 +1,10 @@
 #pragma once
 // A probe's printf-style format ("i=%d tag=%s") parsed once, then rendered per event straight into
 // an output buffer with C printf's semantics for the conversions the spec parser accepts (flags
-// - + space # 0, width, precision, hh h l ll z, d i u x X p c s). Hand-written instead of snprintf,
-// which calls strlen/memcpy inside libc: an event must not trap on a user's probe of those.
+// - + space # 0, width, precision, hh h l ll z, d i u x X p c s), and bcc's %U and %K: the
+// symbol the collecting side found for the address (DecodedValue::symbol). Hand-written instead of
+// snprintf, which calls strlen/memcpy inside libc: an event must not trap on a user's probe of
+// those.
 #include <span>
 #include <string>
 #include <vector>

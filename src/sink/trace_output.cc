@@ -3,12 +3,36 @@
 #include <time.h>
 
 #include "sink/text_writer.h"
+#include "symbolize/symbol_text.h"
 
 namespace uscope {
 
 namespace {
 
-constexpr size_t kTimeWidth = 15, kPidWidth = 7, kCommWidth = 16, kFuncWidth = 20;
+// bcc trace's columns: "%-8s " (-T, -t) or "%-17s " (-t -u), "%-3s " CPU, "%-7d %-7d %-15s %-16s".
+constexpr size_t kClockWidth = 8, kUnixWidth = 17, kCpuWidth = 3, kPidWidth = 7, kCommWidth = 15,
+                 kFuncWidth = 16;
+
+// Whether `text` contains `needle`, without libc's memmem/strstr (a user may be probing them).
+bool contains(std::string_view text, std::string_view needle) {
+  if (needle.size() > text.size()) return false;
+  for (size_t i = 0; i + needle.size() <= text.size(); ++i) {
+    size_t k = 0;
+    while (k < needle.size() && text[i + k] == needle[k]) ++k;
+    if (k == needle.size()) return true;
+  }
+  return false;
+}
+
+// "SECONDS.micros", from nanoseconds.
+void append_seconds(OutputBuffer& out, uint64_t ns) {
+  append_decimal(out, ns / 1'000'000'000);
+  char* p = out.reserve(7);
+  p[0] = '.';
+  uint64_t micros = ns % 1'000'000'000 / 1000;
+  for (int i = 6; i >= 1; --i, micros /= 10) p[i] = static_cast<char>('0' + micros % 10);
+  out.commit(7);
+}
 
 std::string_view comm_of(const uscope_event& ev) {
   size_t n = 0;
@@ -24,7 +48,7 @@ void append_number_column(OutputBuffer& out, uint64_t v, size_t width) {
   char buf[kMaxDecimal];
   char* end = buf + sizeof(buf);
   char* p = decimal_backwards(v, end);
-  append_padded(out, std::string_view(p, static_cast<size_t>(end - p)), width, false);
+  append_padded(out, std::string_view(p, static_cast<size_t>(end - p)), width, true);
 }
 
 void append_key(OutputBuffer& out, std::string_view key) {
@@ -47,12 +71,18 @@ std::string printable_bytes(std::string_view s) {
   return to_string(b);
 }
 
-TraceOutput::TraceOutput(const TracePlan& plan, Format format, OutputBuffer& out, bool with_stacks)
-    : format_(format), out_(out), with_stacks_(with_stacks), message_(-1, 64 * 1024) {
+TraceOutput::TraceOutput(const TracePlan& plan, Format format, OutputBuffer& out,
+                         TraceColumns columns)
+    : format_(format), out_(out), columns_(std::move(columns)), message_(-1, 64 * 1024) {
   for (const auto& p : plan.probes) {
-    ProbeText t{MessageFormat(p.spec), {}, {}};
+    any_message_ |= !p.spec.format.empty();
+    // bcc's FUNC column names a USDT probe without its provider; JSON keeps both.
+    std::string_view func = p.label;
+    if (p.spec.kind == ProbeKind::Usdt && func.rfind(':') != std::string_view::npos)
+      func = func.substr(func.rfind(':') + 1);
+    ProbeText t{MessageFormat(p.spec), {}, func.size(), {}};
     OutputBuffer b(-1, 4096);
-    append_padded(b, p.label, kFuncWidth, true);
+    append_padded(b, func, kFuncWidth, true);
     t.text_label = to_string(b);
     b.truncate(0);
     b.append(",\"probe\":");
@@ -68,23 +98,59 @@ TraceOutput::TraceOutput(const TracePlan& plan, Format format, OutputBuffer& out
   clock_gettime(CLOCK_MONOTONIC, &mono);
   realtime_minus_monotonic_ns_ =
       (rt.tv_sec - mono.tv_sec) * 1'000'000'000LL + (rt.tv_nsec - mono.tv_nsec);
+  start_ns_ = static_cast<uint64_t>(mono.tv_sec) * 1'000'000'000ull + mono.tv_nsec;
 }
 
 void TraceOutput::header() {
   if (format_ != Format::Text) return;
-  append_padded(out_, "TIME", kTimeWidth, true);
+  if (columns_.time != TraceColumns::Time::None) {
+    append_padded(out_, "TIME",
+                  columns_.time == TraceColumns::Time::Unix ? kUnixWidth : kClockWidth, true);
+    out_.append(' ');
+  }
+  if (columns_.cpu) {
+    append_padded(out_, "CPU", kCpuWidth, true);
+    out_.append(' ');
+  }
+  append_padded(out_, "PID", kPidWidth, true);
   out_.append(' ');
-  append_padded(out_, "PID", kPidWidth, false);
-  out_.append(' ');
-  append_padded(out_, "TID", kPidWidth, false);
+  append_padded(out_, "TID", kPidWidth, true);
   out_.append(' ');
   append_padded(out_, "COMM", kCommWidth, true);
   out_.append(' ');
-  append_padded(out_, "FUNC", kFuncWidth, true);
-  out_.append(" MESSAGE\n");
+  // bcc heads the message column "-", and leaves it out when no probe prints a message.
+  if (any_message_) {
+    append_padded(out_, "FUNC", kFuncWidth, true);
+    out_.append(" -\n");
+  } else {
+    out_.append("FUNC\n");
+  }
 }
 
-// HH:MM:SS.uuuuuu in local time.
+void TraceOutput::time_column(uint64_t ktime_ns) {
+  size_t mark = out_.pending();
+  size_t width = kClockWidth;
+  switch (columns_.time) {
+    case TraceColumns::Time::None:
+      return;
+    case TraceColumns::Time::Clock:
+      wall_time(ktime_ns);
+      break;
+    case TraceColumns::Time::SinceStart:
+      append_seconds(out_, ktime_ns > start_ns_ ? ktime_ns - start_ns_ : 0);
+      break;
+    case TraceColumns::Time::Unix:
+      append_seconds(out_, static_cast<uint64_t>(static_cast<int64_t>(ktime_ns) +
+                                                 realtime_minus_monotonic_ns_));
+      width = kUnixWidth;
+      break;
+  }
+  size_t len = out_.pending() - mark;
+  if (len < width) out_.append_repeated(' ', width - len);
+  out_.append(' ');
+}
+
+// HH:MM:SS in local time.
 void TraceOutput::wall_time(uint64_t ktime_ns) {
   int64_t ns = static_cast<int64_t>(ktime_ns) + realtime_minus_monotonic_ns_;
   int64_t secs = ns / 1'000'000'000;
@@ -100,29 +166,55 @@ void TraceOutput::wall_time(uint64_t ktime_ns) {
     }
     cached_second_ = secs;
   }
-  char* p = out_.reserve(15);
-  for (int i = 0; i < 8; ++i) p[i] = cached_hms_[i];
-  p[8] = '.';
-  auto micros = static_cast<uint64_t>(ns % 1'000'000'000) / 1000;
-  for (int i = 14; i >= 9; --i, micros /= 10) p[i] = static_cast<char>('0' + micros % 10);
-  out_.commit(15);
+  out_.append(std::string_view(cached_hms_, 8));
 }
 
-void TraceOutput::event(const DecodedEvent& ev, const std::vector<Frame>* stack) {
-  if (ev.header.probe_id >= probes_.size()) return;
+bool TraceOutput::event(const DecodedEvent& ev, const EventStacks& stacks) {
+  if (ev.header.probe_id >= probes_.size()) return false;
   const ProbeText& probe = probes_[ev.header.probe_id];
+  // The message is rendered into the scratch buffer, where -f looks at it and JSON escapes it.
+  message_.truncate(0);
+  probe.message.render(std::span(ev.values.data(), ev.n_values), message_);
+  if (!columns_.message_filter.empty() && !contains(message_.since(0), columns_.message_filter)) {
+    ++message_filtered_;
+    return false;
+  }
   for (size_t i = 0; i < ev.n_values; ++i) truncated_strings_ += ev.values[i].truncated;
   ++events_;
   if (format_ == Format::Text)
-    text_event(ev, probe, stack);
+    text_event(ev, probe, stacks);
   else
-    json_event(ev, probe, stack);
+    json_event(ev, probe, stacks);
+  return true;
+}
+
+void TraceOutput::stack_lines(const std::vector<Frame>& frames) {
+  for (const auto& f : frames) {
+    out_.append("        ");
+    if (columns_.addresses) {
+      char hex[17];
+      uint64_t a = f.address;
+      int n = 16;
+      do {
+        hex[--n] = "0123456789abcdef"[a & 15];
+        a >>= 4;
+      } while (a && n > 0);
+      append_padded(out_, std::string_view(hex + n, static_cast<size_t>(16 - n)), 16, false);
+      out_.append(' ');
+    }
+    // Frames are symbolized per event already (stacks allocate); symbol_text is their one form.
+    out_.append(symbol_text(f));
+    out_.append('\n');
+  }
 }
 
 void TraceOutput::text_event(const DecodedEvent& ev, const ProbeText& probe,
-                             const std::vector<Frame>* stack) {
-  wall_time(ev.header.ts);
-  out_.append(' ');
+                             const EventStacks& stacks) {
+  time_column(ev.header.ts);
+  if (columns_.cpu) {
+    append_number_column(out_, ev.header.cpu, kCpuWidth);
+    out_.append(' ');
+  }
   append_number_column(out_, ev.header.tgid, kPidWidth);
   out_.append(' ');
   append_number_column(out_, ev.header.tid, kPidWidth);
@@ -134,24 +226,47 @@ void TraceOutput::text_event(const DecodedEvent& ev, const ProbeText& probe,
   size_t comm_len = out_.pending() - mark;
   if (comm_len < kCommWidth) out_.append_repeated(' ', kCommWidth - comm_len);
   out_.append(' ');
-  out_.append(probe.text_label);
-  out_.append(' ');
-  probe.message.render(std::span(ev.values.data(), ev.n_values), out_);
-  out_.append('\n');
-  if (!with_stacks_) return;
-  if (stack) {
-    for (const auto& f : *stack) {
-      // Frames are symbolized per event already (-U allocates); describe() is their one format.
-      out_.append("        ");
-      out_.append(f.describe());
-      out_.append('\n');
-    }
+  std::string_view message = message_.since(0);
+  if (message.empty()) {
+    out_.append(std::string_view(probe.text_label).substr(0, probe.label_len));
+  } else {
+    out_.append(probe.text_label);
+    out_.append(' ');
+    out_.append(message);
   }
+  out_.append('\n');
+  if (!columns_.stacks) return;
+  // bcc's order: the kernel stack, then the user stack, then an empty line.
+  if (stacks.kernel) stack_lines(*stacks.kernel);
+  if (stacks.user) stack_lines(*stacks.user);
   out_.append('\n');
 }
 
+namespace {
+
+void append_json_frames(OutputBuffer& out, std::string_view key, const std::vector<Frame>& frames) {
+  append_key(out, key);
+  out.append('[');
+  bool first = true;
+  for (const auto& f : frames) {
+    out.append(first ? "{\"address\":" : ",{\"address\":");
+    first = false;
+    append_decimal(out, f.address);
+    append_key(out, "function");
+    append_json_string(out, f.function);
+    append_key(out, "offset");
+    append_decimal(out, f.function_offset);
+    append_key(out, "object");
+    append_json_string(out, f.object);
+    out.append('}');
+  }
+  out.append(']');
+}
+
+}  // namespace
+
 void TraceOutput::json_event(const DecodedEvent& ev, const ProbeText& probe,
-                             const std::vector<Frame>* stack) {
+                             const EventStacks& stacks) {
   const uscope_event& h = ev.header;
   out_.append("{\"kind\":\"event\",\"time_ns\":");
   append_signed(out_, static_cast<int64_t>(h.ts) + realtime_minus_monotonic_ns_);
@@ -165,8 +280,6 @@ void TraceOutput::json_event(const DecodedEvent& ev, const ProbeText& probe,
   append_decimal(out_, h.cpu);
   out_.append(probe.json_head);
   // The message is printable ASCII but for the format's own literal text: escape only if needed.
-  message_.truncate(0);
-  probe.message.render(std::span(ev.values.data(), ev.n_values), message_);
   std::string_view message = message_.since(0);
   if (json_plain(message)) {
     out_.append('"');
@@ -190,23 +303,8 @@ void TraceOutput::json_event(const DecodedEvent& ev, const ProbeText& probe,
     append_decimal(out_, h.duration_ns);
   }
   if (ev.truncated()) out_.append(",\"truncated\":true");
-  if (stack) {
-    out_.append(",\"stack\":[");
-    bool first = true;
-    for (const auto& f : *stack) {
-      out_.append(first ? "{\"address\":" : ",{\"address\":");
-      first = false;
-      append_decimal(out_, f.address);
-      append_key(out_, "function");
-      append_json_string(out_, f.function);
-      append_key(out_, "offset");
-      append_decimal(out_, f.function_offset);
-      append_key(out_, "object");
-      append_json_string(out_, f.object);
-      out_.append('}');
-    }
-    out_.append(']');
-  }
+  if (stacks.user) append_json_frames(out_, "stack", *stacks.user);
+  if (stacks.kernel) append_json_frames(out_, "kernel_stack", *stacks.kernel);
   out_.append("}\n");
 }
 
@@ -216,7 +314,7 @@ uint64_t TraceOutput::events_in(std::string_view bytes) const {
   uint64_t n = 0;
   for (size_t i = 0; i < bytes.size(); ++i) {
     if (bytes[i] != '\n') continue;
-    if (format_ == Format::JsonLines || !with_stacks_ || (i > 0 && bytes[i - 1] == '\n')) ++n;
+    if (format_ == Format::JsonLines || !columns_.stacks || (i > 0 && bytes[i - 1] == '\n')) ++n;
   }
   return n;
 }

@@ -1,6 +1,7 @@
 #pragma once
-// Rendering of `uscope trace` events: one line per event like bcc's trace (TIME PID TID COMM FUNC
-// MESSAGE) with an optional symbolized user stack, or JSON Lines with stable field names.
+// Rendering of `uscope trace` events: one line per event in bcc trace's columns ([TIME] [CPU] PID
+// TID COMM FUNC -, the message under "-") with optional symbolized kernel and user stacks, or JSON
+// Lines with stable field names (every field, whatever the columns).
 //
 // Events are formatted straight into an OutputBuffer with the hand-written pieces of
 // text_writer.h and message_format.h: in steady state an event costs no allocation and no call of
@@ -25,16 +26,37 @@ std::string format_message(const ProbePlan& probe, std::span<const DecodedValue>
 // Bytes shown to a person: printable ASCII kept, the rest as \xNN.
 std::string printable_bytes(std::string_view s);
 
+// What the text lines show, as bcc trace's options set it.
+struct TraceColumns {
+  enum class Time {
+    None,
+    Clock,       // -T: HH:MM:SS, local time of the event
+    SinceStart,  // -t: seconds since the output was created (the trace start)
+    Unix,        // -t -u: seconds since the epoch
+  };
+  Time time = Time::None;
+  bool cpu = false;            // -C
+  bool addresses = false;      // -a: each stack frame's address before its symbol
+  bool stacks = false;         // -U or -K: events are followed by their stacks and an empty line
+  std::string message_filter;  // -f: only events whose message contains it
+};
+
+// The symbolized stacks of one event; nullptr when not captured.
+struct EventStacks {
+  const std::vector<Frame>* user = nullptr;
+  const std::vector<Frame>* kernel = nullptr;
+};
+
 class TraceOutput {
  public:
   enum class Format { Text, JsonLines };
-  // `with_stacks`: events carry a user stack (-U), shown under the text line.
-  TraceOutput(const TracePlan& plan, Format format, OutputBuffer& out, bool with_stacks = false);
+  TraceOutput(const TracePlan& plan, Format format, OutputBuffer& out, TraceColumns columns = {});
   void header();
-  // `stack`: the symbolized user stack when -U captured one (nullptr when not captured).
-  void event(const DecodedEvent& ev, const std::vector<Frame>* stack);
+  // False when -f left the event out (counted in message_filtered()).
+  bool event(const DecodedEvent& ev, const EventStacks& stacks = {});
 
   uint64_t events() const { return events_; }
+  uint64_t message_filtered() const { return message_filtered_; }
   // Strings shown with a trailing "…" (cut by the BPF side or at a late read).
   uint64_t truncated_strings() const { return truncated_strings_; }
   // How many events `bytes` (whole records this output appended) hold: counts what a stop drops.
@@ -44,21 +66,27 @@ class TraceOutput {
   struct ProbeText {
     MessageFormat message;
     std::string text_label;  // FUNC column, padded
+    size_t label_len = 0;    // without the padding: a line without a message ends there
     std::string json_head;   // ,"probe":"...","function":"...","message":
   };
+  void time_column(uint64_t ktime_ns);
   void wall_time(uint64_t ktime_ns);
-  void text_event(const DecodedEvent& ev, const ProbeText& probe, const std::vector<Frame>* stack);
-  void json_event(const DecodedEvent& ev, const ProbeText& probe, const std::vector<Frame>* stack);
+  void stack_lines(const std::vector<Frame>& frames);
+  void text_event(const DecodedEvent& ev, const ProbeText& probe, const EventStacks& stacks);
+  void json_event(const DecodedEvent& ev, const ProbeText& probe, const EventStacks& stacks);
 
   Format format_;
   OutputBuffer& out_;
-  bool with_stacks_;
+  TraceColumns columns_;
+  bool any_message_ = false;  // some probe has a format: the header's message column is "-"
   std::vector<ProbeText> probes_;
-  OutputBuffer message_;  // scratch: a message is rendered here, then escaped for JSON
+  OutputBuffer message_;  // scratch: a message is rendered here, then filtered or escaped
   int64_t realtime_minus_monotonic_ns_ = 0;
+  uint64_t start_ns_ = 0;       // CLOCK_MONOTONIC (bpf_ktime_get_ns) at construction, for -t
   int64_t cached_second_ = -1;  // localtime_r runs at most once per second of event time
   char cached_hms_[8] = {};
   uint64_t events_ = 0;
+  uint64_t message_filtered_ = 0;
   uint64_t truncated_strings_ = 0;
 };
 

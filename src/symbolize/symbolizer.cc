@@ -226,6 +226,11 @@ std::vector<Frame> Symbolizer::symbolize(const Process& process,
   return frames;
 }
 
+void Symbolizer::remember(pid_t pid) {
+  if (processes_.contains(pid)) return;
+  if (auto p = Process::open(pid)) processes_.emplace(pid, std::move(*p));
+}
+
 void Symbolizer::forget(pid_t pid) {
   processes_.erase(pid);
 }

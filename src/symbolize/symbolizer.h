@@ -60,6 +60,11 @@ class Symbolizer {
   std::vector<Frame> symbolize(const Process& process, std::span<const uint64_t> addresses,
                                bool first_is_ip);
 
+  // Reads and caches the maps of `pid` now, so that addresses of a process that exits before its
+  // events are symbolized still find their objects (whose symbols are read from the mapped path
+  // then). No-op when cached or unreadable.
+  void remember(pid_t pid);
+
   // Drops the cached maps of `pid`: call it when the process exits or exec()s, since the same
   // PID then names different (or no) mappings. Objects' symbols stay cached; other processes
   // map the same files.

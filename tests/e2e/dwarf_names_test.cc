@@ -24,12 +24,11 @@ std::vector<std::string> messages(const std::string& out, const std::string& fun
   return got;
 }
 
-// Names reach the resolver only once the parser produces Name/Member (the spec parser's part of
-// issue 8); until then these tests cannot run and say so.
-#define REQUIRE_PARSED(spec)                                                   \
-  do {                                                                         \
-    if (!parse_probe_spec(spec))                                               \
-      GTEST_SKIP() << "the probe parser does not accept this yet: " << (spec); \
+// Every spec here must parse: a parser regression fails these tests rather than skipping them.
+#define REQUIRE_PARSED(spec)                                           \
+  do {                                                                 \
+    auto parsed_ = parse_probe_spec(spec);                             \
+    ASSERT_TRUE(parsed_) << (spec) << ": " << parsed_.error().message; \
   } while (0)
 
 std::string app(int n) {

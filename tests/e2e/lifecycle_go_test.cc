@@ -22,7 +22,7 @@ TEST(lifecycle, target_exec_ends_the_session) {
   EXPECT_NE(r.err.find("exec'd"), std::string::npos) << r.err;
   // Ended at the exec, not at the exit: the exec'd `sleep 30` still runs.
   EXPECT_EQ(waitpid(target.pid(), nullptr, WNOHANG), 0) << "the target exited before uscope ended";
-  EXPECT_NE(r.out.find(" work "), std::string::npos);
+  EXPECT_NE(r.out.find(" work\n"), std::string::npos);
   EXPECT_TRUE(bpf_links_of_programs("trace_").empty());
 }
 
@@ -39,7 +39,7 @@ TEST(go, entry_probe_reads_go_register_abi_arguments) {
   auto r = uscope({"trace", "-c", fixture("go/gowork") + " 50",
                    "p::main.work (arg1 == 7) \"i=%d tag=%s\", arg1, str(arg2, arg3)"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("main.work            i=7 tag=gopher"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("main.work        i=7 tag=gopher"), std::string::npos) << r.out;
   EXPECT_NE(r.err.find("49 filtered out"), std::string::npos) << r.err;
 }
 

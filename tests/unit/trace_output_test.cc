@@ -18,6 +18,7 @@
 #include <regex>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "plan/recipe.h"
@@ -155,28 +156,84 @@ TEST(trace_output, printable_bytes_escapes) {
   EXPECT_EQ(printable_bytes(""), "");
 }
 
-TEST(trace_output, text_header_and_event_line) {
+TEST(trace_output, text_header_and_event_line_in_bcc_columns) {
   TracePlan plan;
   plan.probes.push_back(probe_of(R"(p::work "i=%d tag=%s", arg1, str(arg2))", "work"));
   OutputBuffer out(-1);
   TraceOutput t(plan, TraceOutput::Format::Text, out);
   t.header();
-  EXPECT_EQ(std::string(out.since(0)),
-            "TIME                PID     TID COMM             FUNC                 MESSAGE\n");
-  t.event(decoded(event_of(0, "target_loop"), {num(0xffffffff), text("xyz")}), nullptr);
+  // bcc trace: "%-7s %-7s %-15s %-16s %s" with "-" over the messages.
+  EXPECT_EQ(std::string(out.since(0)), "PID     TID     COMM            FUNC             -\n");
+  t.event(decoded(event_of(0, "target_loop"), {num(0xffffffff), text("xyz")}));
   EXPECT_EQ(t.events(), 1u);
   std::string all = std::string(out.since(0));
-  std::string line = all.substr(all.find('\n') + 1);
-  std::smatch m;
-  ASSERT_TRUE(std::regex_match(line, m, std::regex(R"((\d\d:\d\d:\d\d\.\d{6}) (.*)\n)"))) << line;
-  EXPECT_EQ(m[2].str(), "   1234    1240 target_loop      work                 i=-1 tag=xyz");
+  EXPECT_EQ(all.substr(all.find('\n') + 1),
+            "1234    1240    target_loop     work             i=-1 tag=xyz\n");
 }
 
-TEST(trace_output, text_event_with_stack) {
+TEST(trace_output, header_without_messages_has_no_message_column) {
+  TracePlan plan;
+  plan.probes.push_back(probe_of(R"(p::inet_pton)", "inet_pton"));
+  OutputBuffer out(-1);
+  TraceOutput t(plan, TraceOutput::Format::Text, out);
+  t.header();
+  t.event(decoded(event_of(0, "ping"), {}));
+  EXPECT_EQ(std::string(out.since(0)),
+            "PID     TID     COMM            FUNC\n"
+            "1234    1240    ping            inet_pton\n");
+}
+
+TEST(trace_output, time_and_cpu_columns) {
+  TracePlan plan;
+  plan.probes.push_back(probe_of(R"(p::work "%d", arg1)", "work"));
+  for (auto [time, head, re] :
+       {std::tuple{TraceColumns::Time::Clock, "TIME     CPU ", R"(\d\d:\d\d:\d\d 3   1234 .*\n)"},
+        std::tuple{TraceColumns::Time::SinceStart, "TIME     CPU ", R"(\d+\.\d{6} +3   1234 .*\n)"},
+        std::tuple{TraceColumns::Time::Unix, "TIME              CPU ",
+                   R"(\d{10}\.\d{6} +3   1234 .*\n)"}}) {
+    OutputBuffer out(-1);
+    TraceColumns c;
+    c.time = time;
+    c.cpu = true;
+    TraceOutput t(plan, TraceOutput::Format::Text, out, c);
+    t.header();
+    t.event(decoded(event_of(0, "x"), {num(5)}));
+    std::string all = std::string(out.since(0));
+    EXPECT_EQ(all.substr(0, all.find("PID")), head);
+    std::string line = all.substr(all.find('\n') + 1);
+    EXPECT_TRUE(std::regex_match(line, std::regex(re))) << line;
+  }
+}
+
+TEST(trace_output, message_filter_leaves_out_and_counts) {
+  TracePlan plan;
+  plan.probes.push_back(probe_of(R"(p::open "%s", str(arg1))", "open"));
+  OutputBuffer out(-1);
+  TraceColumns c;
+  c.message_filter = "conf";
+  TraceOutput t(plan, TraceOutput::Format::JsonLines, out, c);
+  EXPECT_FALSE(t.event(decoded(event_of(0, "x"), {text("/etc/passwd")})));
+  EXPECT_TRUE(t.event(decoded(event_of(0, "x"), {text("/etc/ld.so.conf")})));
+  EXPECT_EQ(t.events(), 1u);
+  EXPECT_EQ(t.message_filtered(), 1u);
+  EXPECT_EQ(nlohmann::json::parse(std::string(out.since(0)))["message"], "/etc/ld.so.conf");
+}
+
+TEST(trace_output, user_and_kernel_symbol_conversions) {
+  DecodedValue u = num(0x401234), k = num(0xffffffff81000000ull);
+  u.symbol = "worker+0x0 [app]";
+  EXPECT_EQ(render(R"(p::f "%U|%K", arg1, arg2)", {u, k}), "worker+0x0 [app]|0xffffffff81000000");
+  EXPECT_EQ(render(R"(p::f "[%-20U]", arg1)", {u}), "[worker+0x0 [app]    ]");
+}
+
+TEST(trace_output, text_event_with_stacks_as_bcc_prints_them) {
   TracePlan plan;
   plan.probes.push_back(probe_of(R"(p::work)", "work"));
   OutputBuffer out(-1);
-  TraceOutput t(plan, TraceOutput::Format::Text, out, true);
+  TraceColumns c;
+  c.stacks = true;
+  c.addresses = true;
+  TraceOutput t(plan, TraceOutput::Format::Text, out, c);
   Frame f1;
   f1.address = 0x401234;
   f1.object = "/usr/bin/x";
@@ -186,13 +243,27 @@ TEST(trace_output, text_event_with_stack) {
   f2.address = 0x401000;
   f2.object = "/usr/bin/x";
   f2.function = "main";
-  std::vector<Frame> stack = {f1, f2};
-  t.event(decoded(event_of(0, "x"), {}), &stack);
+  Frame f3;
+  f3.address = 0x7f0000001000;
+  f3.object = "/usr/lib/libfoo.so";
+  f3.miss = FrameMiss::UnknownAddress;
+  Frame k;
+  k.address = 0xffffffff81001000ull;
+  k.object = "kernel";
+  k.function = "asm_exc_int3";
+  k.function_offset = 0x39;
+  std::vector<Frame> stack = {f1, f2, f3}, kstack = {k};
+  t.event(decoded(event_of(0, "x"), {}), EventStacks{&stack, &kstack});
   std::string s = std::string(out.since(0));
-  const std::string tail = "        work+0x4 (/usr/bin/x)\n        main (/usr/bin/x)\n\n";
+  const std::string tail =
+      "        ffffffff81001000 asm_exc_int3+0x39 [kernel]\n"
+      "                  401234 work+0x4 [x]\n"
+      "                  401000 main+0x0 [x]\n"
+      "            7f0000001000 [unknown] [libfoo.so]\n\n";
   ASSERT_GE(s.size(), tail.size());
   EXPECT_EQ(s.substr(s.size() - tail.size()), tail);
-  EXPECT_EQ(std::count(s.begin(), s.end(), '\n'), 4);
+  EXPECT_EQ(std::count(s.begin(), s.end(), '\n'), 6);
+  EXPECT_EQ(t.events_in(s), 1u);
 }
 
 TEST(trace_output, unknown_probe_id_is_ignored) {
@@ -200,7 +271,7 @@ TEST(trace_output, unknown_probe_id_is_ignored) {
   plan.probes.push_back(probe_of(R"(p::work)", "work"));
   OutputBuffer out(-1);
   TraceOutput t(plan, TraceOutput::Format::JsonLines, out);
-  t.event(decoded(event_of(1, "x"), {}), nullptr);
+  t.event(decoded(event_of(1, "x"), {}));
   EXPECT_EQ(t.events(), 0u);
   EXPECT_EQ(std::string(out.since(0)), "");
 }
@@ -217,7 +288,7 @@ TEST(trace_output, json_lines_event_fields) {
   timespec rt{};
   clock_gettime(CLOCK_REALTIME, &rt);
   int64_t now = rt.tv_sec * 1'000'000'000LL + rt.tv_nsec;
-  t.event(decoded(ev, {num(0xffffffff), text("xyz"), text("tl")}), nullptr);
+  t.event(decoded(ev, {num(0xffffffff), text("xyz"), text("tl")}));
   std::string s = std::string(out.since(0));
   ASSERT_FALSE(s.empty());
   EXPECT_EQ(s.back(), '\n');
@@ -252,7 +323,7 @@ TEST(trace_output, json_lines_duration_stack_and_invalid_utf8) {
   f.function = "work";
   f.function_offset = 4;
   std::vector<Frame> stack = {f};
-  t.event(decoded(ev, {text("a\xff\x01")}), &stack);
+  t.event(decoded(ev, {text("a\xff\x01")}), EventStacks{&stack, nullptr});
   auto j = nlohmann::json::parse(std::string(out.since(0)));
   EXPECT_EQ(j["duration_ns"], 1500);
   // The message escapes bytes; the raw value has invalid UTF-8 replaced by U+FFFD.
@@ -274,7 +345,7 @@ TEST(trace_output, comm_of_full_length_is_not_overrun) {
   uscope_event ev = event_of(0, "");
   std::memcpy(ev.comm, "0123456789abcdef", 16);  // no NUL
   ev.return_address = 0x4141414141414141;        // what follows comm must not leak in
-  t.event(decoded(ev, {}), nullptr);
+  t.event(decoded(ev, {}));
   auto j = nlohmann::json::parse(std::string(out.since(0)));
   EXPECT_EQ(j["comm"], "0123456789abcdef");
 }
@@ -337,8 +408,8 @@ TEST(trace_output, json_marks_truncated_events) {
   plan.probes.push_back(probe_of(R"(p::work "%s %s", str(arg1), str(arg2))", "work"));
   OutputBuffer out(-1);
   TraceOutput t(plan, TraceOutput::Format::JsonLines, out);
-  t.event(decoded(event_of(0, "w"), {text("whole"), cut("cu")}), nullptr);
-  t.event(decoded(event_of(0, "w"), {text("a"), text("b")}), nullptr);
+  t.event(decoded(event_of(0, "w"), {text("whole"), cut("cu")}));
+  t.event(decoded(event_of(0, "w"), {text("a"), text("b")}));
   std::string s(out.since(0));
   auto second = s.find('\n') + 1;
   auto j = nlohmann::json::parse(s.substr(0, second));
@@ -358,7 +429,7 @@ TEST(trace_output, json_strings_escape_and_stay_valid) {
   std::string raw = std::string("\"\\/\x01\x1f\x7f caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80 ") +
                     "\xc3(\xed\xa0\x80\xf8\x80" + std::string(1, '\0');
   uscope_event ev = event_of(0, "a\nb");
-  t.event(decoded(ev, {text(raw)}), nullptr);
+  t.event(decoded(ev, {text(raw)}));
   std::string s(out.since(0));
   EXPECT_EQ(std::count(s.begin(), s.end(), '\n'), 1) << s;
   auto j = nlohmann::json::parse(s);
@@ -380,7 +451,7 @@ TEST(trace_output, text_comm_is_made_printable) {
   plan.probes.push_back(probe_of(R"(p::work)", "work"));
   OutputBuffer out(-1);
   TraceOutput t(plan, TraceOutput::Format::Text, out);
-  t.event(decoded(event_of(0, "a\nb"), {}), nullptr);
+  t.event(decoded(event_of(0, "a\nb"), {}));
   std::string s(out.since(0));
   EXPECT_EQ(std::count(s.begin(), s.end(), '\n'), 1) << s;
   EXPECT_NE(s.find(" a\\nb "), std::string::npos) << s;
@@ -395,8 +466,11 @@ TEST(trace_output, events_in_counts_records_of_each_format) {
   for (auto format : {TraceOutput::Format::Text, TraceOutput::Format::JsonLines}) {
     for (bool stacks : {false, true}) {
       OutputBuffer out(-1);
-      TraceOutput t(plan, format, out, stacks);
-      for (int i = 0; i < 3; ++i) t.event(decoded(event_of(0, "x"), {}), stacks ? &stack : nullptr);
+      TraceColumns c;
+      c.stacks = stacks;
+      TraceOutput t(plan, format, out, c);
+      for (int i = 0; i < 3; ++i)
+        t.event(decoded(event_of(0, "x"), {}), EventStacks{stacks ? &stack : nullptr, nullptr});
       EXPECT_EQ(t.events_in(out.since(0)), 3u) << static_cast<int>(format) << stacks;
     }
   }
@@ -409,14 +483,17 @@ TEST(trace_output, steady_state_formatting_does_not_allocate) {
   plan.probes.push_back(probe_of(R"(p::work "i=%d s=%-8s p=%p", arg1, str(arg2), arg3)", "work"));
   for (auto format : {TraceOutput::Format::Text, TraceOutput::Format::JsonLines}) {
     OutputBuffer out(-1, 1 << 16);
-    TraceOutput t(plan, format, out);
+    TraceColumns c;
+    c.time = TraceColumns::Time::Clock;  // the wall-time cache is on the path too
+    c.cpu = true;
+    TraceOutput t(plan, format, out, c);
     DecodedEvent ev = decoded(event_of(0, "x"), {num(1), text("tag\x01"), num(0x1234)});
-    for (int i = 0; i < 10; ++i) t.event(ev, nullptr);
+    for (int i = 0; i < 10; ++i) t.event(ev);
     out.truncate(0);
     uint64_t before = test_allocations;
     for (int i = 0; i < 1000; ++i) {
       ev.header.ts += 1'000'000;  // crosses seconds: the cached wall time is refreshed
-      t.event(ev, nullptr);
+      t.event(ev);
       if (out.pending() > 60000) out.truncate(0);
     }
     EXPECT_EQ(test_allocations - before, 0u) << static_cast<int>(format);

@@ -1,0 +1,27 @@
+#include "symbolize/symbol_text.h"
+
+#include <fmt/format.h>
+
+namespace uscope {
+
+namespace {
+
+// "/usr/lib/x86_64-linux-gnu/libc.so.6" -> "[libc.so.6]"; pseudo names ("[vdso]") stay as they
+// are.
+std::string module_text(const std::string& object) {
+  if (object.empty()) return "";
+  if (object.front() == '[') return " " + object;
+  size_t slash = object.rfind('/');
+  return fmt::format(" [{}]", slash == std::string::npos ? object : object.substr(slash + 1));
+}
+
+}  // namespace
+
+std::string symbol_text(const Frame& frame) {
+  std::string where = frame.miss == FrameMiss::None
+                          ? fmt::format("{}+{:#x}", frame.function, frame.function_offset)
+                          : "[unknown]";
+  return where + module_text(frame.object);
+}
+
+}  // namespace uscope
