@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 
+#include "cli/aggregate_run.h"
 #include "cli/command.h"
 #include "cli/session.h"
 #include "collect/trace_program.h"
@@ -19,9 +20,31 @@ namespace {
 
 struct LatencyOptions {
   SessionOptions session;
+  AggregateOptions aggregate;
   std::vector<std::string> patterns;
   bool no_move = false;
 };
+
+// latency --by: one histogram per key, keys read at the return (argN: its value at entry).
+int run_latency_by(const LatencyOptions& o, std::vector<ProbeSpec> patterns) {
+  AggregateSpec agg;
+  agg.latency = true;
+  auto keys = parse_aggregate_keys(o.aggregate.by, ProbeKind::Return, true);
+  if (!keys) return report_error(keys.error().message, kExitUsage);
+  agg.keys = std::move(*keys);
+  auto session = Session::open(o.session);
+  if (!session) return report_error(session.error().message);
+  ObjectCache cache((*session)->context());
+  auto plan = plan_aggregation(cache, patterns, agg, !o.no_move);
+  if (!plan) return report_error(plan.error().message);
+  AggregateView view;
+  view.kind = "latency";
+  view.keys = agg.keys;
+  view.scale.mode = TRACE_AGG_LOG2;
+  view.unit = "ns";
+  view.verb = "timing calls at";
+  return run_aggregation(**session, o.session, o.aggregate, *plan, view);
+}
 
 int run_latency(const LatencyOptions& o) {
   auto patterns = parse_patterns(o.patterns);
@@ -32,6 +55,7 @@ int run_latency(const LatencyOptions& o) {
                           kExitUsage);
     p.kind = ProbeKind::Return;  // return probes need what entry+return tracing needs
   }
+  if (!o.aggregate.by.empty()) return run_latency_by(o, std::move(*patterns));
   auto session = Session::open(o.session);
   if (!session) return report_error(session.error().message);
   ObjectCache cache((*session)->context());
@@ -126,6 +150,7 @@ void add_latency_command(CLI::App& app, Run& run) {
   auto* cmd = app.add_subcommand("latency", "Log2 latency histograms of functions matching globs");
   cmd->add_option("pattern", opts->patterns, "'[target:]glob' over function names")->required();
   add_session_options(cmd, opts->session, true, false);
+  add_aggregate_options(cmd, opts->aggregate);
   cmd->add_flag("--no-move", opts->no_move, "Always probe each function's first instruction");
   cmd->callback([&run, opts] { run = [opts] { return run_latency(*opts); }; });
 }
