@@ -453,6 +453,9 @@ static __always_inline void aggregate(struct pt_regs* ctx, struct scratch* s,
       count(ri, TC_STACK_FAILED);
       if (id == -EEXIST) count(ri, TC_STACK_COLLIDED);
     }
+    if (flags & TRACE_F_AT_ENTRY)
+      bpf_probe_read_user(&s->key.return_address, 8,
+                          (void*)(s->regs[UREG_RSP] - (__s64)r->sp_delta));
   }
   __u64 v = s->agg_value;
   if (flags & TRACE_F_HISTOGRAM) v = s->ev.duration_ns; /* latency --by */

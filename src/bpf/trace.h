@@ -145,6 +145,9 @@ enum uscope_agg_mode {
 struct uscope_agg_key {
   __u32 slot;     /* which aggregation (recipe's agg_slot): several share the map */
   __s32 stack_id; /* TRACE_F_AGG_USTACK: id in `stack_traces`, or -1 (counted TC_STACK_FAILED) */
+  /* TRACE_F_AGG_USTACK with TRACE_F_AT_ENTRY: *(entry rsp), the caller the frame-pointer walk
+   * skips in a prologue (as uscope_event.return_address) */
+  __u64 return_address;
   __u8 data[TRACE_AGG_KEY_BYTES]; /* u64 values and (u32 length, bytes) strings, as in events */
 };
 

@@ -159,7 +159,7 @@ int run_aggregation(Session& session, const SessionOptions& so, const AggregateO
       if (ustack) {
         r.no_stack = row.stack_id < 0;
         if (!r.no_stack) {
-          auto addrs = program->user_stack(row.stack_id);
+          auto addrs = program->user_stack(row);
           if (!addrs) {
             read_error = addrs.error();
             return;

@@ -26,6 +26,7 @@ Result<std::vector<AggregateRow>> read_aggregate_map(int map_fd) {
     AggregateRow row;
     row.slot = key.slot;
     row.stack_id = key.stack_id;
+    row.return_address = key.return_address;
     std::memcpy(row.key.data(), key.data, sizeof(key.data));
     row.count = value.count;
     row.sum = value.sum;
@@ -35,17 +36,19 @@ Result<std::vector<AggregateRow>> read_aggregate_map(int map_fd) {
   return rows;
 }
 
-Result<std::vector<uint64_t>> read_stack_trace(int stacks_fd, int32_t stack_id) {
-  if (stack_id < 0) return std::vector<uint64_t>{};
+Result<std::vector<uint64_t>> read_stack_trace(int stacks_fd, const AggregateRow& row) {
+  if (row.stack_id < 0) return std::vector<uint64_t>{};
   uint64_t frames[TRACE_MAX_FRAMES] = {};
-  auto id = static_cast<uint32_t>(stack_id);
+  auto id = static_cast<uint32_t>(row.stack_id);
   if (bpf_map_lookup_elem(stacks_fd, &id, frames))
-    return fail_errno(errno, "cannot read user stack {}: {}", stack_id, std::strerror(errno));
+    return fail_errno(errno, "cannot read user stack {}: {}", row.stack_id, std::strerror(errno));
   std::vector<uint64_t> out;
   for (uint64_t f : frames) {
     if (!f) break;  // the kernel zero-fills past the last frame
     out.push_back(f);
   }
+  if (row.return_address && !out.empty() && (out.size() < 2 || out[1] != row.return_address))
+    out.insert(out.begin() + 1, row.return_address);
   return out;
 }
 
@@ -57,7 +60,8 @@ Result<std::vector<PayloadValue>> decode_key(std::span<const OutputField> fields
 std::vector<AggregateRow> AggregateDeltas::advance(const std::vector<AggregateRow>& cumulative) {
   std::vector<AggregateRow> out;
   for (const auto& row : cumulative) {
-    auto [it, fresh] = last_.try_emplace(Id{row.slot, row.stack_id, row.key}, AggregateRow{});
+    auto [it, fresh] =
+        last_.try_emplace(Id{row.slot, row.stack_id, row.return_address, row.key}, AggregateRow{});
     AggregateRow& before = it->second;
     if (!fresh && row.count <= before.count) continue;
     if (fresh && row.count == 0) {

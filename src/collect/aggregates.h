@@ -19,6 +19,7 @@ namespace uscope {
 struct AggregateRow {
   uint32_t slot = 0;
   int32_t stack_id = -1;
+  uint64_t return_address = 0;  // see uscope_agg_key
   std::array<uint8_t, TRACE_AGG_KEY_BYTES> key{};
   uint64_t count = 0;
   uint64_t sum = 0;               // two's complement sum of the values
@@ -28,7 +29,9 @@ struct AggregateRow {
 // Every row of the map. Rows are never deleted while the program runs, so iterating while BPF
 // inserts misses no row that existed when the read started.
 Result<std::vector<AggregateRow>> read_aggregate_map(int map_fd);
-Result<std::vector<uint64_t>> read_stack_trace(int stacks_fd, int32_t stack_id);
+// The user stack of a row's `ustack` key, innermost first; in a prologue with the caller the
+// frame-pointer walk skips put back in second place (as EventDecoder does for events).
+Result<std::vector<uint64_t>> read_stack_trace(int stacks_fd, const AggregateRow& row);
 
 // The key fields of a row, decoded by the fields its recipe emitted (strings that BPF could not
 // read come back deferred with no address).
@@ -44,7 +47,7 @@ class AggregateDeltas {
   std::vector<AggregateRow> advance(const std::vector<AggregateRow>& cumulative);
 
  private:
-  using Id = std::tuple<uint32_t, int32_t, std::array<uint8_t, TRACE_AGG_KEY_BYTES>>;
+  using Id = std::tuple<uint32_t, int32_t, uint64_t, std::array<uint8_t, TRACE_AGG_KEY_BYTES>>;
   std::map<Id, AggregateRow> last_;
 };
 

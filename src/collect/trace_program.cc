@@ -196,8 +196,8 @@ Result<std::vector<AggregateRow>> TraceProgram::aggregates() const {
   return read_aggregate_map(bpf_map__fd(skel_->maps.aggregates));
 }
 
-Result<std::vector<uint64_t>> TraceProgram::user_stack(int32_t stack_id) const {
-  return read_stack_trace(bpf_map__fd(skel_->maps.stack_traces), stack_id);
+Result<std::vector<uint64_t>> TraceProgram::user_stack(const AggregateRow& row) const {
+  return read_stack_trace(bpf_map__fd(skel_->maps.stack_traces), row);
 }
 
 }  // namespace uscope

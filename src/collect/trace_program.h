@@ -85,8 +85,8 @@ class TraceProgram {
   Result<std::vector<uint64_t>> histogram(uint32_t recipe) const;
   // Every row of the aggregates map, cumulative since load.
   Result<std::vector<AggregateRow>> aggregates() const;
-  // The user stack of a `ustack` key's stack id, innermost first.
-  Result<std::vector<uint64_t>> user_stack(int32_t stack_id) const;
+  // The user stack of a row's `ustack` key, innermost first (read_stack_trace).
+  Result<std::vector<uint64_t>> user_stack(const AggregateRow& row) const;
 
  private:
   struct SkelDeleter {

@@ -212,6 +212,22 @@ TEST(aggregate_plan, ustack_key_takes_the_stack_id_and_counts_a_failure) {
   EXPECT_TRUE(r.stack_failed);
 }
 
+TEST(aggregate_plan, ustack_key_at_function_entry_keeps_the_caller_the_walk_skips) {
+  auto c = compile(spec_of("ustack", ProbeKind::Entry), ProbeKind::Entry, "p:c:f");
+  ASSERT_TRUE(c.main.flags & TRACE_F_AT_ENTRY);
+  RecipeInput in = call(0, 0);
+  in.stack_id = 3;
+  in.regs[UREG_RSP] = 0x7000;
+  in.read = [](uint64_t addr, void* dst, size_t len) {
+    uint64_t caller = 0x401234;
+    if (addr != 0x7000 || len != 8) return false;
+    std::memcpy(dst, &caller, 8);
+    return true;
+  };
+  auto r = interpret_recipe(c.main, in);
+  EXPECT_EQ(r.key.return_address, 0x401234u);
+}
+
 TEST(aggregate_deltas, each_interval_shows_the_growth_and_the_deltas_sum_to_the_total) {
   auto row = [](uint8_t k, uint64_t count, uint64_t b3) {
     AggregateRow r;
