@@ -3,7 +3,10 @@
 #include <fmt/core.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <map>
 #include <optional>
+#include <utility>
 
 #include "cli/command.h"
 #include "collect/aggregates.h"
@@ -105,7 +108,34 @@ int run_aggregation(Session& session, const SessionOptions& so, const AggregateO
   AggregateDeltas deltas;
   Losses last_losses;
   uint64_t interval = 0;
+  // A stack is symbolized when first seen, while its process still runs (a -c command has often
+  // exited by the final table): by (stack id, return address), which name one stack.
   Symbolizer symbolizer;
+  std::map<std::pair<int32_t, uint64_t>, std::vector<std::string>> stacks;
+  auto symbolize = [&](const AggregateRow& row) -> const std::vector<std::string>* {
+    auto [it, fresh] = stacks.try_emplace({row.stack_id, row.return_address});
+    if (fresh) {
+      auto addrs = program->user_stack(row);
+      if (!addrs) {
+        stacks.erase(it);
+        read_error = addrs.error();
+        return nullptr;
+      }
+      for (const Frame& f : symbolizer.symbolize(session.watch_pid(), *addrs, true))
+        it->second.push_back(f.describe());
+    }
+    return &it->second;
+  };
+  auto symbolize_new = [&] {
+    auto rows = program->aggregates();
+    if (!rows) {
+      read_error = rows.error();
+      return false;
+    }
+    for (const AggregateRow& row : *rows)
+      if (row.stack_id >= 0 && !symbolize(row)) break;
+    return false;
+  };
   auto print = [&] {
     auto rows = program->aggregates();
     auto counters = program->counters();
@@ -159,13 +189,9 @@ int run_aggregation(Session& session, const SessionOptions& so, const AggregateO
       if (ustack) {
         r.no_stack = row.stack_id < 0;
         if (!r.no_stack) {
-          auto addrs = program->user_stack(row);
-          if (!addrs) {
-            read_error = addrs.error();
-            return;
-          }
-          for (const Frame& f : symbolizer.symbolize(session.watch_pid(), *addrs, true))
-            r.stack.push_back(f.describe());
+          const auto* frames = symbolize(row);
+          if (!frames) return;
+          r.stack = *frames;
         }
       }
       r.count = row.count;
@@ -179,6 +205,10 @@ int run_aggregation(Session& session, const SessionOptions& so, const AggregateO
   EventLoop::Callbacks cb;
   cb.interval = print;
   cb.output = &out;
+  if (ustack) {
+    cb.drain = symbolize_new;  // on every wake-up of the loop (at least every 100 ms)
+    cb.data_poll = std::chrono::milliseconds(1);
+  }
   cb.done = [&] { return read_error.has_value(); };
   StopReason why = session.run(cb);
   program->detach();
