@@ -15,7 +15,7 @@
 
 namespace uscope::cli {
 
-void add_aggregate_options(CLI::App* cmd, AggregateOptions& o, bool with_by) {
+void add_aggregate_options(CLI::App* cmd, MapOptions& o, bool with_by) {
   if (with_by)
     cmd->add_option("--by", o.by,
                     "Keys to aggregate by, comma-separated: comm, pid, tid, argN, retval, "
@@ -60,7 +60,7 @@ MapKeyPart key_part(const PayloadValue& v) {
 
 }  // namespace
 
-int run_aggregation(Session& session, const SessionOptions& so, const AggregateOptions& ao,
+int run_aggregation(Session& session, const SessionOptions& so, const MapOptions& ao,
                     const AggregationPlan& plan, const AggregateView& view) {
   bool ustack = false;
   for (const auto& k : view.keys) ustack |= k.kind == AggregateKey::Kind::UserStack;

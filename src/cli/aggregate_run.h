@@ -8,12 +8,12 @@
 #include <vector>
 
 #include "cli/session.h"
-#include "plan/aggregate_plan.h"
+#include "plan/keyed_plan.h"
 #include "sink/map_output.h"
 
 namespace uscope::cli {
 
-struct AggregateOptions {
+struct MapOptions {
   std::string by;         // --by
   size_t top = 10;        // --top
   bool all = false;       // --all
@@ -21,7 +21,7 @@ struct AggregateOptions {
 };
 
 // --by (unless `with_by` is false), --top, --all, --max-keys.
-void add_aggregate_options(CLI::App* cmd, AggregateOptions& o, bool with_by = true);
+void add_aggregate_options(CLI::App* cmd, MapOptions& o, bool with_by = true);
 
 // How the rows are shown.
 struct AggregateView {
@@ -32,7 +32,7 @@ struct AggregateView {
   std::string verb;  // for the stderr line: "counting", "histogramming", "timing"
 };
 
-int run_aggregation(Session& session, const SessionOptions& so, const AggregateOptions& ao,
+int run_aggregation(Session& session, const SessionOptions& so, const MapOptions& ao,
                     const AggregationPlan& plan, const AggregateView& view);
 
 }  // namespace uscope::cli

@@ -19,7 +19,7 @@ namespace {
 
 struct CountOptions {
   SessionOptions session;
-  AggregateOptions aggregate;
+  MapOptions aggregate;
   std::vector<std::string> patterns;
   bool no_move = false;
 };

@@ -15,7 +15,7 @@ namespace {
 
 struct HistOptions {
   SessionOptions session;
-  AggregateOptions aggregate;
+  MapOptions aggregate;
   std::string spec;
   std::string value;
   std::string linear;

@@ -20,7 +20,7 @@ namespace {
 
 struct LatencyOptions {
   SessionOptions session;
-  AggregateOptions aggregate;
+  MapOptions aggregate;
   std::vector<std::string> patterns;
   bool no_move = false;
 };

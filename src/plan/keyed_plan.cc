@@ -1,4 +1,4 @@
-#include "plan/aggregate_plan.h"
+#include "plan/keyed_plan.h"
 
 #include <fmt/format.h>
 

@@ -1,7 +1,7 @@
 // Aggregations as a user writes them (--by keys, hist values, --linear) compiled by the planner
 // and run by the reference recipe machine (the user-space twin of trace.bpf.c): which key bytes a
 // call makes and which bucket its value lands in.
-#include "plan/aggregate_plan.h"
+#include "plan/keyed_plan.h"
 
 #include <gtest/gtest.h>
 
@@ -57,7 +57,7 @@ std::vector<PayloadValue> key_of(const CompiledAggregate& c, const RecipeRun& ru
   return v ? *v : std::vector<PayloadValue>{};
 }
 
-TEST(aggregate_plan, count_by_comm_and_arg_makes_one_key_per_distinct_pair) {
+TEST(keyed_plan, count_by_comm_and_arg_makes_one_key_per_distinct_pair) {
   auto c = compile(spec_of("comm,arg1", ProbeKind::Entry), ProbeKind::Entry);
   EXPECT_TRUE(c.main.flags & TRACE_F_AGGREGATE);
   EXPECT_EQ(c.main.agg_mode, TRACE_AGG_COUNT);
@@ -76,13 +76,13 @@ TEST(aggregate_plan, count_by_comm_and_arg_makes_one_key_per_distinct_pair) {
   EXPECT_EQ(k[1].number, 10u);
 }
 
-TEST(aggregate_plan, predicate_filters_before_counting) {
+TEST(keyed_plan, predicate_filters_before_counting) {
   auto c = compile(spec_of("arg1", ProbeKind::Entry), ProbeKind::Entry, "p:c:f (arg2 > 5)");
   EXPECT_EQ(interpret_recipe(c.main, call(1, 3)).outcome, RecipeOutcome::Filtered);
   EXPECT_EQ(interpret_recipe(c.main, call(1, 6)).outcome, RecipeOutcome::Aggregated);
 }
 
-TEST(aggregate_plan, log2_histogram_buckets_like_bpftrace) {
+TEST(keyed_plan, log2_histogram_buckets_like_bpftrace) {
   AggregateSpec a;
   auto v = parse_probe_expression("arg2", ProbeKind::Entry);
   ASSERT_TRUE(v.has_value());
@@ -99,7 +99,7 @@ TEST(aggregate_plan, log2_histogram_buckets_like_bpftrace) {
   }
 }
 
-TEST(aggregate_plan, linear_histogram_has_under_and_over_buckets) {
+TEST(keyed_plan, linear_histogram_has_under_and_over_buckets) {
   auto scale = parse_linear_scale("0,100,10");
   ASSERT_TRUE(scale.has_value());
   EXPECT_EQ(scale->linear_buckets, 10u);
@@ -113,7 +113,7 @@ TEST(aggregate_plan, linear_histogram_has_under_and_over_buckets) {
         << value;
 }
 
-TEST(aggregate_plan, linear_scale_errors_say_what_would_work) {
+TEST(keyed_plan, linear_scale_errors_say_what_would_work) {
   EXPECT_FALSE(parse_linear_scale("0,100").has_value());
   EXPECT_FALSE(parse_linear_scale("0,100,0").has_value());
   EXPECT_FALSE(parse_linear_scale("100,0,10").has_value());
@@ -125,7 +125,7 @@ TEST(aggregate_plan, linear_scale_errors_say_what_would_work) {
   EXPECT_NE(odd.error().message.find("0,100,10"), std::string::npos);
 }
 
-TEST(aggregate_plan, string_keys_share_the_key_bytes_and_unreadable_ones_say_so) {
+TEST(keyed_plan, string_keys_share_the_key_bytes_and_unreadable_ones_say_so) {
   auto c = compile(spec_of("str(arg1),str(arg2, 8)", ProbeKind::Entry), ProbeKind::Entry);
   RecipeInput in = call(0x1000, 0x2000);
   std::string text = "a-rather-long-name-that-goes-on";
@@ -144,7 +144,7 @@ TEST(aggregate_plan, string_keys_share_the_key_bytes_and_unreadable_ones_say_so)
   EXPECT_EQ(k[1].address, 0u);
 }
 
-TEST(aggregate_plan, keys_too_big_for_the_key_are_refused) {
+TEST(keyed_plan, keys_too_big_for_the_key_are_refused) {
   ProbeSpec spec;
   SiteContext site;
   auto a = spec_of("comm,comm,comm,comm,comm,comm,comm", ProbeKind::Entry);
@@ -153,7 +153,7 @@ TEST(aggregate_plan, keys_too_big_for_the_key_are_refused) {
   EXPECT_NE(c.error().message.find("fewer keys"), std::string::npos);
 }
 
-TEST(aggregate_plan, bad_keys_name_the_key) {
+TEST(keyed_plan, bad_keys_name_the_key) {
   auto bad = parse_aggregate_keys("comm,arg9", ProbeKind::Entry);
   ASSERT_FALSE(bad.has_value());
   EXPECT_NE(bad.error().message.find("'arg9'"), std::string::npos);
@@ -163,7 +163,7 @@ TEST(aggregate_plan, bad_keys_name_the_key) {
   EXPECT_FALSE(parse_aggregate_keys("ustack,ustack", ProbeKind::Entry).has_value());
 }
 
-TEST(aggregate_plan, latency_keys_read_arguments_saved_at_entry) {
+TEST(keyed_plan, latency_keys_read_arguments_saved_at_entry) {
   auto a = spec_of("arg1,retval", ProbeKind::Return, true);
   ASSERT_EQ(a.keys.size(), 2u);
   EXPECT_EQ(a.keys[0].expr.op, Expr::Op::Entry);
@@ -191,13 +191,13 @@ TEST(aggregate_plan, latency_keys_read_arguments_saved_at_entry) {
   EXPECT_EQ(interpret_recipe(c.main, orphan).outcome, RecipeOutcome::NoEntry);
 }
 
-TEST(aggregate_plan, latency_without_keys_still_records_the_entry_time) {
+TEST(keyed_plan, latency_without_keys_still_records_the_entry_time) {
   auto c = compile(spec_of("comm", ProbeKind::Return, true), ProbeKind::Return);
   ASSERT_TRUE(c.entry.has_value());
   EXPECT_EQ(c.entry->flags, static_cast<uint32_t>(TRACE_F_SAVE_ENTRY));
 }
 
-TEST(aggregate_plan, ustack_key_takes_the_stack_id_and_counts_a_failure) {
+TEST(keyed_plan, ustack_key_takes_the_stack_id_and_counts_a_failure) {
   auto c = compile(spec_of("ustack,pid", ProbeKind::Entry), ProbeKind::Entry);
   EXPECT_TRUE(c.main.flags & TRACE_F_AGG_USTACK);
   EXPECT_EQ(c.key_fields.size(), 1u);
@@ -212,7 +212,7 @@ TEST(aggregate_plan, ustack_key_takes_the_stack_id_and_counts_a_failure) {
   EXPECT_TRUE(r.stack_failed);
 }
 
-TEST(aggregate_plan, ustack_key_at_function_entry_keeps_the_caller_the_walk_skips) {
+TEST(keyed_plan, ustack_key_at_function_entry_keeps_the_caller_the_walk_skips) {
   auto c = compile(spec_of("ustack", ProbeKind::Entry), ProbeKind::Entry, "p:c:f");
   ASSERT_TRUE(c.main.flags & TRACE_F_AT_ENTRY);
   RecipeInput in = call(0, 0);
