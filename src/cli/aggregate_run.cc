@@ -25,7 +25,7 @@ void add_aggregate_options(CLI::App* cmd, MapOptions& o, bool with_by) {
   cmd->add_flag("--all", o.all, "Show every key");
   cmd->add_option("--max-keys", o.max_keys,
                   fmt::format("Distinct keys the kernel keeps (default {}); hits of new keys "
-                              "beyond it are counted as not counted",
+                              "beyond it are counted as not_counted_map_full",
                               TraceProgram::kDefaultAggregateKeys))
       ->check(CLI::Range(1, 1 << 24));
 }
