@@ -67,7 +67,7 @@ int run_aggregation(Session& session, const SessionOptions& so, const MapOptions
   if (ustack && session.watch_pid() <= 0)
     return report_error("--by ustack needs -p PID or -c CMD: a stack is symbolized in its process",
                         kExitUsage);
-  if (so.verbose) print_sites(plan.sites);
+  if (so.verbose) print_sites(plan.sites, plan.skipped);
   if (plan.sites.empty()) return report_error("no probeable site among the matches");
   std::vector<AttachSite> sites;
   for (const auto& s : plan.sites) sites.push_back(s.attach);
@@ -76,7 +76,7 @@ int run_aggregation(Session& session, const SessionOptions& so, const MapOptions
   if (!program) return report_error(program.error().message);
   if (auto r = program->attach(sites, true); !r)
     return report_error(session.explain_attach_failure(r.error(), sites).message);
-  size_t skipped = plan.unprobeable;
+  size_t skipped = plan.skipped.size();
   for (const auto& r : program->refused()) {
     if (so.verbose)
       fmt::print(stderr, "uscope: {} not probed: {}\n", plan.sites[r.site.cookie].label,

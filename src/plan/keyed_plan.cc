@@ -208,36 +208,31 @@ Result<AggregationPlan> plan_aggregation(ObjectCache& cache, std::span<const Pro
   for (const ProbeSpec& spec : specs) {
     auto matched = match_sites(cache, spec);
     if (!matched) return tl::unexpected(matched.error());
-    std::vector<std::string> reads;
-    bool memory = false;
-    if (spec.predicate) collect_reads(*spec.predicate, spec.kind, reads, memory);
+    SiteReads reads = spec_reads(spec);
     for (const AggregateKey& k : agg.keys)
-      if (k.kind != AggregateKey::Kind::UserStack) collect_reads(k.expr, spec.kind, reads, memory);
-    if (agg.value) collect_reads(*agg.value, spec.kind, reads, memory);
+      if (k.kind != AggregateKey::Kind::UserStack)
+        collect_reads(k.expr, spec.kind, reads.registers, reads.memory);
+    if (agg.value) collect_reads(*agg.value, spec.kind, reads.registers, reads.memory);
     std::map<std::string, uint32_t> slot_of_label;
     for (const MatchedSite& m : *matched) {
-      SitePlacement main_place = place_site(m, spec.kind, reads, memory, move_sites);
+      SitePlacement main_place = place_site(m, spec.kind, reads, move_sites);
       if (main_place.cost.cost == SiteCost::Unprobeable) {
-        ++plan.unprobeable;
+        plan.skipped.push_back({m.label, m.object->ref.display_path, main_place.cost.why});
         continue;
       }
       auto [it, added] = slot_of_label.emplace(m.label, static_cast<uint32_t>(plan.slots.size()));
       uint32_t slot = it->second;
-      SiteContext ctx;
-      ctx.kind = spec.kind;
-      ctx.usdt = m.usdt;
-      ctx.site_addr = main_place.address;
-      ctx.sp_delta = main_place.sp_delta;
-      ctx.go_abi = m.object->is_go;
-      if (m.object->go && !m.object->go->register_abi()) ctx.go_stack_abi = m.object->go->version;
-      auto compiled = compile_aggregate(spec, agg, ctx, slot, slot);
+      auto compiled =
+          compile_aggregate(spec, agg, site_context(m, spec.kind, main_place), slot, slot);
       if (!compiled) return tl::unexpected(compiled.error());
       if (added) plan.slots.push_back({m.label, m.object->ref.display_path, compiled->key_fields});
-      auto add_site = [&](const uscope_recipe& r, const SitePlacement& place, bool retprobe) {
+      auto add_site = [&](const uscope_recipe& r, const SitePlacement& place, bool retprobe,
+                          SiteRole role) {
         PlannedSite s;
         s.attach = {m.object->ref.open_path, place.offset, m.ref_ctr_offset,
                     plan.recipes.size(),     retprobe,     m.object->ref.display_path};
         s.probe = slot;
+        s.role = role;
         s.object = m.object->ref.display_path;
         s.label = m.label;
         s.placement = place;
@@ -245,12 +240,12 @@ Result<AggregationPlan> plan_aggregation(ObjectCache& cache, std::span<const Pro
         plan.sites.push_back(std::move(s));
       };
       if (compiled->entry) {
-        // Entry and return on one site when the probe did not move: one trap runs both.
-        SitePlacement entry_place = place_site(m, ProbeKind::Entry, reads, memory, move_sites);
+        SitePlacement entry_place = place_site(m, ProbeKind::Entry, reads, move_sites);
         compiled->entry->sp_delta = entry_place.sp_delta;
-        add_site(*compiled->entry, entry_place, false);
+        add_site(*compiled->entry, entry_place, false,
+                 agg.latency ? SiteRole::LatencyEntry : SiteRole::SaveEntry);
       }
-      add_site(compiled->main, main_place, spec.kind == ProbeKind::Return);
+      add_site(compiled->main, main_place, spec.kind == ProbeKind::Return, SiteRole::Aggregate);
     }
   }
   return plan;

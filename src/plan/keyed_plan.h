@@ -71,7 +71,7 @@ struct AggregationPlan {
   std::vector<uscope_recipe> recipes;  // index = bpf cookie
   std::vector<PlannedSite> sites;      // sites[i] runs recipes[i]
   std::vector<AggregateSlot> slots;    // by the recipes' agg_slot
-  size_t unprobeable = 0;              // matched sites the kernel cannot probe, left out
+  std::vector<SkippedSite> skipped;    // matched but unprobeable, with why
 };
 
 // Every site `specs` match, each probe (label) one slot. Return probes (r:, latency) get their
