@@ -185,7 +185,7 @@ void print_map(MapTable t, bool json, std::FILE* out) {
   heading += t.key_names.empty() ? "@" : fmt::format("@[{}]", names);
   if (rows.size() < total_keys)
     heading += fmt::format("  top {} of {} keys by {}", rows.size(), total_keys,
-                           t.scale.mode == TRACE_AGG_COUNT ? "count" : "values counted");
+                           t.scale.mode == TRACE_AGG_COUNT ? "count" : "number of values");
   else
     heading += fmt::format("  {} key{}", total_keys, total_keys == 1 ? "" : "s");
   fmt::print(out, "{}\n", heading);
