@@ -22,6 +22,8 @@ const volatile __u64 wakeup_bytes = 0;
  *   events    the ring: 1 MiB unless --buffer-kb
  *   entries   ~100 bytes x 65536 (preallocated) with a return probe that needs its entry, else 1
  *   latency   512 bytes per TRACE_F_HISTOGRAM recipe, else 1 row
+ *   aggregates ~700 bytes per distinct key, allocated as keys appear (up to --max-keys), else 1
+ *   stack_traces 1 KiB per distinct user stack with a `ustack` key, else 1
  *   scratches ~3.5 KiB per CPU */
 /* -c: the target runs uscope's code between its fork and its exec; only the command counts. A
  * forked child's self_exec_id equals its parent_exec_id until its exec increments it (copy_process,
@@ -67,6 +69,8 @@ struct {
     __v;                                                  \
   })
 
+#define EEXIST 17 /* bpf_get_stackid(): the bucket holds another stack (no errno.h in BPF) */
+
 #define DROP_ERROR 1    /* malformed recipe or event too big */
 #define DROP_FILTERED 2 /* predicate false */
 
@@ -78,6 +82,30 @@ struct {
   __type(key, __u32);
   __type(value, struct uscope_histogram);
 } latency SEC(".maps");
+
+/* Keyed aggregations (TRACE_F_AGGREGATE): rows appear as keys do (no preallocation: a session
+ * may use a few keys or thousands); user space reads them cumulatively and never deletes one, so
+ * a row is never lost between an update and a read. A full map is counted (TC_AGG_FULL). */
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 1); /* resized: the session's key limit */
+  __uint(map_flags, BPF_F_NO_PREALLOC);
+  __type(key, struct uscope_agg_key);
+  __type(value, struct uscope_agg_value);
+} aggregates SEC(".maps");
+
+/* User stacks of `ustack` keys. Without BPF_F_REUSE_STACKID a stack whose hash bucket holds
+ * another one fails (TC_STACK_COLLIDED) instead of replacing it: a row keyed by an id never
+ * shows a stack it did not count. */
+struct {
+  __uint(type, BPF_MAP_TYPE_STACK_TRACE);
+  __uint(max_entries, 1); /* resized when a recipe has TRACE_F_AGG_USTACK */
+  __uint(key_size, sizeof(__u32));
+  __uint(value_size, TRACE_MAX_FRAMES * sizeof(__u64));
+} stack_traces SEC(".maps");
+
+/* The value a new key starts from (never written). */
+static const struct uscope_agg_value agg_zero;
 
 /* Working state of one run, per CPU: too big for the 512-byte BPF stack. */
 struct scratch {
@@ -92,6 +120,9 @@ struct scratch {
   __u32 truncated;    /* a string was cut: counted once per event */
   __u32 stack_failed; /* TRACE_F_STACK and the capture failed */
   __u32 deferred;     /* a string is left for user space to read from the live process */
+  __u32 has_value;    /* TOP_AGG_VALUE ran */
+  __u64 agg_value;
+  struct uscope_agg_key key;
   char tmp[TRACE_POOL];
   struct uscope_event ev; /* ev and data are written out together */
   /* The payload, then the user stack; a string read may overrun the payload by TRACE_MAX_STR. */
@@ -181,7 +212,7 @@ static __always_inline void emit_u64(struct scratch* s, __u64 v) {
  * or (`exact`) `want` bytes, at most `max`. A string longer than what fits is stored cut, with
  * TRACE_STR_TRUNCATED in its length word. */
 static __always_inline void emit_str(struct scratch* s, __u64 addr, __u64 want, __u64 max,
-                                     int exact) {
+                                     int exact, int in_key) {
   __u32 pos = s->pos;
   if (pos > TRACE_MAX_DATA - TRACE_STR_DEFERRED_BYTES) {
     s->drop = DROP_ERROR;
@@ -214,6 +245,14 @@ static __always_inline void emit_str(struct scratch* s, __u64 addr, __u64 want, 
       n = (long)max;
       cut = TRACE_STR_TRUNCATED;
     }
+  }
+  if (n < 0 && in_key) {
+    /* A key is read long after the call: no live read then. The row says the string was
+     * unreadable (a deferred word with no bytes and no address); the read error is counted. */
+    *(__u32*)&s->data[pos] = TRACE_STR_DEFERRED;
+    s->pos = pos + 4;
+    s->read_errors++;
+    return;
   }
   if (n < 0) {
     /* Most often a page the process has not touched yet: a uprobe cannot fault it in. User
@@ -365,10 +404,14 @@ static long step(__u32 i, void* unused) {
     case TOP_EMIT_STR:
       b = op->a ? pop(s) : 0;
       a = pop(s);
-      emit_str(s, a, b, (__u64)op->imm, op->a);
+      emit_str(s, a, b, (__u64)op->imm, op->a, r->flags & TRACE_F_AGGREGATE);
       break;
     case TOP_EMIT_COMM:
       emit_comm(s);
+      break;
+    case TOP_AGG_VALUE:
+      s->agg_value = pop(s);
+      s->has_value = 1;
       break;
     default:
       s->drop = DROP_ERROR;
@@ -387,6 +430,57 @@ static __always_inline __u32 log2_bucket(__u64 v) {
     }
   }
   return b & (TRACE_HIST_BUCKETS - 1);
+}
+
+/* Adds this run to its row of `aggregates`: the key is the recipe's slot, the user stack id and
+ * the emitted fields, zero-padded so that equal fields make equal keys. */
+static __always_inline void aggregate(struct pt_regs* ctx, struct scratch* s,
+                                      const struct uscope_recipe* r, __u32 ri, __u32 flags) {
+  __u32 len = s->pos;
+  if (len > TRACE_AGG_KEY_BYTES) {
+    count(ri, TC_MALFORMED); /* the planner sizes keys to fit: a broken recipe */
+    return;
+  }
+  __builtin_memset(&s->key, 0, sizeof(s->key));
+  s->key.slot = r->agg_slot;
+  s->key.stack_id = -1;
+  bpf_probe_read_kernel(s->key.data, len, s->data);
+  if (flags & TRACE_F_AGG_USTACK) {
+    long id = bpf_get_stackid(ctx, &stack_traces, BPF_F_USER_STACK);
+    if (id >= 0) {
+      s->key.stack_id = (__s32)id;
+    } else {
+      count(ri, TC_STACK_FAILED);
+      if (id == -EEXIST) count(ri, TC_STACK_COLLIDED);
+    }
+    if (flags & TRACE_F_AT_ENTRY)
+      bpf_probe_read_user(&s->key.return_address, 8,
+                          (void*)(s->regs[UREG_RSP] - (__s64)r->sp_delta));
+  }
+  __u64 v = s->agg_value;
+  if (flags & TRACE_F_HISTOGRAM) v = s->ev.duration_ns; /* latency --by */
+  struct uscope_agg_value* row = bpf_map_lookup_elem(&aggregates, &s->key);
+  if (!row) {
+    /* Another CPU may insert the same key first: then NOEXIST fails and the lookup finds it. */
+    bpf_map_update_elem(&aggregates, &s->key, &agg_zero, BPF_NOEXIST);
+    row = bpf_map_lookup_elem(&aggregates, &s->key);
+    if (!row) {
+      count(ri, TC_AGG_FULL);
+      return;
+    }
+  }
+  __sync_fetch_and_add(&row->count, 1);
+  __sync_fetch_and_add(&row->sum, v);
+  if (r->agg_mode != TRACE_AGG_COUNT) {
+    __u64 b = trace_agg_bucket(r->agg_mode, (__s64)v, r->agg_lin_min, r->agg_lin_max,
+                               r->agg_lin_step, r->agg_lin_buckets);
+    /* Checked and used in one register: clang would otherwise check a 32-bit copy and index
+     * with another, which the verifier cannot follow. Out of range cannot happen (see
+     * trace_agg_bucket); it would count in bucket 0. */
+    asm volatile("if %[b] < %[n] goto +1; %[b] = 0" : [b] "+r"(b) : [n] "i"(TRACE_AGG_BUCKETS));
+    __sync_fetch_and_add(&row->buckets[b], 1);
+  }
+  if (flags & TRACE_F_HISTOGRAM) count(ri, TC_MATCHED);
 }
 
 static __always_inline int run(struct pt_regs* ctx) {
@@ -409,6 +503,8 @@ static __always_inline int run(struct pt_regs* ctx) {
   s->truncated = 0;
   s->stack_failed = 0;
   s->deferred = 0;
+  s->has_value = 0;
+  s->agg_value = 0;
   s->ev.ts = bpf_ktime_get_ns();
   s->ev.duration_ns = 0;
   s->ev.tgid = pid_tgid >> 32;
@@ -433,7 +529,7 @@ static __always_inline int run(struct pt_regs* ctx) {
       count(ri, TC_NO_ENTRY);
       return 0;
     }
-    if (flags & TRACE_F_HISTOGRAM) {
+    if ((flags & TRACE_F_HISTOGRAM) && !(flags & TRACE_F_AGGREGATE)) {
       __u32 slot = r->hist_slot;
       struct uscope_histogram* h = bpf_map_lookup_elem(&latency, &slot);
       if (h) __sync_fetch_and_add(&h->buckets[log2_bucket(s->ev.duration_ns)], 1);
@@ -450,6 +546,11 @@ static __always_inline int run(struct pt_regs* ctx) {
   }
   if (s->drop) {
     count(ri, TC_MALFORMED);
+    return 0;
+  }
+
+  if (flags & TRACE_F_AGGREGATE) {
+    aggregate(ctx, s, r, ri, flags);
     return 0;
   }
 

@@ -97,6 +97,7 @@ enum uscope_opcode {
                     longer than that cap (a=0: no NUL within cap bytes; a=1: length > cap) is
                     stored cut to cap bytes with TRACE_STR_TRUNCATED set (see below) */
   TOP_EMIT_COMM, /* append comm as a string */
+  TOP_AGG_VALUE, /* pop; the value a TRACE_F_AGGREGATE recipe buckets (TRACE_AGG_LOG2/LINEAR) */
   TOP_NUM_OPS
 };
 
@@ -118,6 +119,14 @@ struct uscope_op {
                              entry rsp, and the frame-pointer walk would skip its caller */
 #define TRACE_F_KSTACK 64 /* capture the kernel stack into the event, after the user stack */
 
+/* In-kernel aggregation (count --by, hist, latency --by): the fields the recipe emits are not
+ * sent but form the key of an `aggregates` row (with the recipe's agg_slot, and the user stack
+ * id under TRACE_F_AGG_USTACK), whose count, sum and buckets are updated with atomic adds.
+ * Latency's return half with TRACE_F_HISTOGRAM | TRACE_F_AGGREGATE buckets the duration. High
+ * bits, so that flags added for tracing keep the low ones. */
+#define TRACE_F_AGGREGATE 0x100
+#define TRACE_F_AGG_USTACK 0x200
+
 #define TRACE_HIST_BUCKETS 64 /* log2 buckets of nanoseconds per histogram */
 
 /* One row of the `latency` map. */
@@ -125,13 +134,63 @@ struct uscope_histogram {
   __u64 buckets[TRACE_HIST_BUCKETS];
 };
 
+/* What a TRACE_F_AGGREGATE recipe does with its value (TOP_AGG_VALUE, or latency's duration). */
+enum uscope_agg_mode {
+  TRACE_AGG_COUNT = 0, /* count (and sum) only */
+  TRACE_AGG_LOG2,      /* bucket 0: v < 0; 1: v == 0; 2: v == 1; b >= 3: [2^(b-2), 2^(b-1)) */
+  TRACE_AGG_LINEAR,    /* bucket 0: v < min; 1 + (v - min) / step; agg_lin_buckets + 1: v >= max */
+};
+
+#define TRACE_AGG_BUCKETS 66    /* log2 needs 65 (signed 64-bit values); linear at most 64 + 2 */
+#define TRACE_AGG_KEY_BYTES 120 /* emitted key fields, zero-padded */
+
+struct uscope_agg_key {
+  __u32 slot;     /* which aggregation (recipe's agg_slot): several share the map */
+  __s32 stack_id; /* TRACE_F_AGG_USTACK: id in `stack_traces`, or -1 (counted TC_STACK_FAILED) */
+  /* TRACE_F_AGG_USTACK with TRACE_F_AT_ENTRY: *(entry rsp), the caller the frame-pointer walk
+   * skips in a prologue (as uscope_event.return_address) */
+  __u64 return_address;
+  __u8 data[TRACE_AGG_KEY_BYTES]; /* u64 values and (u32 length, bytes) strings, as in events */
+};
+
+struct uscope_agg_value {
+  __u64 count;
+  __u64 sum; /* of the values (two's complement) */
+  __u64 buckets[TRACE_AGG_BUCKETS];
+};
+
+/* Which bucket a value falls in; user space shares it (recipe interpreter, labels). */
+static inline __u32 trace_agg_bucket(__u32 mode, __s64 v, __s64 min, __s64 max, __s64 step,
+                                     __u32 n_linear) {
+  if (mode == TRACE_AGG_LINEAR) {
+    if (v < min) return 0;
+    if (v >= max || step <= 0) return n_linear + 1;
+    __u64 b = 1 + ((__u64)v - (__u64)min) / (__u64)step;
+    return b > n_linear ? n_linear + 1 : (__u32)b;
+  }
+  if (v < 0) return 0;
+  __u64 u = (__u64)v;
+  if (u == 0) return 1;
+  __u32 b = 2;
+  for (int shift = 32; shift > 0; shift >>= 1) {
+    if (u >= (1ULL << shift)) {
+      u >>= shift;
+      b += shift;
+    }
+  }
+  return b;
+}
+
 struct uscope_recipe {
   __u32 n_ops;
   __u32 flags;
   __s32 sp_delta;  /* rsp at the site minus rsp at function entry (site moved into the prologue) */
   __u32 probe_id;  /* what user space reports the event as */
   __u32 hist_slot; /* TRACE_F_HISTOGRAM: row of the `latency` map (assigned by the loader) */
-  __u32 pad;
+  __u32 agg_slot;  /* TRACE_F_AGGREGATE: the key's slot */
+  __u32 agg_mode;  /* enum uscope_agg_mode */
+  __u32 agg_lin_buckets; /* TRACE_AGG_LINEAR: buckets between min and max */
+  __s64 agg_lin_min, agg_lin_max, agg_lin_step;
   char pool[TRACE_POOL];
   struct uscope_op ops[TRACE_MAX_OPS];
 };
@@ -147,11 +206,14 @@ enum uscope_counter {
   TC_READ_ERRORS, /* a user memory read failed (value shown as 0 / empty string) */
   TC_NO_ENTRY,    /* return without a recorded entry */
   TC_ENTRY_SAVE_FAILED,
-  TC_MATCHED,      /* return matched with its entry (latency histogram) */
-  TC_MALFORMED,    /* event dropped: malformed recipe (stack machine misuse, bad op) or an event
-                      larger than TRACE_MAX_DATA */
-  TC_STACK_FAILED, /* event written without its user stack: the capture failed */
-  TC_TRUNCATED,    /* event written with at least one string cut (TRACE_STR_TRUNCATED) */
+  TC_MATCHED,        /* return matched with its entry (latency histogram) */
+  TC_MALFORMED,      /* event dropped: malformed recipe (stack machine misuse, bad op) or an event
+                        larger than TRACE_MAX_DATA */
+  TC_STACK_FAILED,   /* event written without its user stack: the capture failed */
+  TC_TRUNCATED,      /* event written with at least one string cut (TRACE_STR_TRUNCATED) */
+  TC_AGG_FULL,       /* TRACE_F_AGGREGATE: a new key found the `aggregates` map full: not counted */
+  TC_STACK_COLLIDED, /* TRACE_F_AGG_USTACK: the stack's hash bucket held another stack; counted
+                        under stack id -1 (also TC_STACK_FAILED), never under a wrong stack */
   TRACE_NUM_COUNTERS
 };
 

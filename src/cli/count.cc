@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 
+#include "cli/aggregate_run.h"
 #include "cli/command.h"
 #include "cli/session.h"
 #include "collect/hit_counts.h"
@@ -19,11 +20,48 @@ namespace {
 
 struct CountOptions {
   SessionOptions session;
+  MapOptions aggregate;
   std::vector<std::string> patterns;
   bool no_move = false;
 };
 
+// count --by: counts per distinct key, in the kernel. Each argument is a pattern (globs) or a
+// probe spec with a predicate ('r:c:read (retval < 0)').
+int run_count_by(const CountOptions& o) {
+  std::vector<ProbeSpec> specs;
+  for (const auto& text : o.patterns) {
+    auto p = parse_probe_pattern(text);
+    if (!p) p = parse_probe_spec(text);
+    if (!p) return report_error(caret_message(text, 0, p.error().message), kExitUsage);
+    if (!p->args.empty())
+      return report_error(fmt::format("'{}': count takes no format; the keys go in --by", text),
+                          kExitUsage);
+    specs.push_back(std::move(*p));
+  }
+  for (const auto& s : specs)
+    if (s.kind != specs[0].kind)
+      return report_error(
+          "count --by: give probes of one kind (all p:, all r: or all u:), since "
+          "the keys read the same way at each",
+          kExitUsage);
+  AggregateSpec agg;
+  auto keys = parse_aggregate_keys(o.aggregate.by, specs[0].kind);
+  if (!keys) return report_error(keys.error().message, kExitUsage);
+  agg.keys = std::move(*keys);
+  auto session = Session::open(o.session);
+  if (!session) return report_error(session.error().message);
+  ObjectCache cache((*session)->context());
+  auto plan = plan_aggregation(cache, specs, agg, !o.no_move);
+  if (!plan) return report_error(plan.error().message);
+  AggregateView view;
+  view.kind = "count";
+  view.keys = agg.keys;
+  view.verb = "counting at";
+  return run_aggregation(**session, o.session, o.aggregate, *plan, view);
+}
+
 int run_count(const CountOptions& o) {
+  if (!o.aggregate.by.empty()) return run_count_by(o);
   auto patterns = parse_patterns(o.patterns);
   if (!patterns) return report_error(patterns.error().message, kExitUsage);
   auto session = Session::open(o.session);
@@ -99,6 +137,7 @@ void add_count_command(CLI::App& app, Run& run) {
                   "'[target:]glob' over function names, or 'u:target:provider:glob' for USDT")
       ->required();
   add_session_options(cmd, opts->session, true, false);
+  add_aggregate_options(cmd, opts->aggregate);
   cmd->add_flag("--no-move", opts->no_move, "Always probe each function's first instruction");
   cmd->callback([&run, opts] { run = [opts] { return run_count(*opts); }; });
 }

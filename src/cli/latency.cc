@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 
+#include "cli/aggregate_run.h"
 #include "cli/command.h"
 #include "cli/session.h"
 #include "collect/trace_program.h"
@@ -20,15 +21,41 @@ namespace {
 
 struct LatencyOptions {
   SessionOptions session;
+  MapOptions aggregate;
   std::vector<std::string> patterns;
   bool no_move = false;
 };
+
+// latency --by: one histogram per key, keys read at the return (argN: its value at entry).
+int run_latency_by(const LatencyOptions& o, std::vector<ProbeSpec> patterns) {
+  AggregateSpec agg;
+  agg.latency = true;
+  auto keys = parse_aggregate_keys(o.aggregate.by, ProbeKind::Return, true);
+  if (!keys) return report_error(keys.error().message, kExitUsage);
+  agg.keys = std::move(*keys);
+  auto session = Session::open(o.session);
+  if (!session) return report_error(session.error().message);
+  ObjectCache cache((*session)->context());
+  auto plan = plan_aggregation(cache, patterns, agg, !o.no_move);
+  if (!plan) return report_error(plan.error().message);
+  AggregateView view;
+  view.kind = "latency";
+  view.keys = agg.keys;
+  view.scale.mode = TRACE_AGG_LOG2;
+  view.unit = "ns";
+  view.verb = "timing calls at";
+  return run_aggregation(**session, o.session, o.aggregate, *plan, view);
+}
 
 int run_latency(const LatencyOptions& o) {
   auto patterns = parse_patterns(o.patterns);
   if (!patterns) return report_error(patterns.error().message, kExitUsage);
   if (auto r = check_latency_patterns(*patterns); !r)
     return report_error(r.error().message, kExitUsage);
+  if (!o.aggregate.by.empty()) {
+    for (auto& p : *patterns) p.kind = ProbeKind::Return;  // keys are read at the return
+    return run_latency_by(o, std::move(*patterns));
+  }
   auto session = Session::open(o.session);
   if (!session) return report_error(session.error().message);
   ObjectCache cache((*session)->context());
@@ -102,6 +129,7 @@ void add_latency_command(CLI::App& app, Run& run) {
   auto* cmd = app.add_subcommand("latency", "Log2 latency histograms of functions matching globs");
   cmd->add_option("pattern", opts->patterns, "'[target:]glob' over function names")->required();
   add_session_options(cmd, opts->session, true, false);
+  add_aggregate_options(cmd, opts->aggregate);
   cmd->add_flag("--no-move", opts->no_move, "Always probe each function's first instruction");
   cmd->callback([&run, opts] { run = [opts] { return run_latency(*opts); }; });
 }

@@ -36,7 +36,8 @@ TraceProgram& TraceProgram::operator=(TraceProgram&&) noexcept = default;
 TraceProgram::~TraceProgram() = default;
 
 Result<TraceProgram> TraceProgram::load(std::span<const uscope_recipe> recipes, pid_t tgid,
-                                        bool use_multi, uint32_t ring_bytes, bool only_after_exec) {
+                                        bool use_multi, uint32_t ring_bytes, bool only_after_exec,
+                                        uint32_t agg_keys) {
   if (recipes.empty()) return fail("nothing to trace");
   // The recipe interpreter runs its ops with bpf_loop(): without it the verifier would reject
   // the program with a log no user can act on.
@@ -74,6 +75,11 @@ Result<TraceProgram> TraceProgram::load(std::span<const uscope_recipe> recipes, 
   uint32_t flags = 0;
   for (const auto& r : recipes) flags |= r.flags;
   if (!(flags & TRACE_F_SAVE_ENTRY)) bpf_map__set_max_entries(skel->maps.entries, 1);
+  bpf_map__set_max_entries(
+      skel->maps.aggregates,
+      flags & TRACE_F_AGGREGATE ? (agg_keys ? agg_keys : kDefaultAggregateKeys) : 1);
+  bpf_map__set_max_entries(skel->maps.stack_traces,
+                           flags & TRACE_F_AGG_USTACK ? kStackTraceSlots : 1);
   bool multi =
       UprobeLinks::prepare_programs(skel->progs.trace_single, skel->progs.trace_multi, use_multi);
   if (int err = trace__load(skel.get()))
@@ -170,6 +176,8 @@ Result<std::vector<RecipeCounters>> TraceProgram::counters() const {
     c.malformed = v[TC_MALFORMED];
     c.stack_failed = v[TC_STACK_FAILED];
     c.truncated = v[TC_TRUNCATED];
+    c.agg_full = v[TC_AGG_FULL];
+    c.stack_collided = v[TC_STACK_COLLIDED];
   }
   return out;
 }
@@ -182,6 +190,14 @@ Result<std::vector<uint64_t>> TraceProgram::histogram(uint32_t recipe) const {
   if (bpf_map_lookup_elem(bpf_map__fd(skel_->maps.latency), &row, &h))
     return fail_errno(errno, "cannot read latency histogram {}: {}", row, std::strerror(errno));
   return std::vector<uint64_t>(std::begin(h.buckets), std::end(h.buckets));
+}
+
+Result<std::vector<AggregateRow>> TraceProgram::aggregates() const {
+  return read_aggregate_map(bpf_map__fd(skel_->maps.aggregates));
+}
+
+Result<std::vector<uint64_t>> TraceProgram::user_stack(const AggregateRow& row) const {
+  return read_stack_trace(bpf_map__fd(skel_->maps.stack_traces), row);
 }
 
 }  // namespace uscope

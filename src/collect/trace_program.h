@@ -12,6 +12,7 @@
 
 #include "attach/uprobe_links.h"
 #include "bpf/trace.h"
+#include "collect/aggregates.h"
 #include "util/result.h"
 
 struct trace;        // the bpftool skeleton
@@ -23,9 +24,11 @@ namespace uscope {
 struct RecipeCounters {
   uint64_t hits = 0, emitted = 0, lost = 0, filtered = 0, read_errors = 0, no_entry = 0,
            entry_save_failed = 0, matched = 0;
-  uint64_t malformed = 0;     // malformed recipe or oversized event: dropped
-  uint64_t stack_failed = 0;  // written without its user stack
-  uint64_t truncated = 0;     // written with a string cut
+  uint64_t malformed = 0;       // malformed recipe or oversized event: dropped
+  uint64_t stack_failed = 0;    // written without its user stack
+  uint64_t truncated = 0;       // written with a string cut
+  uint64_t agg_full = 0;        // a new key found the aggregates map full: that hit not counted
+  uint64_t stack_collided = 0;  // a ustack key's stack collided in the stack map (stack_failed)
 };
 
 // What one bounded consume() did.
@@ -44,9 +47,13 @@ class TraceProgram {
   // `tgid` 0 traces every process. Uses uprobe_multi links when `use_multi` and available.
   // `ring_bytes` sizes the event ring buffer (a power of two of at least a page; 0 = default).
   // `only_after_exec`: `tgid` is a command uscope forked; no event before its exec.
+  // `agg_keys` bounds the rows of the aggregates map (TRACE_F_AGGREGATE recipes; 0 = default).
   static Result<TraceProgram> load(std::span<const uscope_recipe> recipes, pid_t tgid,
                                    bool use_multi, uint32_t ring_bytes = 0,
-                                   bool only_after_exec = false);
+                                   bool only_after_exec = false, uint32_t agg_keys = 0);
+  static constexpr uint32_t kDefaultAggregateKeys = 10240;
+  // 4096 stacks of up to TRACE_MAX_FRAMES frames: 4 MiB, preallocated by the kernel.
+  static constexpr uint32_t kStackTraceSlots = 4096;
   TraceProgram(TraceProgram&&) noexcept;
   TraceProgram& operator=(TraceProgram&&) noexcept;
   ~TraceProgram();
@@ -76,6 +83,10 @@ class TraceProgram {
   Result<std::vector<RecipeCounters>> counters() const;
   // The log2 latency histogram (TRACE_HIST_BUCKETS) of a TRACE_F_HISTOGRAM recipe.
   Result<std::vector<uint64_t>> histogram(uint32_t recipe) const;
+  // Every row of the aggregates map, cumulative since load.
+  Result<std::vector<AggregateRow>> aggregates() const;
+  // The user stack of a row's `ustack` key, innermost first (read_stack_trace).
+  Result<std::vector<uint64_t>> user_stack(const AggregateRow& row) const;
 
  private:
   struct SkelDeleter {

@@ -19,6 +19,8 @@ const char* site_role_name(SiteRole role) {
       return "latency-return";
     case SiteRole::Count:
       return "count";
+    case SiteRole::Aggregate:
+      return "aggregate";
   }
   return "?";
 }
@@ -28,6 +30,31 @@ std::optional<uint64_t> find_cookie(std::span<const PlannedSite> sites, uint32_t
   for (const auto& s : sites)
     if (s.probe == probe && s.role == role) return s.attach.cookie;
   return std::nullopt;
+}
+
+SiteContext site_context(const MatchedSite& m, ProbeKind kind, const SitePlacement& place) {
+  SiteContext ctx;
+  ctx.kind = kind;
+  ctx.usdt = m.usdt;
+  ctx.site_addr = place.address;
+  ctx.sp_delta = place.sp_delta;
+  ctx.go_abi = m.object->is_go;
+  // Before Go 1.17 arguments were on the stack; no build info (very old or stripped) is taken as
+  // the register ABI, the only one Go has used since 2021.
+  if (m.object->go && !m.object->go->register_abi()) ctx.go_stack_abi = m.object->go->version;
+  PlannedObject* obj = m.object;
+  ctx.symbol_address = [obj](const std::string& name) -> std::optional<uint64_t> {
+    if (!obj->symbol_addresses) {
+      obj->symbol_addresses.emplace();
+      if (auto syms = obj->elf.symbols())
+        for (const auto& s : *syms)
+          if (s.defined) obj->symbol_addresses->emplace(s.name, s.addr);
+    }
+    auto it = obj->symbol_addresses->find(name);
+    if (it == obj->symbol_addresses->end()) return std::nullopt;
+    return it->second;
+  };
+  return ctx;
 }
 
 Result<TracePlan> plan_trace(ObjectCache& cache, std::span<const ProbeSpec> specs,
@@ -70,28 +97,9 @@ Result<TracePlan> plan_trace(ObjectCache& cache, std::span<const ProbeSpec> spec
       if (added) plan.probes.push_back({spec, m.label, {}});
       uint32_t probe = it->second;
 
-      SiteContext ctx;
-      ctx.kind = spec.kind;
-      ctx.usdt = m.usdt;
-      ctx.site_addr = main_place.address;
-      ctx.sp_delta = main_place.sp_delta;
+      SiteContext ctx = site_context(m, spec.kind, main_place);
       ctx.capture_stack = opts.capture_stack;
-      ctx.go_abi = m.object->is_go;
-      // Before Go 1.17 arguments were on the stack; no build info (very old or stripped) is
-      // taken as the register ABI, the only one Go has used since 2021.
-      if (m.object->go && !m.object->go->register_abi()) ctx.go_stack_abi = m.object->go->version;
       PlannedObject* obj = m.object;
-      ctx.symbol_address = [obj](const std::string& name) -> std::optional<uint64_t> {
-        if (!obj->symbol_addresses) {
-          obj->symbol_addresses.emplace();
-          if (auto syms = obj->elf.symbols())
-            for (const auto& s : *syms)
-              if (s.defined) obj->symbol_addresses->emplace(s.name, s.addr);
-        }
-        auto it = obj->symbol_addresses->find(name);
-        if (it == obj->symbol_addresses->end()) return std::nullopt;
-        return it->second;
-      };
       auto compiled = compile_probe(*resolved, ctx, probe);
       if (!compiled) return tl::unexpected(compiled.error());
       plan.probes[probe].fields = compiled->fields;

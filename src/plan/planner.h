@@ -27,6 +27,7 @@ enum class SiteRole {
   LatencyEntry,   // latency: records the entry time
   LatencyReturn,  // latency: adds the call's duration to the histogram
   Count,          // count: adds one to the site's counter
+  Aggregate,      // count --by, hist, latency --by: adds to its key's row (keyed_plan.h)
 };
 const char* site_role_name(SiteRole role);  // "event", "save-entry", ...
 
@@ -76,6 +77,9 @@ struct TraceOptions {
   bool move_sites = true;     // allow cheaper sites inside the entry block
   size_t max_glob_functions = kMaxTraceGlobFunctions;
 };
+
+// What compile_probe() needs to know of a matched site placed at `place`.
+SiteContext site_context(const MatchedSite& m, ProbeKind kind, const SitePlacement& place);
 
 // One probe per matched function (a glob matches many, each its own probe and label), a recipe
 // and a site per attach point (two for a return probe using $entry()).

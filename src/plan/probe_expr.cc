@@ -838,3 +838,25 @@ Result<void> parse_probe_body(std::string_view text, size_t pos, ProbeSpec& spec
 }
 
 }  // namespace uscope::probe_detail
+
+namespace uscope {
+
+Result<Expr> parse_probe_expression(std::string_view text, ProbeKind kind) {
+  using namespace probe_detail;
+  if (text.size() > kMaxSpecBytes)
+    return spec_error(1, fmt::format("the expression is {} bytes long", text.size()),
+                      fmt::format("keep it under {} bytes", kMaxSpecBytes));
+  ProbeSpec spec;
+  spec.kind = kind;
+  ExprParser p(text, 0, spec);
+  USCOPE_TRY(p.advance());
+  auto e = p.expression();
+  if (!e) return e;
+  if (p.cur().kind != Token::Kind::End)
+    return spec_error(p.cur().column,
+                      fmt::format("found {} after the expression", describe(p.cur())),
+                      "write one expression");
+  return e;
+}
+
+}  // namespace uscope

@@ -110,6 +110,10 @@ Result<ProbeSpec> parse_probe_spec(std::string_view text);
 // no predicate or format. kind is Entry unless "u:" is given.
 Result<ProbeSpec> parse_probe_pattern(std::string_view text);
 
+// Parses one expression on its own (a `--by` key, a `hist` value) as it would read at a probe of
+// `kind`; columns count from the start of `text`.
+Result<Expr> parse_probe_expression(std::string_view text, ProbeKind kind);
+
 // Renders an error message that quotes `text` with a caret under `column` (two lines).
 std::string caret_message(std::string_view text, int column, std::string_view message);
 

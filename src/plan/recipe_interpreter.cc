@@ -71,6 +71,8 @@ class Machine {
   }
 
   uint32_t drop() const { return drop_; }
+  uint64_t value() const { return value_; }
+  uint32_t pos() const { return pos_; }
   std::span<const uint8_t> payload() const {
     return {data_.data(), std::min<size_t>(pos_, TRACE_MAX_DATA)};
   }
@@ -116,6 +118,7 @@ class Machine {
 
   // `requested`: the popped length of a pointer + length string, or the op's cap.
   void emit_str(uint64_t addr, uint64_t max, uint64_t requested, bool exact) {
+    bool in_key = r_.flags & TRACE_F_AGGREGATE;
     if (pos_ > TRACE_MAX_DATA - TRACE_STR_DEFERRED_BYTES) {
       drop_ = kDropError;
       return;
@@ -135,6 +138,13 @@ class Machine {
         truncated = n > static_cast<long>(max);
         if (truncated) n = static_cast<long>(max);
       }
+    }
+    if (n < 0 && in_key) {
+      // A key outlives the call: marked unreadable, no address, the read error counted.
+      put_u32(pos_, TRACE_STR_DEFERRED);
+      pos_ += 4;
+      ++read_errors_;
+      return;
     }
     if (n < 0) {
       // A page the process has not touched yet: user space reads it from the live process.
@@ -253,6 +263,9 @@ class Machine {
       case TOP_EMIT_COMM:
         emit_comm();
         break;
+      case TOP_AGG_VALUE:
+        value_ = pop();
+        break;
       default:
         if (op.code >= TOP_ADD && op.code <= TOP_LOR) {
           b = pop();
@@ -326,6 +339,7 @@ class Machine {
   uint32_t pos_ = 0;
   uint32_t drop_ = 0;
   uint32_t read_errors_ = 0;
+  uint64_t value_ = 0;
   EntrySlots* slots_ = nullptr;
   std::vector<uint8_t> data_;
 };
@@ -346,9 +360,43 @@ const char* recipe_outcome_name(RecipeOutcome o) {
       return "no entry";
     case RecipeOutcome::Histogrammed:
       return "histogrammed";
+    case RecipeOutcome::Aggregated:
+      return "aggregated";
   }
   return "?";
 }
+
+namespace {
+
+// aggregate() in trace.bpf.c.
+void aggregate(const uscope_recipe& r, const RecipeInput& in, const Machine& m, RecipeRun& out) {
+  if (m.pos() > TRACE_AGG_KEY_BYTES) {
+    out.outcome = RecipeOutcome::Malformed;
+    return;
+  }
+  out.outcome = RecipeOutcome::Aggregated;
+  out.key.slot = r.agg_slot;
+  out.key.stack_id = -1;
+  std::memcpy(out.key.data, m.payload().data(), m.pos());
+  if (r.flags & TRACE_F_AGG_USTACK) {
+    if (in.stack_id >= 0)
+      out.key.stack_id = static_cast<int32_t>(in.stack_id);
+    else
+      out.stack_failed = true;
+    uint64_t ret = 0;
+    if ((r.flags & TRACE_F_AT_ENTRY) && in.read &&
+        in.read(in.regs[UREG_RSP] - static_cast<uint64_t>(static_cast<int64_t>(r.sp_delta)), &ret,
+                8))
+      out.key.return_address = ret;
+  }
+  out.value = r.flags & TRACE_F_HISTOGRAM ? in.duration_ns : m.value();
+  if (r.agg_mode != TRACE_AGG_COUNT)
+    out.bucket = static_cast<int>(trace_agg_bucket(r.agg_mode, static_cast<int64_t>(out.value),
+                                                   r.agg_lin_min, r.agg_lin_max, r.agg_lin_step,
+                                                   r.agg_lin_buckets));
+}
+
+}  // namespace
 
 RecipeRun interpret_recipe(const uscope_recipe& recipe, const RecipeInput& in) {
   RecipeRun out;
@@ -359,7 +407,7 @@ RecipeRun interpret_recipe(const uscope_recipe& recipe, const RecipeInput& in) {
       out.outcome = RecipeOutcome::NoEntry;
       return out;
     }
-    if (recipe.flags & TRACE_F_HISTOGRAM) {
+    if ((recipe.flags & TRACE_F_HISTOGRAM) && !(recipe.flags & TRACE_F_AGGREGATE)) {
       out.outcome = RecipeOutcome::Histogrammed;
       return out;
     }
@@ -370,6 +418,8 @@ RecipeRun interpret_recipe(const uscope_recipe& recipe, const RecipeInput& in) {
     out.outcome = RecipeOutcome::Filtered;
   } else if (m.drop()) {
     out.outcome = RecipeOutcome::Malformed;
+  } else if (recipe.flags & TRACE_F_AGGREGATE) {
+    aggregate(recipe, in, m, out);
   } else if (recipe.flags & TRACE_F_SAVE_ENTRY) {
     out.outcome = RecipeOutcome::SavedEntry;
   } else {
@@ -380,7 +430,8 @@ RecipeRun interpret_recipe(const uscope_recipe& recipe, const RecipeInput& in) {
 }
 
 Result<std::vector<PayloadValue>> decode_payload(std::span<const OutputField> fields,
-                                                 std::span<const uint8_t> payload) {
+                                                 std::span<const uint8_t> payload,
+                                                 bool zero_padded) {
   std::vector<PayloadValue> out;
   size_t pos = 0;
   auto take = [&](void* dst, size_t n) {
@@ -408,7 +459,10 @@ Result<std::vector<PayloadValue>> decode_payload(std::span<const OutputField> fi
     uint32_t len = word & ~(TRACE_STR_DEFERRED | TRACE_STR_EXACT | TRACE_STR_TRUNCATED);
     if (len >= TRACE_MAX_STR)
       return fail("field {}: string length {} is past TRACE_MAX_STR", i + 1, len);
-    if (v.deferred) {
+    if (v.deferred && zero_padded) {
+      // A key's string that BPF could not read: marked, with no address to read it later.
+      if (len || v.exact) return fail("field {}: an unreadable key string has no length", i + 1);
+    } else if (v.deferred) {
       v.length = len;
       if (!take(&v.address, 8)) return fail("field {}: a deferred string needs its address", i + 1);
     } else {
@@ -420,6 +474,9 @@ Result<std::vector<PayloadValue>> decode_payload(std::span<const OutputField> fi
     }
     out.push_back(std::move(v));
   }
+  if (zero_padded && std::all_of(payload.begin() + static_cast<ptrdiff_t>(pos), payload.end(),
+                                 [](uint8_t b) { return b == 0; }))
+    return out;
   if (pos != payload.size()) return fail("{} bytes after the last field", payload.size() - pos);
   return out;
 }

@@ -41,16 +41,20 @@ struct RecipeInput {
   std::string comm;  // the kernel keeps TRACE_COMM_LEN - 1 bytes of it
   // Return probes: the slots the entry half saved for this call; nullopt when none was recorded.
   std::optional<EntrySlots> entry{};
+  uint64_t duration_ns = 0;  // return probes with an entry: time since it
+  // TRACE_F_AGG_USTACK: what bpf_get_stackid() returns (an id, or a negative errno).
+  int64_t stack_id = -1;
   MemoryReader read{};  // none: every read fails
 };
 
 enum class RecipeOutcome {
-  Emitted,      // an event with `payload` goes to the ring buffer (TC_EMITTED)
-  Filtered,     // a predicate was false (TC_FILTERED)
-  Malformed,    // the recipe broke a limit or the payload overflowed: DROP_ERROR
-  SavedEntry,   // entry half of a return probe: `slots` are stored for the return
-  NoEntry,      // return probe without a recorded entry (TC_NO_ENTRY)
-  Histogrammed  // latency return half: the duration is counted, nothing emitted
+  Emitted,       // an event with `payload` goes to the ring buffer (TC_EMITTED)
+  Filtered,      // a predicate was false (TC_FILTERED)
+  Malformed,     // the recipe broke a limit or the payload overflowed: DROP_ERROR
+  SavedEntry,    // entry half of a return probe: `slots` are stored for the return
+  NoEntry,       // return probe without a recorded entry (TC_NO_ENTRY)
+  Histogrammed,  // latency return half: the duration is counted, nothing emitted
+  Aggregated     // TRACE_F_AGGREGATE: `key` and `bucket` are updated, nothing emitted
 };
 
 const char* recipe_outcome_name(RecipeOutcome o);
@@ -61,6 +65,12 @@ struct RecipeRun {
   EntrySlots slots{};            // after the run (SavedEntry: what is stored)
   uint32_t read_errors = 0;      // failed user-memory reads (TC_READ_ERRORS counts the event once)
   uint32_t ops_run = 0;          // ops stepped, END excluded
+  // Aggregated: the row's key (zero-padded fields; stack id -1 when the stack failed), the
+  // value added to its sum and the bucket it counts in (-1: TRACE_AGG_COUNT).
+  uscope_agg_key key{};
+  uint64_t value = 0;
+  int bucket = -1;
+  bool stack_failed = false;
 };
 
 // Runs `recipe` as trace.bpf.c's run() would for an event of `in`.
@@ -78,9 +88,11 @@ struct PayloadValue {
   uint64_t address = 0;    // deferred
 };
 
-// Decodes a payload by a probe's output fields, strictly: every field present, every byte used,
-// no length past the payload or TRACE_MAX_STR. Errors say which field broke which rule.
+// Decodes a payload by a probe's output fields, strictly: every field present, every byte used
+// (`zero_padded`: the rest is zeros, as in an aggregation key), no length past the payload or
+// TRACE_MAX_STR. Errors say which field broke which rule.
 Result<std::vector<PayloadValue>> decode_payload(std::span<const OutputField> fields,
-                                                 std::span<const uint8_t> payload);
+                                                 std::span<const uint8_t> payload,
+                                                 bool zero_padded = false);
 
 }  // namespace uscope
