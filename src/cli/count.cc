@@ -10,7 +10,9 @@
 #include "cli/command.h"
 #include "cli/session.h"
 #include "collect/hit_counts.h"
+#include "collect/overhead_meter.h"
 #include "sink/aggregate_output.h"
+#include "sink/overhead_output.h"
 
 namespace uscope::cli {
 
@@ -33,6 +35,7 @@ int run_count(const CountOptions& o) {
 
   std::vector<AttachSite> sites;
   std::vector<const MatchedSite*> site_of;
+  std::vector<SiteCost> cost_of;
   std::vector<PlannedSite> shown;
   size_t unprobeable = 0;
   for (const auto& m : *matched) {
@@ -46,10 +49,12 @@ int run_count(const CountOptions& o) {
     if (o.session.verbose) shown.push_back({a, 0, m.object->ref.display_path, m.label, place});
     sites.push_back(std::move(a));
     site_of.push_back(&m);
+    cost_of.push_back(place.cost.cost);
   }
   if (o.session.verbose) print_sites(shown);
   if (sites.empty()) return report_error("no probeable site among the matches");
 
+  OverheadMeter meter((*session)->watch_pid());
   auto t0 = std::chrono::steady_clock::now();
   auto counts = HitCounts::attach(sites, (*session)->watch_pid(), !o.session.no_multi, true,
                                   (*session)->launched());
@@ -71,6 +76,7 @@ int run_count(const CountOptions& o) {
              counts->used_multi() ? "uprobe_multi links" : "links");
 
   if (auto r = (*session)->start(); !r) return report_error(r.error().message);
+  meter.start();
 
   // A counter map that cannot be read is an error, never a row of zeros.
   std::optional<Error> read_error;
@@ -91,13 +97,26 @@ int run_count(const CountOptions& o) {
   EventLoop::Callbacks cb;
   cb.interval = print;
   cb.output = &out;
-  cb.done = [&] { return read_error.has_value(); };
+  cb.done = [&] {
+    meter.sample();
+    return read_error.has_value();
+  };
   StopReason why = (*session)->run(cb);
   if (!read_error) print();
   counts->detach();
   finish_output(out, tables_not_written);
   if (read_error) return report_error("cannot read the hit counters: " + read_error->message);
   if (!o.session.json) fmt::print(stderr, "uscope: {}\n", describe(why));
+  if (auto hits = counts->read()) {
+    std::vector<OverheadSite> costed;
+    for (size_t i = 0; i < sites.size(); ++i)
+      costed.push_back({site_of[i]->label, sites[i].display_path, sites[i].path, sites[i].offset,
+                        false, cost_of[i], (*hits)[i]});
+    print_overhead(
+        meter.finish(std::move(costed), counts->program_fds(),
+                     measured_hit_costs().counter_program_ns, (*session)->reaped_target_cpu_time()),
+        o.session.json, o.session.verbose, stderr);
+  }
   return kExitOk;
 }
 
@@ -111,6 +130,7 @@ void add_count_command(CLI::App& app, Run& run) {
       ->required();
   add_session_options(cmd, opts->session, true, false);
   cmd->add_flag("--no-move", opts->no_move, "Always probe each function's first instruction");
+  cmd->footer(kOverheadHelp);
   cmd->callback([&run, opts] { run = [opts] { return run_count(*opts); }; });
 }
 

@@ -184,4 +184,13 @@ Result<std::vector<uint64_t>> TraceProgram::histogram(uint32_t recipe) const {
   return std::vector<uint64_t>(std::begin(h.buckets), std::end(h.buckets));
 }
 
+std::vector<int> TraceProgram::program_fds() const {
+  std::vector<int> fds;
+  bpf_program* prog = nullptr;
+  bpf_object__for_each_program(prog, skel_->obj) {
+    if (bpf_program__fd(prog) >= 0) fds.push_back(bpf_program__fd(prog));
+  }
+  return fds;
+}
+
 }  // namespace uscope

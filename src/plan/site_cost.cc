@@ -362,6 +362,30 @@ std::string at(uint64_t offset) {
 
 }  // namespace
 
+const HitCosts& measured_hit_costs() {
+  // bench/overhead.py --calibrate, 2026-11-23 (see docs/BENCHMARKS.md, "E. Probe overhead").
+  static constexpr HitCosts kMeasured{
+      .emulated_trap_ns = 400,
+      .single_stepped_trap_ns = 15000,
+      .return_ns = 400,
+      .counter_program_ns = 40,
+      .trace_program_ns = 100,
+  };
+  return kMeasured;
+}
+
+double trap_ns(SiteCost cost) {
+  switch (cost) {
+    case SiteCost::Emulated:
+      return measured_hit_costs().emulated_trap_ns;
+    case SiteCost::SingleStepped:
+      return measured_hit_costs().single_stepped_trap_ns;
+    case SiteCost::Unprobeable:
+      return 0;
+  }
+  return 0;
+}
+
 const char* site_cost_name(SiteCost cost) {
   switch (cost) {
     case SiteCost::Emulated:
