@@ -110,8 +110,7 @@ int run_count(const CountOptions& o) {
   if (auto hits = counts->read()) {
     std::vector<OverheadSite> costed;
     for (size_t i = 0; i < sites.size(); ++i)
-      costed.push_back({site_of[i]->label, sites[i].display_path, sites[i].path, sites[i].offset,
-                        false, cost_of[i], (*hits)[i]});
+      costed.push_back(overhead_site(sites[i], site_of[i]->label, cost_of[i], (*hits)[i]));
     print_overhead(
         meter.finish(std::move(costed), counts->program_fds(),
                      measured_hit_costs().counter_program_ns, (*session)->reaped_target_cpu_time()),

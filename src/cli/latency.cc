@@ -10,8 +10,10 @@
 
 #include "cli/command.h"
 #include "cli/session.h"
+#include "collect/overhead_meter.h"
 #include "collect/trace_program.h"
 #include "sink/aggregate_output.h"
+#include "sink/overhead_output.h"
 
 namespace uscope::cli {
 
@@ -42,6 +44,7 @@ int run_latency(const LatencyOptions& o) {
   std::vector<uscope_recipe> recipes;
   std::vector<AttachSite> sites;
   std::vector<PlannedSite> shown;
+  std::vector<SiteCost> cost_of;  // by site
   for (uint32_t k = 0; k < matched->size(); ++k) {
     const auto& m = (*matched)[k];
     // Entry and return halves on one site: the kernel runs both on one trap.
@@ -52,12 +55,14 @@ int run_latency(const LatencyOptions& o) {
     sites.push_back({path, place.offset, 0, recipes.size() - 1, false, display});
     recipes.push_back(latency_return_recipe(k));
     sites.push_back({path, place.offset, 0, recipes.size() - 1, true, display});
+    cost_of.insert(cost_of.end(), 2, place.cost.cost);
     if (o.session.verbose) {
       shown.push_back({sites[sites.size() - 2], k, m.object->ref.display_path, m.label, place});
       shown.push_back({sites.back(), k, m.object->ref.display_path, m.label, place});
     }
   }
   if (o.session.verbose) print_sites(shown);
+  OverheadMeter meter((*session)->watch_pid());
   auto program = TraceProgram::load(recipes, (*session)->watch_pid(), !o.session.no_multi, 0,
                                     (*session)->launched());
   if (!program) return report_error(program.error().message);
@@ -74,6 +79,7 @@ int run_latency(const LatencyOptions& o) {
              std::count(refused.begin(), refused.end(), false));
 
   if (auto r = (*session)->start(); !r) return report_error(r.error().message);
+  meter.start();
 
   // A counter or histogram that cannot be read is an error, never zeros.
   std::optional<Error> read_error;
@@ -109,13 +115,26 @@ int run_latency(const LatencyOptions& o) {
   EventLoop::Callbacks cb;
   cb.interval = print;
   cb.output = &out;
-  cb.done = [&] { return read_error.has_value(); };
+  cb.done = [&] {
+    meter.sample();
+    return read_error.has_value();
+  };
   StopReason why = (*session)->run(cb);
   program->detach();
   if (!read_error) print();
   finish_output(out, tables_not_written);
   if (read_error) return report_error("cannot read the latency counters: " + read_error->message);
   if (!o.session.json) fmt::print(stderr, "uscope: {}\n", describe(why));
+  if (auto counters = program->counters()) {
+    std::vector<OverheadSite> costed;
+    for (size_t i = 0; i < sites.size(); ++i)
+      costed.push_back(overhead_site(sites[i], (*matched)[i / 2].label, cost_of[i],
+                                     (*counters)[sites[i].cookie].hits));
+    print_overhead(
+        meter.finish(std::move(costed), program->program_fds(),
+                     measured_hit_costs().trace_program_ns, (*session)->reaped_target_cpu_time()),
+        o.session.json, o.session.verbose, stderr);
+  }
   return kExitOk;
 }
 
@@ -127,6 +146,7 @@ void add_latency_command(CLI::App& app, Run& run) {
   cmd->add_option("pattern", opts->patterns, "'[target:]glob' over function names")->required();
   add_session_options(cmd, opts->session, true, false);
   cmd->add_flag("--no-move", opts->no_move, "Always probe each function's first instruction");
+  cmd->footer(kOverheadHelp);
   cmd->callback([&run, opts] { run = [opts] { return run_latency(*opts); }; });
 }
 

@@ -5,6 +5,10 @@
 
 namespace uscope {
 
+OverheadSite overhead_site(const AttachSite& a, std::string label, SiteCost cost, uint64_t hits) {
+  return {std::move(label), shown_path(a), a.path, a.offset, a.retprobe, cost, hits};
+}
+
 Overhead estimate_overhead(const OverheadInput& in) {
   Overhead o;
   o.bpf_measured = in.bpf.has_value();

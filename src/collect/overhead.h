@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "collect/bpf_run_stats.h"
+#include "plan/attach_site.h"
 #include "plan/site_cost.h"
 
 namespace uscope {
@@ -70,5 +71,8 @@ struct Overhead {
 };
 
 Overhead estimate_overhead(const OverheadInput& in);
+
+// An attach site as the model sees it, with the BPF runs its counter recorded.
+OverheadSite overhead_site(const AttachSite& a, std::string label, SiteCost cost, uint64_t hits);
 
 }  // namespace uscope
