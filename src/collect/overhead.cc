@@ -54,8 +54,11 @@ Overhead estimate_overhead(const OverheadInput& in) {
   o.traps = o.emulated_traps + o.single_stepped_traps;
   o.bpf_ns = static_cast<double>(o.hits) * o.bpf_ns_per_run;
   o.total_ns = o.trap_ns + o.return_ns + o.bpf_ns;
-  if (o.target_cpu_ns && *o.target_cpu_ns > 0)
+  if (o.target_cpu_ns && *o.target_cpu_ns > 0) {
     o.share = o.total_ns / static_cast<double>(*o.target_cpu_ns);
+  } else if (o.target_cpu_ns) {
+    o.cpu_note = "the target's CPU time over the session was below a clock tick of /proc";
+  }
   return o;
 }
 

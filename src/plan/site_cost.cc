@@ -363,13 +363,14 @@ std::string at(uint64_t offset) {
 }  // namespace
 
 const HitCosts& measured_hit_costs() {
-  // bench/overhead.py --calibrate, 2026-11-23 (see docs/BENCHMARKS.md, "E. Probe overhead").
+  // python3 bench/overhead.py --calibrate --runs 5, 2026-11-23 18:27 UTC, kernel 6.18.44, 2
+  // shared CPUs (load ~10): medians; see docs/BENCHMARKS.md, "E. Probe overhead".
   static constexpr HitCosts kMeasured{
-      .emulated_trap_ns = 400,
-      .single_stepped_trap_ns = 15000,
-      .return_ns = 400,
-      .counter_program_ns = 40,
-      .trace_program_ns = 100,
+      .emulated_trap_ns = 470,
+      .single_stepped_trap_ns = 16000,
+      .return_ns = 280,
+      .counter_program_ns = 66,
+      .trace_program_ns = 190,
   };
   return kMeasured;
 }
