@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import re
 import shlex
@@ -57,6 +58,14 @@ SITES = [  # (site argument, function, calls, class)
     ("endbr", "bench_endbr", 200_000, "emulated, moved"),
 ]
 CONFIGS = ["none", "count", "trace", "latency"]
+
+
+def sig2(v: float) -> str:
+    """Two significant digits, no exponent: what uscope itself prints."""
+    if v <= 0:
+        return "0"
+    digits = 1 - math.floor(math.log10(v))
+    return f"{round(v, digits):,.{max(digits, 0)}f}"
 
 
 def cpu_ns(p: R.Proc) -> float:
@@ -152,9 +161,12 @@ def table(a, res: dict, mach: str) -> str:
             per_run = R.med([r["ov"]["bpf_ns_per_run"] for r in rs])
             share = R.med([r["ov"]["share"] or 0 for r in rs])
             L.append(f"| `{func}` ({cls}) | {n:,} | {config} | {measured / 1e6:.1f} ms "
-                     f"({measured / n:,.0f} ns/call) | ≈ {reported / 1e6:.2g} ms | **{ratio:.2f}** "
+                     f"({measured / n:,.0f} ns/call) | ≈ {sig2(reported / 1e6)} ms | **{ratio:.2f}** "
                      f"[{min(rounds):.2f}–{max(rounds):.2f}] | {per_run:.0f} ns | "
-                     f"≈ {share * 100:.2g}% |")
+                     f"≈ {sig2(share * 100)}% |")
+    L.append("")
+    L.append("uscope's numbers carry two significant digits (as it prints them), so a ratio moves by "
+             "up to ±5% from rounding alone.")
     L.append("")
     L.append(f"Largest deviation of a median ratio from 1: {worst * 100:.0f}% "
              f"(goal ≤ 20%: {'**met**' if worst <= 0.2 else '**not met**'}).")

@@ -1,6 +1,12 @@
 #pragma once
 // What estimate_overhead (collect/overhead.h) needs from a running session: BPF run-time stats
 // turned on before the probes attach, and the target's CPU time from when they run to the end.
+//
+// A command hooks it in five places (count.cc, latency.cc and trace.cc do): construct before
+// loading its program; start() after Session::start(); sample() from the event loop's `done`
+// callback; at the end finish() with one overhead_site() per attach site (hits from the site's
+// counter), its program's program_fds() and Session::reaped_target_cpu_time(); then print with
+// sink/overhead_output.h.
 #include <sys/types.h>
 
 #include <chrono>

@@ -27,11 +27,12 @@ enum class SiteCost {
 
 const char* site_cost_name(SiteCost cost);  // "emulated", "single-stepped", "unprobeable"
 
-// What a probe hit costs the traced thread on the reference machine, in ns: the one table the
-// overhead estimate (collect/overhead.h) and `list` read. Measured by bench/overhead.py (command
-// and table in docs/BENCHMARKS.md) as the target's CPU time per call under `uscope count` minus
-// without probes, minus the BPF program's own run time (the kernel's BPF stats). Medians on a
-// shared 2-CPU VM: good to ~25%, which is why every number printed from them says "≈".
+// What a probe hit costs the traced thread, in ns, per class of site: the one table the overhead
+// estimate (collect/overhead.h) reads; the classes are classify_site's, which `list` shows.
+// Measured by bench/overhead.py --calibrate (command and table in docs/BENCHMARKS.md) as the
+// target's CPU time per call under `uscope count` minus without probes, minus the BPF program's
+// own run time (the kernel's BPF stats). Medians on a shared 2-CPU VM, good to ~25%: every number
+// printed from them says "≈".
 struct HitCosts {
   double emulated_trap_ns;        // int3, emulated instruction, back to user space
   double single_stepped_trap_ns;  // int3, copy stepped out of line, second trap, back
