@@ -15,6 +15,7 @@ Overhead estimate_overhead(const OverheadInput& in) {
   o.bpf_note = in.bpf_note;
   o.cpu_note = in.cpu_note;
   o.target_cpu_ns = in.target_cpu_ns;
+  o.system_wide = in.system_wide;
   if (in.bpf && in.bpf->run_count > 0) {
     o.bpf_ns_per_run =
         static_cast<double>(in.bpf->run_time_ns) / static_cast<double>(in.bpf->run_count);

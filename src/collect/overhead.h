@@ -43,6 +43,7 @@ struct OverheadInput {
   // The target's CPU time over the session; nullopt: no share, for the reason in cpu_note.
   std::optional<uint64_t> target_cpu_ns;
   std::string cpu_note;
+  bool system_wide = false;  // every process that hits the sites, not one target
 };
 
 struct SiteOverhead {
@@ -67,6 +68,7 @@ struct Overhead {
   std::optional<uint64_t> target_cpu_ns;
   std::optional<double> share;  // total_ns / target_cpu_ns
   std::string cpu_note;
+  bool system_wide = false;
   std::vector<SiteOverhead> sites;  // in input order
 };
 

@@ -46,6 +46,7 @@ Overhead OverheadMeter::finish(std::vector<OverheadSite> sites, std::span<const 
     in.bpf_note = stats_note_;
   }
 
+  in.system_wide = pid_ <= 0;
   if (pid_ <= 0) {
     in.cpu_note = "system-wide: no one target's CPU time to compare with";
   } else {
