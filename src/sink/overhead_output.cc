@@ -60,8 +60,9 @@ std::string overhead_summary(const Overhead& o) {
                        approx_duration(o.bpf_ns_per_run),
                        o.bpf_measured ? "measured" : "from the table: " + o.bpf_note);
   std::string note = o.share && !o.cpu_note.empty() ? fmt::format("; {}", o.cpu_note) : "";
-  return fmt::format("probes cost the target {}{}: {}{}", approx_duration(o.total_ns), share, parts,
-                     note);
+  return fmt::format("probes cost {} {}{}: {}{}",
+                     o.system_wide ? "the traced processes" : "the target",
+                     approx_duration(o.total_ns), share, parts, note);
 }
 
 nlohmann::json overhead_json(const Overhead& o) {
@@ -78,6 +79,7 @@ nlohmann::json overhead_json(const Overhead& o) {
       {"single_stepped_traps", o.single_stepped_traps},
       {"returns", o.returns},
       {"approximate", true},
+      {"system_wide", o.system_wide},
   };
   if (!o.bpf_note.empty()) j["bpf_note"] = o.bpf_note;
   if (o.target_cpu_ns) {

@@ -60,11 +60,13 @@ TEST(overhead, uses_the_table_bpf_cost_when_stats_are_off_and_says_why) {
   in.table_bpf_ns_per_run = 123;
   in.bpf_note = "cannot turn on BPF run-time stats: Operation not permitted";
   in.cpu_note = "system-wide: no one target's CPU time to compare with";
+  in.system_wide = true;
   Overhead o = estimate_overhead(in);
   EXPECT_FALSE(o.bpf_measured);
   EXPECT_DOUBLE_EQ(o.bpf_ns, 1230);
   EXPECT_FALSE(o.share.has_value());
   std::string line = overhead_summary(o);
+  EXPECT_NE(line.find("probes cost the traced processes ≈"), std::string::npos) << line;
   EXPECT_NE(line.find("no share: system-wide"), std::string::npos) << line;
   EXPECT_NE(line.find("from the table: cannot turn on"), std::string::npos) << line;
   EXPECT_TRUE(overhead_json(o)["share"].is_null());
