@@ -57,6 +57,14 @@ SITES = [  # (site argument, function, calls, class)
     # Not used by --calibrate: endbr64 at +0, the probe moved to the emulated push at +4.
     ("endbr", "bench_endbr", 200_000, "emulated, moved"),
 ]
+# Compiler-made functions (tests/fixtures/matrix, `matrix N` calls each function N times), not used
+# by --calibrate. The target does not time itself: its CPU time is wait4's for the run without
+# probes, and the one uscope read (wait4 of its -c child: `target_cpu_ns`) under probes, both the
+# whole process.
+MATRIX = [  # (variant, function, calls, class)
+    ("matrix-O0-fp-nocet-pie", "mx_args1", 200_000, "emulated"),
+    ("matrix-O2-nofp-nocet-pie", "mx_args1", 20_000, "single-stepped"),
+]
 CONFIGS = ["none", "count", "trace", "latency"]
 
 
@@ -83,10 +91,16 @@ def overhead_of(text: str, p: R.Proc) -> dict:
     raise R.BenchError(f"uscope printed no overhead JSON\n{p.describe()}")
 
 
+def target_argv(a, site: str, n: int) -> list[str]:
+    if site.startswith("matrix-"):
+        return [str(a.fixtures / "matrix" / site), str(n)]
+    return [str(a.target), site, str(n)]
+
+
 def command(a, site: str, func: str, n: int, config: str, out: Path) -> tuple[list[str], Path | None]:
-    target = f"{shlex.quote(str(a.target))} {site} {n}"
+    target = shlex.join(target_argv(a, site, n))
     if config == "none":
-        return [str(a.target), site, str(n)], None
+        return target_argv(a, site, n), None
     if config == "count":
         return [str(a.uscope), "count", "--json", "-c", target, func], None
     if config == "trace":
@@ -112,13 +126,18 @@ def one_run(a, site: str, func: str, n: int, config: str) -> dict:
             raise R.BenchError(f"tool failed\n{p.describe()}")
         text_out = to_file.read_text()
         to_file.unlink()
+    matrix = site.startswith("matrix-")
     if config == "none":
-        return {"cpu": cpu_ns(p)}
-    # -c: the target's stdout is uscope's (trace: the file), so its cpu_ns line is in there.
-    m = re.search(r"^cpu_ns=([0-9.]+)$", text_out, re.M)
-    if not m:
-        raise R.BenchError(f"the target printed no cpu_ns line\n{p.describe()}")
+        return {"cpu": p.cpu_s * 1e9 if matrix else cpu_ns(p)}
     ov = overhead_of(text_out if config == "trace" else p.text("err"), p)
+    if matrix:
+        cpu = float(ov["target_cpu_ns"])
+    else:
+        # -c: the target's stdout is uscope's (trace: the file), so its cpu_ns line is in there.
+        m = re.search(r"^cpu_ns=([0-9.]+)$", text_out, re.M)
+        if not m:
+            raise R.BenchError(f"the target printed no cpu_ns line\n{p.describe()}")
+        cpu = float(m.group(1))
     want = n if config != "latency" else 2 * n
     if ov["hits"] != want:
         raise R.BenchError(f"uscope reported {ov['hits']} hits, not {want}\n{p.describe()}")
@@ -127,14 +146,14 @@ def one_run(a, site: str, func: str, n: int, config: str) -> dict:
         summary = json.loads([l for l in text_out.splitlines() if '"kind":"summary"' in l][-1])
         if events + summary.get("lost", 0) != n:
             raise R.BenchError(f"trace: {events} events + {summary.get('lost')} lost != {n}")
-    return {"cpu": float(m.group(1)), "ov": ov}
+    return {"cpu": cpu, "ov": ov}
 
 
 def measure(a) -> dict:
     res: dict = {}
     for rnd in range(a.runs + 1):
         R.log(f"  round {rnd}/{a.runs}{' (warm-up, discarded)' if rnd == 0 else ''}")
-        for site, func, n, _ in SITES:
+        for site, func, n, _ in SITES + (MATRIX if not a.calibrate else []):
             for config in CONFIGS:
                 r = one_run(a, site, func, n, config)
                 if rnd > 0:
@@ -148,7 +167,7 @@ def table(a, res: dict, mach: str) -> str:
              "| reported / measured [each round] | BPF per run (measured) | target CPU share reported |")
     L.append("|---|---:|---|---:|---:|---:|---:|---:|")
     worst = 0.0
-    for site, func, n, cls in SITES:
+    for site, func, n, cls in SITES + MATRIX:
         base = R.med([r["cpu"] for r in res[(site, "none")]])
         for config in CONFIGS[1:]:
             rs = res[(site, config)]
@@ -160,7 +179,8 @@ def table(a, res: dict, mach: str) -> str:
             rounds = [r["ov"]["total_ns"] / (r["cpu"] - base) for r in rs]
             per_run = R.med([r["ov"]["bpf_ns_per_run"] for r in rs])
             share = R.med([r["ov"]["share"] or 0 for r in rs])
-            L.append(f"| `{func}` ({cls}) | {n:,} | {config} | {measured / 1e6:.1f} ms "
+            where = f"`{site}`: `{func}`" if site.startswith("matrix-") else f"`{func}`"
+            L.append(f"| {where} ({cls}) | {n:,} | {config} | {measured / 1e6:.1f} ms "
                      f"({measured / n:,.0f} ns/call) | ≈ {sig2(reported / 1e6)} ms | **{ratio:.2f}** "
                      f"[{min(rounds):.2f}–{max(rounds):.2f}] | {per_run:.0f} ns | "
                      f"≈ {sig2(share * 100)}% |")
@@ -172,9 +192,10 @@ def table(a, res: dict, mach: str) -> str:
              f"(goal ≤ 20%: {'**met**' if worst <= 0.2 else '**not met**'}).")
     L.append("")
     L.append("```")
-    for config in CONFIGS:
-        cmd, to_file = command(a, "emulated", "bench_emulated", 200_000, config, Path("FILE"))
-        L.append(R.shown(a, cmd) + (" > FILE" if to_file else ""))
+    for site, func, n in [("emulated", "bench_emulated", 200_000), (*MATRIX[1][:3],)]:
+        for config in CONFIGS:
+            cmd, to_file = command(a, site, func, n, config, Path("FILE"))
+            L.append(R.shown(a, cmd) + (" > FILE" if to_file else ""))
     L.append("```")
     return "\n".join(L)
 
@@ -217,6 +238,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--uscope", type=Path, default=R.ROOT / "build" / "uscope")
     ap.add_argument("--target", type=Path, default=R.ROOT / "build" / "bench" / "bench_target")
+    ap.add_argument("--fixtures", type=Path, default=R.ROOT / "build" / "tests" / "fixtures")
     ap.add_argument("--runs", type=int, default=5, help="measured rounds (default 5)")
     ap.add_argument("--calibrate", action="store_true", help="print the HitCosts table instead")
     ap.add_argument("--markdown", type=Path, help="write the table into this file (between markers)")
@@ -225,6 +247,7 @@ def main() -> int:
         print("overhead.py: needs root (uprobes, BPF)", file=sys.stderr)
         return 1
     a.target = a.target.resolve()
+    a.fixtures = a.fixtures.resolve()
     a.workdir = Path(tempfile.mkdtemp(prefix="uscope-overhead-"))
     a.uscope_shown = str(a.uscope.resolve())
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
