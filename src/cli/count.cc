@@ -11,6 +11,7 @@
 #include "cli/session.h"
 #include "collect/hit_counts.h"
 #include "collect/overhead_meter.h"
+#include "plan/aggregate_plan.h"
 #include "sink/aggregate_output.h"
 #include "sink/overhead_output.h"
 
@@ -30,29 +31,16 @@ int run_count(const CountOptions& o) {
   auto session = Session::open(o.session);
   if (!session) return report_error(session.error().message);
   ObjectCache cache((*session)->context());
-  auto matched = match_patterns(cache, *patterns);
-  if (!matched) return report_error(matched.error().message);
-
-  std::vector<AttachSite> sites;
-  std::vector<const MatchedSite*> site_of;
-  std::vector<SiteCost> cost_of;
-  std::vector<PlannedSite> shown;
-  size_t unprobeable = 0;
-  for (const auto& m : *matched) {
-    auto place = place_site(m, ProbeKind::Entry, {}, false, !o.no_move);
-    if (place.cost.cost == SiteCost::Unprobeable) {
-      ++unprobeable;
-      continue;
-    }
-    AttachSite a{m.object->ref.open_path,   place.offset, m.ref_ctr_offset, sites.size(), false,
-                 m.object->ref.display_path};
-    if (o.session.verbose) shown.push_back({a, 0, m.object->ref.display_path, m.label, place});
-    sites.push_back(std::move(a));
-    site_of.push_back(&m);
-    cost_of.push_back(place.cost.cost);
+  auto plan = plan_count(cache, *patterns, {.move_sites = !o.no_move});
+  if (!plan) return report_error(plan.error().message);
+  if (o.session.verbose) {
+    print_sites(plan->sites);
+    for (const auto& s : plan->skipped)
+      fmt::print(stderr, "uscope: {} not counted: {}\n", s.label, s.why);
   }
-  if (o.session.verbose) print_sites(shown);
-  if (sites.empty()) return report_error("no probeable site among the matches");
+  if (plan->sites.empty()) return report_error("no probeable site among the matches");
+  std::vector<AttachSite> sites;
+  for (const auto& s : plan->sites) sites.push_back(s.attach);
 
   OverheadMeter meter((*session)->watch_pid());
   auto t0 = std::chrono::steady_clock::now();
@@ -61,12 +49,11 @@ int run_count(const CountOptions& o) {
   if (!counts)
     return report_error((*session)->explain_attach_failure(counts.error(), sites).message);
   auto attach_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0);
-  for (const auto& r : counts->refused()) {
-    if (o.session.verbose)
-      fmt::print(stderr, "uscope: {} not counted: {}\n", site_of[r.site.cookie]->label,
+  size_t unprobeable = plan->skipped.size() + counts->refused().size();
+  if (o.session.verbose)
+    for (const auto& r : counts->refused())
+      fmt::print(stderr, "uscope: {} not counted: {}\n", plan->sites[r.site.cookie].label,
                  r.error.message);
-    ++unprobeable;
-  }
   fmt::print(stderr,
              "uscope: counting {} sites{} (attached in {:.1f} ms through {} {}); Ctrl-C "
              "to stop\n",
@@ -89,8 +76,8 @@ int run_count(const CountOptions& o) {
       return;
     }
     std::vector<CountRow> rows;
-    for (size_t i = 0; i < site_of.size(); ++i)
-      rows.push_back({site_of[i]->label, site_of[i]->object->ref.display_path, (*values)[i]});
+    for (const auto& s : plan->sites)
+      rows.push_back({s.label, s.object, (*values)[s.attach.cookie]});
     if (!append_printed(out, [&](std::FILE* f) { print_counts(rows, o.session.json, f); }))
       ++tables_not_written;
   };
@@ -109,8 +96,9 @@ int run_count(const CountOptions& o) {
   if (!o.session.json) fmt::print(stderr, "uscope: {}\n", describe(why));
   if (auto hits = counts->read()) {
     std::vector<OverheadSite> costed;
-    for (size_t i = 0; i < sites.size(); ++i)
-      costed.push_back(overhead_site(sites[i], site_of[i]->label, cost_of[i], (*hits)[i]));
+    for (const auto& s : plan->sites)
+      costed.push_back(
+          overhead_site(s.attach, s.label, s.placement.cost.cost, (*hits)[s.attach.cookie]));
     print_overhead(
         meter.finish(std::move(costed), counts->program_fds(),
                      measured_hit_costs().counter_program_ns, (*session)->reaped_target_cpu_time()),

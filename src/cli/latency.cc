@@ -12,6 +12,7 @@
 #include "cli/session.h"
 #include "collect/overhead_meter.h"
 #include "collect/trace_program.h"
+#include "plan/aggregate_plan.h"
 #include "sink/aggregate_output.h"
 #include "sink/overhead_output.h"
 
@@ -28,52 +29,28 @@ struct LatencyOptions {
 int run_latency(const LatencyOptions& o) {
   auto patterns = parse_patterns(o.patterns);
   if (!patterns) return report_error(patterns.error().message, kExitUsage);
-  for (auto& p : *patterns) {
-    if (p.kind == ProbeKind::Usdt)
-      return report_error("latency measures functions; '" + p.text + "' is a USDT probe",
-                          kExitUsage);
-    p.kind = ProbeKind::Return;  // return probes need what entry+return tracing needs
-  }
+  if (auto r = check_latency_patterns(*patterns); !r)
+    return report_error(r.error().message, kExitUsage);
   auto session = Session::open(o.session);
   if (!session) return report_error(session.error().message);
   ObjectCache cache((*session)->context());
-  auto matched = match_patterns(cache, *patterns);
-  if (!matched) return report_error(matched.error().message);
-
-  // Per function: recipe 2k is the entry half, 2k+1 the return half.
-  std::vector<uscope_recipe> recipes;
+  auto plan = plan_latency(cache, *patterns, {.move_sites = !o.no_move});
+  if (!plan) return report_error(plan.error().message);
+  if (o.session.verbose) print_sites(plan->sites);
   std::vector<AttachSite> sites;
-  std::vector<PlannedSite> shown;
-  std::vector<SiteCost> cost_of;  // by site
-  for (uint32_t k = 0; k < matched->size(); ++k) {
-    const auto& m = (*matched)[k];
-    // Entry and return halves on one site: the kernel runs both on one trap.
-    auto place = place_site(m, ProbeKind::Return, {}, false, !o.no_move);
-    const std::string& path = m.object->ref.open_path;
-    recipes.push_back(latency_entry_recipe(k, place.sp_delta));
-    const std::string& display = m.object->ref.display_path;
-    sites.push_back({path, place.offset, 0, recipes.size() - 1, false, display});
-    recipes.push_back(latency_return_recipe(k));
-    sites.push_back({path, place.offset, 0, recipes.size() - 1, true, display});
-    cost_of.insert(cost_of.end(), 2, place.cost.cost);
-    if (o.session.verbose) {
-      shown.push_back({sites[sites.size() - 2], k, m.object->ref.display_path, m.label, place});
-      shown.push_back({sites.back(), k, m.object->ref.display_path, m.label, place});
-    }
-  }
-  if (o.session.verbose) print_sites(shown);
+  for (const auto& s : plan->sites) sites.push_back(s.attach);
   OverheadMeter meter((*session)->watch_pid());
-  auto program = TraceProgram::load(recipes, (*session)->watch_pid(), !o.session.no_multi, 0,
+  auto program = TraceProgram::load(plan->recipes, (*session)->watch_pid(), !o.session.no_multi, 0,
                                     (*session)->launched());
   if (!program) return report_error(program.error().message);
   if (auto r = program->attach(sites, true); !r)
     return report_error((*session)->explain_attach_failure(r.error(), sites).message);
   // A function with either half refused cannot be timed: leave it out and say so.
-  std::vector<bool> refused(matched->size());
+  std::vector<bool> refused(plan->functions.size());
   for (const auto& r : program->refused()) {
-    refused[r.site.cookie / 2] = true;
-    fmt::print(stderr, "uscope: {} not timed: {}\n", (*matched)[r.site.cookie / 2].label,
-               r.error.message);
+    const PlannedSite& s = plan->sites[r.site.cookie];
+    refused[s.probe] = true;
+    fmt::print(stderr, "uscope: {} not timed: {}\n", s.label, r.error.message);
   }
   fmt::print(stderr, "uscope: timing {} functions; Ctrl-C to stop\n",
              std::count(refused.begin(), refused.end(), false));
@@ -92,20 +69,17 @@ int run_latency(const LatencyOptions& o) {
       return;
     }
     std::vector<LatencyRow> rows;
-    for (uint32_t k = 0; k < matched->size(); ++k) {
-      const auto& m = (*matched)[k];
-      const auto& entry = (*counters)[2 * k];
-      const auto& ret = (*counters)[2 * k + 1];
+    for (uint32_t k = 0; k < plan->functions.size(); ++k) {
+      const auto& f = plan->functions[k];
+      const auto& entry = (*counters)[f.entry_cookie];
+      const auto& ret = (*counters)[f.return_cookie];
       if (refused[k] || (entry.hits == 0 && ret.hits == 0)) continue;
-      auto hist = program->histogram(2 * k + 1);
+      auto hist = program->histogram(f.return_cookie);
       if (!hist) {
         read_error = hist.error();
         return;
       }
-      LatencyRow row{m.label,          m.object->ref.display_path,
-                     std::move(*hist), entry.hits,
-                     ret.matched,      ret.no_entry};
-      rows.push_back(std::move(row));
+      rows.push_back({f.label, f.object, std::move(*hist), entry.hits, ret.matched, ret.no_entry});
     }
     if (!append_printed(out, [&](std::FILE* f) {
           for (const auto& row : rows) print_latency(row, o.session.json, f);
@@ -127,9 +101,9 @@ int run_latency(const LatencyOptions& o) {
   if (!o.session.json) fmt::print(stderr, "uscope: {}\n", describe(why));
   if (auto counters = program->counters()) {
     std::vector<OverheadSite> costed;
-    for (size_t i = 0; i < sites.size(); ++i)
-      costed.push_back(overhead_site(sites[i], (*matched)[i / 2].label, cost_of[i],
-                                     (*counters)[sites[i].cookie].hits));
+    for (const auto& s : plan->sites)
+      costed.push_back(overhead_site(s.attach, s.label, s.placement.cost.cost,
+                                     (*counters)[s.attach.cookie].hits));
     print_overhead(
         meter.finish(std::move(costed), program->program_fds(),
                      measured_hit_costs().trace_program_ns, (*session)->reaped_target_cpu_time()),

@@ -1,6 +1,7 @@
 // `uscope list`: what can be probed in a file, a library or a running process — functions with
 // addresses, file offsets, sizes and bindings, and USDT probes with locations, semaphores and
-// argument specs (as written and as parsed).
+// argument specs (as written and as parsed). Matching and entry sites come from the planner, so
+// what list shows is what trace attaches.
 #include <fmt/core.h>
 
 #include <algorithm>
@@ -17,7 +18,6 @@
 #include "discover/target.h"
 #include "discover/usdt.h"
 #include "plan/planner.h"
-#include "plan/site_cost.h"
 #include "sink/list_output.h"
 #include "util/names.h"
 
@@ -32,24 +32,6 @@ struct ListOptions {
   bool only_functions = false;
   bool only_usdt = false;
 };
-
-SiteClass site_class(const ElfFile& elf, uint64_t addr) {
-  auto c = classify_site(elf.code_bytes(addr, 16), addr);
-  return c ? *c : SiteClass{SiteCost::Unprobeable, "?", 0, c.error().message};
-}
-
-// Where `uscope trace 'p:...'` would put an entry probe reading any argument and memory: the
-// conservative plan, so what list shows holds for every probe.
-EntrySitePlan entry_site(const ElfFile& elf, const FunctionSymbol& f,
-                         std::optional<std::vector<uint64_t>>& branch_targets) {
-  static const std::vector<std::string> kAllArgs = {"rdi", "rsi", "rdx", "rcx", "r8", "r9"};
-  auto plan =
-      plan_function_entry(elf, f.addr, f.size ? f.size : 16, kAllArgs, true, branch_targets);
-  if (plan) return *plan;
-  EntrySitePlan p;
-  p.site = p.original = site_class(elf, f.addr);
-  return p;
-}
 
 // "provider:name" selects USDT probes; "ns::f*" is a C++ function name.
 bool is_usdt_pattern(const std::string& pattern) {
@@ -107,47 +89,50 @@ int run_list(const ListOptions& o) {
   ListPrinter printer(o.json ? ListPrinter::Format::JsonLines : ListPrinter::Format::Text);
   std::vector<std::string> all_names;  // for "closest" suggestions when nothing matched
   size_t matched = 0;
-  for (const auto& obj : objects) {
-    auto elf = ElfFile::open(obj.open_path, obj.display_path);
-    if (!elf) {
+  TargetContext ctx{process ? &*process : nullptr, "", 0};
+  for (const auto& ref : objects) {
+    // One object at a time: a process maps hundreds, and each is printed before the next opens.
+    ObjectCache cache(ctx);
+    auto obj = cache.open(ref);
+    if (!obj) {
       if (process && objects.size() > 1) {
         if (!process_alive(process->pid()))
           return report_error(fmt::format("process {} exited during the scan", process->pid()));
         continue;  // a mapped non-ELF file (locale archive, font cache, ...)
       }
-      return report_error(elf.error().message);
+      return report_error(obj.error().message);
     }
+    const ElfFile& elf = (*obj)->elf;
     ListedObject listed;
-    listed.path = obj.display_path;
-    listed.pie = elf->is_pie();
-    listed.shared_library = elf->is_shared_library();
-    listed.build_id = elf->build_id();
+    listed.path = ref.display_path;
+    listed.pie = elf.is_pie();
+    listed.shared_library = elf.is_shared_library();
+    listed.build_id = elf.build_id();
     if (want_functions) {
-      auto syms = SymbolTable::load(*elf);
+      auto syms = cache.symbols(**obj);
       if (!syms) return report_error(syms.error().message);
-      for (const auto& f : syms->functions()) {
-        if (pattern.empty() || glob_match(pattern, f.demangled) || glob_match(pattern, f.name))
-          listed.functions.push_back(&f);
+      if (pattern.empty()) {
+        for (const auto& f : (*syms)->functions()) listed.functions.push_back(&f);
+      } else {
+        listed.functions = functions_named(**syms, pattern);
       }
       if (!pattern.empty() && listed.functions.empty()) {
-        auto names = syms->names();
+        auto names = (*syms)->names();
         all_names.insert(all_names.end(), names.begin(), names.end());
       }
-      std::optional<std::vector<uint64_t>> branch_targets;
       for (const auto* f : listed.functions)
-        listed.entry_sites.push_back(entry_site(*elf, *f, branch_targets));
+        listed.entry_sites.push_back(listed_entry_site(**obj, *f));
       matched += listed.functions.size();
-      listed.symbols = std::move(*syms);  // keeps the pointers above alive (vector not moved)
     }
     if (want_usdt) {
-      auto probes = read_usdt_probes(*elf);
+      auto probes = cache.usdt(**obj);
       if (!probes) return report_error(probes.error().message);
-      for (auto& p : *probes) {
+      for (const auto& p : **probes) {
         if (usdt_matches(pattern, p)) {
-          std::vector<SiteClass> sites;
-          for (const auto& l : p.locations) sites.push_back(site_class(*elf, l.addr));
+          std::vector<SitePlacement> sites;
+          for (const auto& l : p.locations) sites.push_back(listed_usdt_site(**obj, p, l));
           listed.usdt_sites.push_back(std::move(sites));
-          listed.probes.push_back(std::move(p));
+          listed.probes.push_back(&p);
         } else if (!pattern.empty()) {
           all_names.push_back(p.provider + ":" + p.name);
         }
@@ -178,7 +163,11 @@ int run_list(const ListOptions& o) {
 void add_list_command(CLI::App& app, Run& run) {
   auto opts = std::make_shared<ListOptions>();
   auto* cmd = app.add_subcommand(
-      "list", "List the functions and USDT probes of a file, a library or a process");
+      "list",
+      "List the functions and USDT probes of a file, a library or a process. ENTRY PROBE SITE is "
+      "where trace attaches a p: probe of the function that reads all six argument registers "
+      "and memory (planned as trace plans it); probes reading less, and count and latency, may "
+      "sit further into the prologue, never before it");
   cmd->add_option("-p,--pid", opts->pid, "List every object mapped into process PID");
   cmd->add_option("target_pattern", opts->positionals,
                   "[TARGET] [PATTERN]: a path or library short name (c, ssl, libssl.so.3), then a "

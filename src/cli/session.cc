@@ -128,13 +128,29 @@ void finish_output(OutputBuffer& out, uint64_t tables_not_written) {
                tables_not_written + !written);
 }
 
-void print_sites(const std::vector<PlannedSite>& sites) {
+void print_sites(std::span<const PlannedSite> sites, std::span<const SkippedSite> skipped) {
   for (const auto& s : sites) {
     const auto& p = s.placement;
-    fmt::print(stderr, "site {:<28} {:<6} {} @ {:#x}  {} ({}){}{}\n", s.label,
+    fmt::print(stderr, "site {:<28} {:<6} {} @ {:#x}  {} ({}){}{}{}\n", s.label,
                s.attach.retprobe ? "return" : "entry", s.object, s.attach.offset,
-               site_cost_name(p.cost.cost), p.cost.insn, p.note.empty() ? "" : ": ", p.note);
+               site_cost_name(p.cost.cost), p.cost.insn, p.note.empty() ? "" : ": ", p.note,
+               s.role == SiteRole::Event ? "" : fmt::format(" [{}]", site_role_name(s.role)));
   }
+  for (const auto& s : skipped)
+    fmt::print(stderr, "site {:<28} {:<6} {}  not probed: {}\n", s.label, "-", s.object, s.why);
+}
+
+void report_unprobed(const TracePlan& plan, std::span<const UprobeLinks::Refused> refused,
+                     bool verbose) {
+  if (verbose)
+    for (const auto& r : refused)
+      fmt::print(stderr, "uscope: {} not probed: {}\n", plan.sites[r.site.cookie].label,
+                 r.error.message);
+  size_t n = plan.skipped.size() + refused.size();
+  if (n == 0) return;
+  fmt::print(stderr,
+             "uscope: {} function(s) matched by a glob not probed: the kernel cannot probe {}{}\n",
+             n, n == 1 ? "its site" : "their sites", verbose ? "" : " (-v names them)");
 }
 
 }  // namespace uscope::cli

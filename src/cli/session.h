@@ -11,6 +11,7 @@
 #include <span>
 #include <string>
 
+#include "attach/uprobe_links.h"
 #include "collect/event_loop.h"
 #include "discover/launched_command.h"
 #include "discover/process.h"
@@ -76,7 +77,13 @@ bool append_printed(OutputBuffer& out, const std::function<void(std::FILE*)>& pr
 // saying on stderr when the output did not take it.
 void finish_output(OutputBuffer& out, uint64_t tables_not_written);
 
-// Prints site placements (cost class, moved or not) to stderr for --verbose.
-void print_sites(const std::vector<PlannedSite>& sites);
+// Prints site placements (cost class, moved or not, role) and the sites left out to stderr for
+// --verbose.
+void print_sites(std::span<const PlannedSite> sites, std::span<const SkippedSite> skipped = {});
+
+// trace: says on stderr how many functions its globs matched but could not probe (left out when
+// planned, or refused by the kernel when attached), naming each with `verbose`.
+void report_unprobed(const TracePlan& plan, std::span<const UprobeLinks::Refused> refused,
+                     bool verbose);
 
 }  // namespace uscope::cli

@@ -131,7 +131,7 @@ int run_trace(const TraceCommandOptions& o) {
   topts.move_sites = !o.no_move;
   auto plan = plan_trace(cache, specs, topts);
   if (!plan) return report_error(plan.error().message);
-  if (o.session.verbose) print_sites(plan->sites);
+  if (o.session.verbose) print_sites(plan->sites, plan->skipped);
 
   OverheadMeter meter((*session)->watch_pid());
   auto program = TraceProgram::load(plan->recipes, (*session)->watch_pid(), !o.session.no_multi,
@@ -139,8 +139,9 @@ int run_trace(const TraceCommandOptions& o) {
   if (!program) return report_error(program.error().message);
   std::vector<AttachSite> sites;
   for (const auto& s : plan->sites) sites.push_back(s.attach);
-  if (auto r = program->attach(sites); !r)
+  if (auto r = program->attach(sites, plan->skip_refused); !r)
     return report_error((*session)->explain_attach_failure(r.error(), sites).message);
+  report_unprobed(*plan, program->refused(), o.session.verbose);
   if (o.session.verbose)
     fmt::print(stderr, "uscope: {} sites attached through {} {}\n", sites.size(),
                program->link_count(), program->uses_multi() ? "uprobe_multi links" : "links");

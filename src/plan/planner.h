@@ -1,110 +1,54 @@
 #pragma once
 // Probe specs resolved to attach sites: which object, which file offset, which kind of probe,
-// which USDT semaphore, which recipe, and what each site costs per hit.
-#include <sys/types.h>
-
-#include <map>
-#include <memory>
+// which USDT semaphore, which recipe, and what each site costs per hit. The one owner of attach
+// sites: matching (site_match.h), placement (site_placement.h), and here the plan of `trace`;
+// `count` and `latency` plan in aggregate_plan.h. Every plan is a site table indexed by the bpf
+// cookie, each site saying which probe it belongs to and in which role.
+#include <cstdint>
 #include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "bpf/trace.h"
-#include "discover/elf_file.h"
-#include "discover/go_buildinfo.h"
-#include "discover/process.h"
-#include "discover/symbol_table.h"
-#include "discover/target.h"
-#include "discover/usdt.h"
 #include "plan/attach_site.h"
 #include "plan/probe_spec.h"
 #include "plan/recipe.h"
 #include "plan/site_cost.h"
+#include "plan/site_match.h"
+#include "plan/site_placement.h"
 
 namespace uscope {
 
-// Where probes go: a running process (-p), a command about to start (-c), or every process that
-// maps the named files (neither).
-struct TargetContext {
-  const Process* process = nullptr;
-  std::string main_executable;  // -c: the command's program
-  pid_t pid = 0;                // filter for attaching; 0 = every process
+// What the program attached at a site does there.
+enum class SiteRole {
+  Event,          // trace: evaluates the probe and emits its event
+  SaveEntry,      // trace: the entry half of a return probe using $entry(argN)
+  LatencyEntry,   // latency: records the entry time
+  LatencyReturn,  // latency: adds the call's duration to the histogram
+  Count,          // count: adds one to the site's counter
 };
-
-// One object opened for planning, with what was read from it so far.
-struct PlannedObject {
-  ObjectRef ref;
-  ElfFile elf;
-  std::optional<SymbolTable> symbols{};
-  std::optional<std::vector<UsdtProbe>> usdt{};
-  bool is_go = false;
-  std::optional<GoBuildInfo> go{};  // from .go.buildinfo, when the binary has one
-  std::optional<std::vector<uint64_t>> branch_targets{};  // see plan_function_entry()
-  // Defined symbols of every kind by name, read once for USDT operands that name one.
-  std::optional<std::map<std::string, uint64_t>> symbol_addresses{};
-};
-
-// Where an entry probe on the function at [addr, addr+size) goes. A move past more than endbr64
-// is checked against every direct branch in the object (swept once into `branch_targets`), since
-// other functions may jump into this one's prologue.
-Result<EntrySitePlan> plan_function_entry(const ElfFile& elf, uint64_t addr, uint64_t size,
-                                          const std::vector<std::string>& reads, bool reads_memory,
-                                          std::optional<std::vector<uint64_t>>& branch_targets);
-
-class ObjectCache {
- public:
-  explicit ObjectCache(const TargetContext& ctx) : ctx_(ctx) {}
-  // `target` as written in a spec ("", a path, a short library name).
-  Result<PlannedObject*> get(const std::string& target);
-  Result<const SymbolTable*> symbols(PlannedObject& o);
-  Result<const std::vector<UsdtProbe>*> usdt(PlannedObject& o);
-
- private:
-  const TargetContext& ctx_;
-  std::map<std::string, std::unique_ptr<PlannedObject>> by_target_;
-};
-
-// A function or USDT location matched by a spec or pattern.
-struct MatchedSite {
-  PlannedObject* object = nullptr;
-  std::string label;            // "malloc", "python:function__entry"
-  uint64_t address = 0;         // link-time address of the site
-  uint64_t function_start = 0;  // link-time address of the function (0 for USDT)
-  uint64_t offset = 0;          // file offset of the site
-  uint64_t function_size = 0;
-  uint64_t ref_ctr_offset = 0;
-  const UsdtLocation* usdt = nullptr;
-};
-
-// Functions (exact name, or glob for count/latency) or USDT locations a spec names; errors list
-// the closest names. Aliases at one address become one site with the first name.
-Result<std::vector<MatchedSite>> match_sites(ObjectCache& cache, const ProbeSpec& spec);
-
-// Sites of several count/latency patterns, each (object, offset) once.
-Result<std::vector<MatchedSite>> match_patterns(ObjectCache& cache,
-                                                std::span<const ProbeSpec> patterns);
-
-// The attach point of one matched site, with its cost class. Probes on a function's first
-// instruction may move into the prologue when the registers they read provably still hold the
-// arguments there (return probes only while rsp is unchanged).
-struct SitePlacement {
-  uint64_t offset = 0;
-  uint64_t address = 0;
-  int32_t sp_delta = 0;
-  SiteClass cost;
-  std::string note;  // why moved or not
-};
-SitePlacement place_site(const MatchedSite& m, ProbeKind kind,
-                         const std::vector<std::string>& reads, bool reads_memory, bool allow_move);
+const char* site_role_name(SiteRole role);  // "event", "save-entry", ...
 
 struct PlannedSite {
-  AttachSite attach;
-  uint32_t probe = 0;  // index into TracePlan::probes
+  AttachSite attach;   // attach.cookie == the site's index in its plan
+  uint32_t probe = 0;  // trace: index into TracePlan::probes; count/latency: the function's row
+  SiteRole role = SiteRole::Event;
   std::string object;  // display path
   std::string label;
-  SitePlacement placement;
+  SitePlacement placement;  // offset, move, cost class of the site
 };
+
+// A matched site left out of a plan, and why (the kernel cannot probe its instruction).
+struct SkippedSite {
+  std::string label;
+  std::string object;
+  std::string why;
+};
+
+// The cookie of `probe`'s first site in `role`, if it has one.
+std::optional<uint64_t> find_cookie(std::span<const PlannedSite> sites, uint32_t probe,
+                                    SiteRole role);
 
 struct ProbePlan {
   ProbeSpec spec;
@@ -115,18 +59,26 @@ struct ProbePlan {
 struct TracePlan {
   std::vector<uscope_recipe> recipes;  // index = bpf cookie
   std::vector<PlannedSite> sites;      // sites[i] runs recipes[i]
-  std::vector<ProbePlan> probes;
+  std::vector<ProbePlan> probes;       // one per function (or USDT probe) a spec matched
+  std::vector<SkippedSite> skipped;    // functions a glob matched that cannot be probed
+  // A spec has a glob: a site the kernel refuses at attach time is left out like `skipped`,
+  // rather than failing the session (a function named exactly is attached or refused whole).
+  bool skip_refused = false;
 };
+
+// A glob in a `trace` spec prints an event per call of every function it matches: past this many
+// functions per spec the plan is refused (count the calls first with `uscope count`).
+inline constexpr size_t kMaxTraceGlobFunctions = 1000;
 
 struct TraceOptions {
   bool capture_stack = false;
   bool move_sites = true;  // allow cheaper sites inside the entry block
+  size_t max_glob_functions = kMaxTraceGlobFunctions;
 };
 
+// One probe per matched function (a glob matches many, each its own probe and label), a recipe
+// and a site per attach point (two for a return probe using $entry()).
 Result<TracePlan> plan_trace(ObjectCache& cache, std::span<const ProbeSpec> specs,
                              const TraceOptions& opts);
-
-// Registers an expression reads (canonical names) and whether it dereferences memory.
-void collect_reads(const Expr& e, ProbeKind kind, std::vector<std::string>& regs, bool& memory);
 
 }  // namespace uscope

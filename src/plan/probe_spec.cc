@@ -66,7 +66,7 @@ Result<uint64_t> parse_offset(std::string_view text, size_t pos) {
   return value;
 }
 
-Result<void> check_name(std::string_view name, size_t pos, ProbeKind kind, Mode mode) {
+Result<void> check_name(std::string_view name, size_t pos, ProbeKind kind) {
   bool usdt = kind == ProbeKind::Usdt;
   if (name.empty())
     return spec_error(
@@ -76,12 +76,8 @@ Result<void> check_name(std::string_view name, size_t pos, ProbeKind kind, Mode 
     char c = name[i];
     // '.', '$' and '@' occur in real symbols: foo.cold, memcpy@GLIBC_2.14.
     if (is_ident_char(c) || (!usdt && (c == '.' || c == '$' || c == '@'))) continue;
-    if (mode == Mode::Pattern && is_glob_char(c)) continue;
-    if (c == '*' || c == '?' || c == '[')
-      return spec_error(column_of(pos + i),
-                        fmt::format("'{}' makes this a pattern, but trace needs one function",
-                                    printable(name.substr(i, 1))),
-                        "use count or latency for patterns such as str*");
+    // trace takes globs too (bpftrace's uprobe:libc:str*): each function matched is a probe.
+    if (is_glob_char(c)) continue;
     return spec_error(column_of(pos + i),
                       fmt::format("unexpected '{}' in the {} name", printable(name.substr(i, 1)),
                                   usdt ? "probe" : "function"),
@@ -173,8 +169,7 @@ Result<size_t> parse_head(std::string_view text, Mode mode, ProbeSpec& spec) {
     spec.offset = *offset;
     name = name.substr(0, plus);
   }
-  if (auto r = check_name(name, function->pos, spec.kind, mode); !r)
-    return tl::unexpected(r.error());
+  if (auto r = check_name(name, function->pos, spec.kind); !r) return tl::unexpected(r.error());
   spec.function = std::string(name);
   spec.function_column = column_of(function->pos);
   return end;

@@ -64,13 +64,26 @@ std::string object_kind(const ListedObject& o) {
 }
 
 // "emulated", "single-stepped", or "+0x4 emulated" when an entry probe moves into the prologue.
-std::string describe_entry_site(const EntrySitePlan& p) {
-  if (p.offset_in_function == 0) return site_cost_name(p.site.cost);
-  return fmt::format("+{:#x} {}", p.offset_in_function, site_cost_name(p.site.cost));
+std::string describe_entry_site(const SitePlacement& p) {
+  if (p.moved == 0) return site_cost_name(p.cost.cost);
+  return fmt::format("+{:#x} {}", p.moved, site_cost_name(p.cost.cost));
 }
 
 nlohmann::json site_json(const SiteClass& c) {
   return {{"cost", site_cost_name(c.cost)}, {"insn", c.insn}};
+}
+
+// The planned site as trace attaches it: where (file offset, link-time address, bytes moved past
+// the function start), its class, and why it moved or not.
+nlohmann::json planned_site_json(const SitePlacement& p) {
+  nlohmann::json j = site_json(p.cost);
+  j["offset"] = p.moved;
+  j["file_offset"] = p.offset;
+  j["address"] = p.address;
+  j["moved_from"] = p.address - p.moved;
+  j["sp_delta"] = p.sp_delta;
+  j["note"] = p.note;
+  return j;
 }
 
 }  // namespace
@@ -132,13 +145,12 @@ void ListPrinter::print_json(const ListedObject& o) {
     if (i < o.entry_sites.size()) {
       const auto& p = o.entry_sites[i];
       j["site"] = site_json(p.original);
-      j["entry_site"] = site_json(p.site);
-      j["entry_site"]["offset"] = p.offset_in_function;
+      j["entry_site"] = planned_site_json(p);
     }
     fmt::print(out_, "{}\n", j.dump());
   }
   for (size_t pi = 0; pi < o.probes.size(); ++pi) {
-    const auto& p = o.probes[pi];
+    const auto& p = *o.probes[pi];
     nlohmann::json locs = nlohmann::json::array();
     for (size_t li = 0; li < p.locations.size(); ++li) {
       const auto& l = p.locations[li];
@@ -153,7 +165,7 @@ void ListPrinter::print_json(const ListedObject& o) {
           {"args", args}};
       if (l.args_error) lj["args_error"] = l.args_error->message;
       if (pi < o.usdt_sites.size() && li < o.usdt_sites[pi].size())
-        lj["site"] = site_json(o.usdt_sites[pi][li]);
+        lj["site"] = site_json(o.usdt_sites[pi][li].cost);
       locs.push_back(std::move(lj));
     }
     nlohmann::json j = {{"kind", "usdt"},
@@ -184,17 +196,18 @@ void ListPrinter::print_text(const ListedObject& o) {
   }
   if (!o.probes.empty()) {
     size_t name_w = 10;
-    for (const auto& p : o.probes) name_w = std::max(name_w, p.provider.size() + p.name.size() + 1);
+    for (const auto* p : o.probes)
+      name_w = std::max(name_w, p->provider.size() + p->name.size() + 1);
     fmt::print(out_, "  {:<{}}  {:<18} {:>10}  {:<18}  {:<14}  {}\n", "USDT PROBE", name_w,
                "ADDRESS", "OFFSET", "SEMAPHORE", "SITE", "ARGS");
     for (size_t pi = 0; pi < o.probes.size(); ++pi) {
-      const auto& p = o.probes[pi];
+      const auto& p = *o.probes[pi];
       std::string name = p.provider + ":" + p.name;
       for (size_t i = 0; i < p.locations.size(); ++i) {
         const auto& l = p.locations[i];
         std::string sem = l.semaphore ? fmt::format("{:#x}", l.semaphore) : "-";
         std::string site = pi < o.usdt_sites.size() && i < o.usdt_sites[pi].size()
-                               ? site_cost_name(o.usdt_sites[pi][i].cost)
+                               ? site_cost_name(o.usdt_sites[pi][i].cost.cost)
                                : "-";
         fmt::print(out_, "  {:<{}}  {:#018x} {:>#10x}  {:<18}  {:<14}  {}\n", i == 0 ? name : "",
                    name_w, l.addr, l.offset, sem, site, l.args_text);

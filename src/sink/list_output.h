@@ -8,20 +8,22 @@
 
 #include "discover/symbol_table.h"
 #include "discover/usdt.h"
-#include "plan/site_cost.h"
+#include "plan/site_placement.h"
 
 namespace uscope {
 
+// One object's functions and USDT probes, with the sites the planner places for them (pointers
+// into the planner's object, which outlives the printing).
 struct ListedObject {
   std::string path;
   bool pie = false;
   bool shared_library = false;
   std::optional<std::string> build_id;
-  std::vector<const FunctionSymbol*> functions;  // point into `symbols`
-  std::vector<EntrySitePlan> entry_sites;        // per function: where an entry probe goes
-  std::vector<UsdtProbe> probes;
-  std::vector<std::vector<SiteClass>> usdt_sites;  // per probe, per location
-  SymbolTable symbols;
+  std::vector<const FunctionSymbol*> functions;
+  // Per function: where `trace` attaches an entry probe that reads every argument and memory.
+  std::vector<SitePlacement> entry_sites;
+  std::vector<const UsdtProbe*> probes;
+  std::vector<std::vector<SitePlacement>> usdt_sites;  // per probe, per location
 };
 
 // "u64 rax", "s32 *(rbp-0x8)", "u64 *(rax+rdx*8)", "s32 $5": how a USDT argument is fetched.

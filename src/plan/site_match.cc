@@ -1,0 +1,192 @@
+#include "plan/site_match.h"
+
+#include <algorithm>
+#include <set>
+
+#include "util/names.h"
+
+namespace uscope {
+
+namespace {
+
+std::string spec_where(const ProbeSpec& spec, const PlannedObject& o) {
+  return spec.target.empty() ? o.ref.display_path : spec.target;
+}
+
+Result<std::vector<MatchedSite>> match_usdt(ObjectCache& cache, PlannedObject& o,
+                                            const ProbeSpec& spec) {
+  auto probes = cache.usdt(o);
+  if (!probes) return tl::unexpected(probes.error());
+  std::vector<MatchedSite> out;
+  std::vector<std::string> names;
+  for (const auto& p : **probes) {
+    names.push_back(p.provider + ":" + p.name);
+    bool provider_ok = spec.provider.empty() || glob_match(spec.provider, p.provider);
+    if (!provider_ok || !glob_match(spec.function, p.name)) continue;
+    for (const auto& loc : p.locations) out.push_back(usdt_site(o, p, loc));
+  }
+  if (out.empty()) {
+    std::string wanted =
+        spec.provider.empty() ? spec.function : spec.provider + ":" + spec.function;
+    if (names.empty())
+      return fail("probe spec column {}: {} has no USDT probes", spec.function_column,
+                  o.ref.display_path);
+    auto close = closest_names(wanted, names);
+    return fail("probe spec column {}: no USDT probe '{}' in {}{}{}", spec.function_column, wanted,
+                o.ref.display_path, close.empty() ? "" : "; closest: ", join(close));
+  }
+  return out;
+}
+
+Result<std::vector<MatchedSite>> match_functions(ObjectCache& cache, PlannedObject& o,
+                                                 const ProbeSpec& spec) {
+  auto syms = cache.symbols(o);
+  if (!syms) return tl::unexpected(syms.error());
+  std::vector<const FunctionSymbol*> found = functions_named(**syms, spec.function);
+  if (found.empty()) {
+    auto close = closest_names(spec.function, (*syms)->names());
+    return fail("probe spec column {}: no function '{}' in {}{}{}", spec.function_column,
+                spec.function, o.ref.display_path, close.empty() ? "" : "; closest: ", join(close));
+  }
+  // An IFUNC symbol is its resolver, run once at load time; a glob skips it, and naming it
+  // exactly points at the implementations it chooses between.
+  if (!has_glob_chars(spec.function) && !found.empty() &&
+      std::all_of(found.begin(), found.end(), [](const FunctionSymbol* f) { return f->ifunc; })) {
+    std::vector<std::string> impls;
+    for (const auto& name : (*syms)->names())
+      if (name.find(spec.function) != std::string::npos && name != spec.function &&
+          name.starts_with("__") && !name.starts_with("__GI_"))  // __GI_: glibc-internal alias
+        impls.push_back(name);
+    if (impls.size() > 8) impls.resize(8);
+    return fail(
+        "probe spec column {}: {} in {} is an IFUNC: its symbol is the resolver that "
+        "picks an implementation at load time; probe the implementations instead{}{}",
+        spec.function_column, spec.function, o.ref.display_path, impls.empty() ? "" : ": ",
+        join(impls));
+  }
+  std::vector<MatchedSite> out;
+  std::set<uint64_t> seen;
+  for (const auto* f : found) {
+    if (f->ifunc) continue;
+    if (!seen.insert(f->offset).second) continue;  // alias of a function already taken
+    if (spec.offset && f->size && spec.offset >= f->size)
+      return fail("probe spec column {}: {}+{:#x} is past the end of the function ({} bytes)",
+                  spec.function_column, f->demangled, spec.offset, f->size);
+    // A glob names every alias; a label should be the one users know.
+    out.push_back(function_site(
+        o, *f,
+        has_glob_chars(spec.function) ? (*syms)->preferred_alias(*f)->demangled : f->demangled,
+        spec.offset));
+  }
+  return out;
+}
+
+}  // namespace
+
+MatchedSite function_site(PlannedObject& o, const FunctionSymbol& f, std::string label,
+                          uint64_t offset) {
+  MatchedSite m;
+  m.object = &o;
+  m.label = std::move(label);
+  m.address = f.addr + offset;
+  m.function_start = f.addr;
+  m.offset = f.offset + offset;
+  m.function_size = f.size;
+  return m;
+}
+
+MatchedSite usdt_site(PlannedObject& o, const UsdtProbe& p, const UsdtLocation& loc) {
+  MatchedSite m;
+  m.object = &o;
+  m.label = p.provider + ":" + p.name;
+  m.address = loc.addr;
+  m.offset = loc.offset;
+  m.ref_ctr_offset = loc.semaphore ? loc.semaphore_offset : 0;
+  m.usdt = &loc;
+  return m;
+}
+
+std::vector<const FunctionSymbol*> functions_named(const SymbolTable& syms, std::string_view name) {
+  if (has_glob_chars(name)) return syms.match(name);
+  std::vector<const FunctionSymbol*> found = syms.find(name);
+  if (found.empty()) {  // "ns::f" names every overload "ns::f(int)", "ns::f(char const*)"
+    for (const auto& f : syms.functions()) {
+      auto paren = f.demangled.find('(');
+      if (paren != std::string::npos && f.demangled.compare(0, paren, name) == 0)
+        found.push_back(&f);
+    }
+  }
+  return found;
+}
+
+Result<PlannedObject*> ObjectCache::get(const std::string& target) {
+  if (auto it = by_target_.find(target); it != by_target_.end()) return it->second;
+  Result<ObjectRef> ref =
+      (target.empty() && !ctx_.process && !ctx_.main_executable.empty())
+          ? Result<ObjectRef>(ObjectRef{ctx_.main_executable, ctx_.main_executable, false})
+          : resolve_object(target, ctx_.process);
+  if (!ref) return tl::unexpected(ref.error());
+  auto obj = open(*ref);
+  if (obj) by_target_.emplace(target, *obj);
+  return obj;
+}
+
+Result<PlannedObject*> ObjectCache::open(const ObjectRef& ref) {
+  if (auto it = by_path_.find(ref.open_path); it != by_path_.end()) return it->second.get();
+  auto elf = ElfFile::open(ref.open_path, ref.display_path);
+  if (!elf) return tl::unexpected(elf.error());
+  auto go = read_go_buildinfo(*elf);
+  if (!go) return tl::unexpected(go.error());
+  bool is_go = go->has_value() || elf->section(".gopclntab").has_value();
+  auto obj = std::make_unique<PlannedObject>(PlannedObject{.ref = ref, .elf = std::move(*elf)});
+  obj->is_go = is_go;
+  obj->go = std::move(*go);
+  auto* raw = obj.get();
+  by_path_.emplace(ref.open_path, std::move(obj));
+  return raw;
+}
+
+Result<const SymbolTable*> ObjectCache::symbols(PlannedObject& o) {
+  if (!o.symbols) {
+    auto s = SymbolTable::load(o.elf);
+    if (!s) return tl::unexpected(s.error());
+    o.symbols = std::move(*s);
+  }
+  return &*o.symbols;
+}
+
+Result<const std::vector<UsdtProbe>*> ObjectCache::usdt(PlannedObject& o) {
+  if (!o.usdt) {
+    auto p = read_usdt_probes(o.elf);
+    if (!p) return tl::unexpected(p.error());
+    o.usdt = std::move(*p);
+  }
+  return &*o.usdt;
+}
+
+Result<std::vector<MatchedSite>> match_sites(ObjectCache& cache, const ProbeSpec& spec) {
+  auto obj = cache.get(spec.target);
+  if (!obj) return fail("probe spec column 3: {}", obj.error().message);
+  if ((*obj)->is_go && spec.kind == ProbeKind::Return)
+    return fail(
+        "probe spec column 1: {} is a Go program: return probes (uretprobes) crash Go "
+        "code when its stack moves; use an entry probe (p:)",
+        spec_where(spec, **obj));
+  return spec.kind == ProbeKind::Usdt ? match_usdt(cache, **obj, spec)
+                                      : match_functions(cache, **obj, spec);
+}
+
+Result<std::vector<MatchedSite>> match_patterns(ObjectCache& cache,
+                                                std::span<const ProbeSpec> patterns) {
+  std::vector<MatchedSite> out;
+  std::set<std::pair<std::string, uint64_t>> seen;
+  for (const auto& p : patterns) {
+    auto sites = match_sites(cache, p);
+    if (!sites) return tl::unexpected(sites.error());
+    for (auto& m : *sites)
+      if (seen.emplace(m.object->ref.open_path, m.offset).second) out.push_back(std::move(m));
+  }
+  return out;
+}
+
+}  // namespace uscope

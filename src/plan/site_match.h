@@ -1,0 +1,93 @@
+#pragma once
+// The first step of every plan: the objects a spec names, opened once, and the functions or USDT
+// locations in them that a spec, a pattern or `list` names. Every command matches through here,
+// so `list` shows the functions `trace`, `count` and `latency` would probe.
+#include <sys/types.h>
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "discover/elf_file.h"
+#include "discover/go_buildinfo.h"
+#include "discover/process.h"
+#include "discover/symbol_table.h"
+#include "discover/target.h"
+#include "discover/usdt.h"
+#include "plan/probe_spec.h"
+
+namespace uscope {
+
+// Where probes go: a running process (-p), a command about to start (-c), or every process that
+// maps the named files (neither).
+struct TargetContext {
+  const Process* process = nullptr;
+  std::string main_executable;  // -c: the command's program
+  pid_t pid = 0;                // filter for attaching; 0 = every process
+};
+
+// One object opened for planning, with what was read from it so far.
+struct PlannedObject {
+  ObjectRef ref;
+  ElfFile elf;
+  std::optional<SymbolTable> symbols{};
+  std::optional<std::vector<UsdtProbe>> usdt{};
+  bool is_go = false;
+  std::optional<GoBuildInfo> go{};  // from .go.buildinfo, when the binary has one
+  std::optional<std::vector<uint64_t>> branch_targets{};  // see plan_function_entry()
+  // Defined symbols of every kind by name, read once for USDT operands that name one.
+  std::optional<std::map<std::string, uint64_t>> symbol_addresses{};
+};
+
+class ObjectCache {
+ public:
+  explicit ObjectCache(const TargetContext& ctx) : ctx_(ctx) {}
+  // `target` as written in a spec ("", a path, a short library name).
+  Result<PlannedObject*> get(const std::string& target);
+  // An object already resolved (`list -p` walks a process's mappings).
+  Result<PlannedObject*> open(const ObjectRef& ref);
+  Result<const SymbolTable*> symbols(PlannedObject& o);
+  Result<const std::vector<UsdtProbe>*> usdt(PlannedObject& o);
+
+ private:
+  const TargetContext& ctx_;
+  std::map<std::string, PlannedObject*> by_target_;
+  std::map<std::string, std::unique_ptr<PlannedObject>> by_path_;  // open_path -> object
+};
+
+// A function or USDT location matched by a spec or pattern.
+struct MatchedSite {
+  PlannedObject* object = nullptr;
+  std::string label;            // "malloc", "python:function__entry"
+  uint64_t address = 0;         // link-time address of the site
+  uint64_t function_start = 0;  // link-time address of the function (0 for USDT)
+  uint64_t offset = 0;          // file offset of the site
+  uint64_t function_size = 0;
+  uint64_t ref_ctr_offset = 0;
+  const UsdtLocation* usdt = nullptr;
+};
+
+// The site at the start of function `f` (plus `offset`) in `o`, labelled `label`.
+MatchedSite function_site(PlannedObject& o, const FunctionSymbol& f, std::string label,
+                          uint64_t offset = 0);
+// The site of one location of a USDT probe.
+MatchedSite usdt_site(PlannedObject& o, const UsdtProbe& p, const UsdtLocation& loc);
+
+// The function symbols a name selects, aliases and IFUNC resolvers included: a glob over mangled
+// and demangled names, else an exact name, else every overload of a C++ name without its
+// parameter list ("ns::f" names "ns::f(int)" and "ns::f(char const*)").
+std::vector<const FunctionSymbol*> functions_named(const SymbolTable& syms, std::string_view name);
+
+// Functions (exact name or glob) or USDT locations a spec names; errors list the closest names.
+// Aliases at one address become one site with the first name.
+Result<std::vector<MatchedSite>> match_sites(ObjectCache& cache, const ProbeSpec& spec);
+
+// Sites of several count/latency patterns, each (object, offset) once.
+Result<std::vector<MatchedSite>> match_patterns(ObjectCache& cache,
+                                                std::span<const ProbeSpec> patterns);
+
+}  // namespace uscope

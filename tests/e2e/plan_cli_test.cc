@@ -1,0 +1,84 @@
+// The planner seen through the CLI: trace globs attach a probe per function through uprobe_multi
+// links, and `list` shows the entry site `trace -v` reports for a probe reading every argument.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
+
+#include "e2e_support.h"
+
+namespace uscope::e2e {
+namespace {
+
+const std::string kGlobTargets = fixture("native/glob_targets");
+
+TEST(plan_cli, trace_glob_prints_each_function_as_its_own_probe) {
+  USCOPE_REQUIRE_ROOT();
+  auto r = uscope({"trace", "--json", "-v", "-c", kGlobTargets + " 3", R"(p::glob_* "%d", arg1)"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::map<std::string, std::vector<std::string>> messages;
+  for (const auto& j : json_lines(r.out))
+    if (j["kind"] == "event") messages[j["function"]].push_back(j["message"]);
+  const std::vector<std::string> calls = {"0", "1", "2"};
+  EXPECT_EQ(messages, (std::map<std::string, std::vector<std::string>>{
+                          {"glob_alpha", calls}, {"glob_beta", calls}, {"glob_gamma", calls}}))
+      << r.out;
+  EXPECT_NE(r.err.find("3 sites attached through 1 uprobe_multi links"), std::string::npos)
+      << r.err;
+  // The function the kernel cannot probe is named and counted, not silently dropped.
+  EXPECT_NE(r.err.find("glob_unprobeable"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("1 function(s) matched by a glob not probed"), std::string::npos) << r.err;
+  EXPECT_TRUE(bpf_links_of_programs("trace_").empty());
+}
+
+// "site NAME entry OBJECT @ 0xOFFSET  COST (insn)..." lines of trace -v: NAME -> (offset, cost).
+std::map<std::string, std::pair<uint64_t, std::string>> verbose_sites(const std::string& err) {
+  std::map<std::string, std::pair<uint64_t, std::string>> out;
+  static const std::regex line(R"(^site (\S+) +entry .* @ (0x[0-9a-f]+)  (\S+) )");
+  std::istringstream in(err);
+  for (std::string l; std::getline(in, l);) {
+    std::smatch m;
+    if (std::regex_search(l, m, line)) out[m[1]] = {std::stoull(m[2], nullptr, 16), m[3].str()};
+  }
+  return out;
+}
+
+TEST(plan_cli, list_entry_site_is_where_trace_attaches) {
+  USCOPE_REQUIRE_ROOT();
+  // reads_decide_site's site depends on the reads (arg2 is clobbered before the emulated push);
+  // Go functions are never moved by trace, and list used to move them.
+  for (const auto& [cmd, function] : std::vector<std::pair<std::string, std::string>>{
+           {kGlobTargets + " 1", "reads_decide_site"},
+           {kGlobTargets + " 1", "glob_alpha"},
+           {fixture("go/gowork") + " 1", "main.main"}}) {
+    std::string path = cmd.substr(0, cmd.find(' '));
+    auto list = uscope({"list", "--json", path, function});
+    ASSERT_EQ(list.exit_code, 0) << list.err;
+    auto rows = json_lines(list.out);
+    ASSERT_EQ(rows.size(), 1u) << list.out;
+    const auto& listed = rows[0]["entry_site"];
+
+    auto trace =
+        uscope({"trace", "-v", "-c", cmd,
+                "p::" + function + R"( "%d %d %d %d %d %s", arg1, arg2, arg3, arg4, arg5, arg6)"});
+    ASSERT_EQ(trace.exit_code, 0) << trace.err;
+    auto sites = verbose_sites(trace.err);
+    ASSERT_TRUE(sites.contains(function)) << trace.err;
+    EXPECT_EQ(listed["file_offset"].get<uint64_t>(), sites[function].first) << function;
+    EXPECT_EQ(listed["cost"].get<std::string>(), sites[function].second) << function;
+  }
+  // And a probe that reads only arg1 goes further than list shows, as list's help says.
+  auto one =
+      uscope({"trace", "-v", "-c", kGlobTargets + " 1", R"(p::reads_decide_site "%d", arg1)"});
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  auto list = uscope({"list", "--json", kGlobTargets, "reads_decide_site"});
+  auto rows = json_lines(list.out);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_GT(verbose_sites(one.err)["reads_decide_site"].first,
+            rows[0]["entry_site"]["file_offset"].get<uint64_t>());
+}
+
+}  // namespace
+}  // namespace uscope::e2e
