@@ -2,7 +2,9 @@
 // its loop), so they do not depend on what the tracer reports.
 //
 //   bench_target emulated|stepped|endbr N [--wait]
-//       Calls one function N times in a tight loop and prints "ns_per_call=X calls=N".
+//       Calls one function N times in a tight loop and prints "ns_per_call=X calls=N", then
+//       "cpu_ns=T": the process's CPU time over the loop (CLOCK_PROCESS_CPUTIME_ID, which counts
+//       the uprobe traps: the kernel charges them to the thread that hit them).
 //       --wait: read one byte from stdin first (so a tracer can attach with -p).
 //   bench_target libc
 //       Prints "ready", then serves commands read from stdin, one per line:
@@ -70,6 +72,12 @@ static double now_s(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+static double cpu_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
 static int usage(void) {
   fprintf(stderr,
           "usage: bench_target emulated|stepped|endbr N [--wait]\n"
@@ -80,6 +88,7 @@ static int usage(void) {
 static int loop(const char* mode, long n) {
   volatile long sink = 0;
   long acc = 0;
+  double c0 = cpu_ns();
   double t0 = now_s();
   // One loop per function: direct calls, nothing but the call in the loop body.
   if (strcmp(mode, "emulated") == 0) {
@@ -92,9 +101,10 @@ static int loop(const char* mode, long n) {
     return usage();
   }
   double t1 = now_s();
+  double c1 = cpu_ns();
   sink = acc;
   (void)sink;
-  printf("ns_per_call=%.3f calls=%ld\n", (t1 - t0) * 1e9 / (double)n, n);
+  printf("ns_per_call=%.3f calls=%ld\ncpu_ns=%.0f\n", (t1 - t0) * 1e9 / (double)n, n, c1 - c0);
   return 0;
 }
 

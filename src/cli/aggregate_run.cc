@@ -10,7 +10,9 @@
 
 #include "cli/command.h"
 #include "collect/aggregates.h"
+#include "collect/overhead_meter.h"
 #include "collect/trace_program.h"
+#include "sink/overhead_output.h"
 #include "symbolize/symbolizer.h"
 
 namespace uscope::cli {
@@ -71,6 +73,7 @@ int run_aggregation(Session& session, const SessionOptions& so, const MapOptions
   if (plan.sites.empty()) return report_error("no probeable site among the matches");
   std::vector<AttachSite> sites;
   for (const auto& s : plan.sites) sites.push_back(s.attach);
+  OverheadMeter meter(session.watch_pid());
   auto program = TraceProgram::load(plan.recipes, session.watch_pid(), !so.no_multi, 0,
                                     session.launched(), ao.max_keys);
   if (!program) return report_error(program.error().message);
@@ -90,6 +93,7 @@ int run_aggregation(Session& session, const SessionOptions& so, const MapOptions
              attached == 1 ? "" : "s", names.empty() ? "" : fmt::format(" by {}", names),
              skipped ? fmt::format(" ({} unprobeable skipped)", skipped) : "");
   if (auto r = session.start(); !r) return report_error(r.error().message);
+  meter.start();
 
   // Several functions share the map: then the function is the first key.
   bool by_function = plan.slots.size() > 1;
@@ -209,13 +213,26 @@ int run_aggregation(Session& session, const SessionOptions& so, const MapOptions
     cb.drain = symbolize_new;  // on every wake-up of the loop (at least every 100 ms)
     cb.data_poll = std::chrono::milliseconds(1);
   }
-  cb.done = [&] { return read_error.has_value(); };
+  cb.done = [&] {
+    meter.sample();
+    return read_error.has_value();
+  };
   StopReason why = session.run(cb);
   program->detach();
   if (!read_error) print();
   finish_output(out, tables_not_written);
   if (read_error) return report_error("cannot read the aggregation: " + read_error->message);
   if (!so.json) fmt::print(stderr, "uscope: {}\n", describe(why));
+  if (auto counters = program->counters()) {
+    std::vector<OverheadSite> costed;
+    for (const auto& s : plan.sites)
+      costed.push_back(overhead_site(s.attach, s.label, s.placement.cost.cost,
+                                     (*counters)[s.attach.cookie].hits));
+    print_overhead(
+        meter.finish(std::move(costed), program->program_fds(),
+                     measured_hit_costs().trace_program_ns, session.reaped_target_cpu_time()),
+        so.json, so.verbose, stderr);
+  }
   return kExitOk;
 }
 

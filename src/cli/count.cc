@@ -11,8 +11,10 @@
 #include "cli/command.h"
 #include "cli/session.h"
 #include "collect/hit_counts.h"
+#include "collect/overhead_meter.h"
 #include "plan/aggregate_plan.h"
 #include "sink/aggregate_output.h"
+#include "sink/overhead_output.h"
 
 namespace uscope::cli {
 
@@ -78,6 +80,7 @@ int run_count(const CountOptions& o) {
   std::vector<AttachSite> sites;
   for (const auto& s : plan->sites) sites.push_back(s.attach);
 
+  OverheadMeter meter((*session)->watch_pid());
   auto t0 = std::chrono::steady_clock::now();
   auto counts = HitCounts::attach(sites, (*session)->watch_pid(), !o.session.no_multi, true,
                                   (*session)->launched());
@@ -98,6 +101,7 @@ int run_count(const CountOptions& o) {
              counts->used_multi() ? "uprobe_multi links" : "links");
 
   if (auto r = (*session)->start(); !r) return report_error(r.error().message);
+  meter.start();
 
   // A counter map that cannot be read is an error, never a row of zeros.
   std::optional<Error> read_error;
@@ -118,13 +122,26 @@ int run_count(const CountOptions& o) {
   EventLoop::Callbacks cb;
   cb.interval = print;
   cb.output = &out;
-  cb.done = [&] { return read_error.has_value(); };
+  cb.done = [&] {
+    meter.sample();
+    return read_error.has_value();
+  };
   StopReason why = (*session)->run(cb);
   if (!read_error) print();
   counts->detach();
   finish_output(out, tables_not_written);
   if (read_error) return report_error("cannot read the hit counters: " + read_error->message);
   if (!o.session.json) fmt::print(stderr, "uscope: {}\n", describe(why));
+  if (auto hits = counts->read()) {
+    std::vector<OverheadSite> costed;
+    for (const auto& s : plan->sites)
+      costed.push_back(
+          overhead_site(s.attach, s.label, s.placement.cost.cost, (*hits)[s.attach.cookie]));
+    print_overhead(
+        meter.finish(std::move(costed), counts->program_fds(),
+                     measured_hit_costs().counter_program_ns, (*session)->reaped_target_cpu_time()),
+        o.session.json, o.session.verbose, stderr);
+  }
   return kExitOk;
 }
 
@@ -139,6 +156,7 @@ void add_count_command(CLI::App& app, Run& run) {
   add_session_options(cmd, opts->session, true, false);
   add_aggregate_options(cmd, opts->aggregate);
   cmd->add_flag("--no-move", opts->no_move, "Always probe each function's first instruction");
+  cmd->footer(kOverheadHelp);
   cmd->callback([&run, opts] { run = [opts] { return run_count(*opts); }; });
 }
 

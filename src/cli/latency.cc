@@ -11,9 +11,11 @@
 #include "cli/aggregate_run.h"
 #include "cli/command.h"
 #include "cli/session.h"
+#include "collect/overhead_meter.h"
 #include "collect/trace_program.h"
 #include "plan/aggregate_plan.h"
 #include "sink/aggregate_output.h"
+#include "sink/overhead_output.h"
 
 namespace uscope::cli {
 
@@ -64,6 +66,7 @@ int run_latency(const LatencyOptions& o) {
   if (o.session.verbose) print_sites(plan->sites);
   std::vector<AttachSite> sites;
   for (const auto& s : plan->sites) sites.push_back(s.attach);
+  OverheadMeter meter((*session)->watch_pid());
   auto program = TraceProgram::load(plan->recipes, (*session)->watch_pid(), !o.session.no_multi, 0,
                                     (*session)->launched());
   if (!program) return report_error(program.error().message);
@@ -80,6 +83,7 @@ int run_latency(const LatencyOptions& o) {
              std::count(refused.begin(), refused.end(), false));
 
   if (auto r = (*session)->start(); !r) return report_error(r.error().message);
+  meter.start();
 
   // A counter or histogram that cannot be read is an error, never zeros.
   std::optional<Error> read_error;
@@ -112,13 +116,26 @@ int run_latency(const LatencyOptions& o) {
   EventLoop::Callbacks cb;
   cb.interval = print;
   cb.output = &out;
-  cb.done = [&] { return read_error.has_value(); };
+  cb.done = [&] {
+    meter.sample();
+    return read_error.has_value();
+  };
   StopReason why = (*session)->run(cb);
   program->detach();
   if (!read_error) print();
   finish_output(out, tables_not_written);
   if (read_error) return report_error("cannot read the latency counters: " + read_error->message);
   if (!o.session.json) fmt::print(stderr, "uscope: {}\n", describe(why));
+  if (auto counters = program->counters()) {
+    std::vector<OverheadSite> costed;
+    for (const auto& s : plan->sites)
+      costed.push_back(overhead_site(s.attach, s.label, s.placement.cost.cost,
+                                     (*counters)[s.attach.cookie].hits));
+    print_overhead(
+        meter.finish(std::move(costed), program->program_fds(),
+                     measured_hit_costs().trace_program_ns, (*session)->reaped_target_cpu_time()),
+        o.session.json, o.session.verbose, stderr);
+  }
   return kExitOk;
 }
 
@@ -131,6 +148,7 @@ void add_latency_command(CLI::App& app, Run& run) {
   add_session_options(cmd, opts->session, true, false);
   add_aggregate_options(cmd, opts->aggregate);
   cmd->add_flag("--no-move", opts->no_move, "Always probe each function's first instruction");
+  cmd->footer(kOverheadHelp);
   cmd->callback([&run, opts] { run = [opts] { return run_latency(*opts); }; });
 }
 

@@ -58,6 +58,8 @@ class Session {
   Result<void> start();
   // Runs the event loop until a stop.
   StopReason run(const EventLoop::Callbacks& cb);
+  // The launched command's CPU time, when the loop reaped it (wait4).
+  std::optional<CpuTime> reaped_target_cpu_time() const { return loop_->child_cpu_time(); }
 
  private:
   Session() = default;

@@ -17,7 +17,9 @@
 #include "cli/session.h"
 #include "cli/trace_options.h"
 #include "collect/event_decoder.h"
+#include "collect/overhead_meter.h"
 #include "collect/trace_program.h"
+#include "sink/overhead_output.h"
 #include "sink/trace_output.h"
 #include "symbolize/symbolizer.h"
 #include "util/output_buffer.h"
@@ -131,7 +133,8 @@ TraceTotals totals_of(const std::vector<RecipeCounters>& counters) {
   return t;
 }
 
-std::string json_summary(const TracePlan& plan, const TraceTotals& t, StopReason why) {
+std::string json_summary(const TracePlan& plan, const TraceTotals& t, StopReason why,
+                         const Overhead& overhead) {
   const RecipeCounters& total = t.bpf;
   nlohmann::json j = {{"kind", "summary"},
                       {"stop", describe(why)},
@@ -148,7 +151,8 @@ std::string json_summary(const TracePlan& plan, const TraceTotals& t, StopReason
                       {"output_dropped", t.output_dropped},
                       {"comm_filtered", t.comm_filtered},
                       {"message_filtered", t.message_filtered},
-                      {"sites", plan.sites.size()}};
+                      {"sites", plan.sites.size()},
+                      {"overhead", overhead_json(overhead)}};
   return j.dump() + "\n";
 }
 
@@ -216,6 +220,7 @@ int run_trace(TraceCommandOptions o) {
   if (!(*session)->launched() && (*session)->watch_pid() > 0)
     symbols.remember_process((*session)->watch_pid());
 
+  OverheadMeter meter((*session)->watch_pid());
   auto program = TraceProgram::load(plan->recipes, (*session)->watch_pid(), !o.session.no_multi,
                                     o.buffer_kib * 1024, (*session)->launched());
   if (!program) return report_error(program.error().message);
@@ -253,6 +258,7 @@ int run_trace(TraceCommandOptions o) {
   if (auto r = program->open_events(on_event); !r) return report_error(r.error().message);
   output.header();
   if (auto r = (*session)->start(); !r) return report_error(r.error().message);
+  meter.start();
 
   EventLoop::Callbacks cb;
   cb.data_fd = program->events_epoll_fd();
@@ -265,7 +271,10 @@ int run_trace(TraceCommandOptions o) {
   cb.output = &out;
   // The BPF side batches its wake-ups: read the ring on a timer as well.
   cb.data_poll = std::chrono::milliseconds(TraceProgram::kPollPeriodMs);
-  cb.done = [&] { return read_error || limit_reached(); };
+  cb.done = [&] {
+    meter.sample();
+    return read_error || limit_reached();
+  };
   StopReason why = (*session)->run(cb);
 
   // Detach first: nothing new arrives while what was caught is read and written out.
@@ -311,13 +320,22 @@ int run_trace(TraceCommandOptions o) {
   uint64_t dropped = output.events_in(out.drop_pending());
   t.output_dropped += dropped;
   t.printed -= dropped;
+  std::vector<OverheadSite> costed;
+  for (const auto& s : plan->sites)
+    costed.push_back(
+        overhead_site(s.attach, s.label, s.placement.cost.cost, (*counters)[s.attach.cookie].hits));
+  Overhead overhead =
+      meter.finish(std::move(costed), program->program_fds(), measured_hit_costs().trace_program_ns,
+                   (*session)->reaped_target_cpu_time());
+  if (o.session.verbose) print_overhead_sites(overhead, stderr);
   if (o.session.json) {
     // After the events, in the same stream; when even it cannot be written, stderr says it all.
-    out.append(json_summary(*plan, t, why));
+    out.append(json_summary(*plan, t, why, overhead));
     if (out.flush_until(clock::now() + kSummaryFlush)) return kExitOk;
     fmt::print(stderr, "uscope: the JSON summary could not be written to the output in time\n");
   }
   print_text_summary(t, why);
+  fmt::print(stderr, "uscope: {}\n", overhead_summary(overhead));
   return kExitOk;
 }
 
@@ -361,6 +379,7 @@ void add_trace_command(CLI::App& app, Run& run) {
   cmd->add_option("-s,--sym_file_list", opts->symbol_files,
                   "bcc's symbol files (checked only: stacks are symbolized from the process's "
                   "own mappings)");
+  cmd->footer(kOverheadHelp);
   cmd->callback([&run, opts] { run = [opts] { return run_trace(*opts); }; });
 }
 

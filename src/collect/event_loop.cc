@@ -2,6 +2,7 @@
 
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -111,7 +112,13 @@ bool EventLoop::target_execed() {
 void EventLoop::reap_child() {
   if (!opts_.watch_is_child) return;
   int status = 0;
-  if (waitpid(opts_.watch_pid, &status, WNOHANG) == opts_.watch_pid) {
+  struct rusage usage {};
+  if (wait4(opts_.watch_pid, &status, WNOHANG, &usage) == opts_.watch_pid) {
+    auto ns = [](const timeval& tv) {
+      return static_cast<uint64_t>(tv.tv_sec) * 1'000'000'000 +
+             static_cast<uint64_t>(tv.tv_usec) * 1'000;
+    };
+    child_cpu_time_ = CpuTime{ns(usage.ru_utime), ns(usage.ru_stime)};
     if (WIFEXITED(status)) child_status_ = WEXITSTATUS(status);
     if (WIFSIGNALED(status)) child_status_ = 128 + WTERMSIG(status);
   }

@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 
+#include "discover/process.h"
 #include "util/output_buffer.h"
 #include "util/result.h"
 #include "util/unique_fd.h"
@@ -55,6 +56,8 @@ class EventLoop {
 
   // Exit status of a watched child that exited (128+N for signal N), if known.
   std::optional<int> child_status() const { return child_status_; }
+  // Its CPU time (wait4's rusage: its threads and the children it reaped), once reaped.
+  std::optional<CpuTime> child_cpu_time() const { return child_cpu_time_; }
 
  private:
   EventLoop() = default;
@@ -68,6 +71,7 @@ class EventLoop {
   bool restore_mask_ = false;
   bool exe_armed_ = false;
   std::optional<int> child_status_;
+  std::optional<CpuTime> child_cpu_time_;
 };
 
 }  // namespace uscope

@@ -57,4 +57,13 @@ Result<std::vector<uint64_t>> HitCounts::read() const {
   return out;
 }
 
+std::vector<int> HitCounts::program_fds() const {
+  std::vector<int> fds;
+  bpf_program* prog = nullptr;
+  bpf_object__for_each_program(prog, skel_->obj) {
+    if (bpf_program__fd(prog) >= 0) fds.push_back(bpf_program__fd(prog));
+  }
+  return fds;
+}
+
 }  // namespace uscope

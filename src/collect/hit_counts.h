@@ -33,6 +33,8 @@ class HitCounts {
   size_t link_count() const { return links_.link_count(); }
   void detach() { links_.detach_all(); }
   const std::vector<UprobeLinks::Refused>& refused() const { return links_.refused(); }
+  // The loaded programs, for their run time in the kernel's BPF stats (collect/bpf_run_stats.h).
+  std::vector<int> program_fds() const;
 
  private:
   struct SkelDeleter {

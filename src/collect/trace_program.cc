@@ -200,4 +200,13 @@ Result<std::vector<uint64_t>> TraceProgram::user_stack(const AggregateRow& row) 
   return read_stack_trace(bpf_map__fd(skel_->maps.stack_traces), row);
 }
 
+std::vector<int> TraceProgram::program_fds() const {
+  std::vector<int> fds;
+  bpf_program* prog = nullptr;
+  bpf_object__for_each_program(prog, skel_->obj) {
+    if (bpf_program__fd(prog) >= 0) fds.push_back(bpf_program__fd(prog));
+  }
+  return fds;
+}
+
 }  // namespace uscope

@@ -62,6 +62,8 @@ class TraceProgram {
   // probe are left out (see refused()).
   Result<void> attach(const std::vector<AttachSite>& sites, bool skip_refused = false);
   const std::vector<UprobeLinks::Refused>& refused() const { return links_.refused(); }
+  // The loaded programs, for their run time in the kernel's BPF stats (collect/bpf_run_stats.h).
+  std::vector<int> program_fds() const;
   void detach() { links_.detach_all(); }
   bool uses_multi() const { return multi_; }
   size_t link_count() const { return links_.link_count(); }

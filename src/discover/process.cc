@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
 #include <cstring>
 #include <limits>
 #include <map>
@@ -304,6 +305,47 @@ bool process_alive(pid_t pid) {
   if (::kill(pid, 0) == 0 || errno == EPERM) return true;
   struct stat st;
   return ::stat(fmt::format("/proc/{}", pid).c_str(), &st) == 0;
+}
+
+Result<CpuTime> parse_proc_stat_cpu_time(std::string_view stat_text, long ticks_per_second) {
+  if (ticks_per_second <= 0) return fail("clock ticks per second must be positive");
+  size_t close = stat_text.rfind(')');
+  if (close == std::string_view::npos) return fail("/proc/PID/stat: no ')' after the command name");
+  // After "pid (comm) ": state is field 3, utime field 14 and stime field 15 (proc(5)).
+  std::string_view rest = stat_text.substr(close + 1);
+  std::vector<std::string_view> fields;
+  size_t pos = 0;
+  while (fields.size() < 13) {
+    pos = rest.find_first_not_of(" \n", pos);
+    if (pos == std::string_view::npos) break;
+    size_t end = rest.find_first_of(" \n", pos);
+    fields.push_back(rest.substr(pos, end == std::string_view::npos ? end : end - pos));
+    pos = end;
+  }
+  if (fields.size() < 13)
+    return fail("/proc/PID/stat: {} fields after the command name, need 13", fields.size());
+  auto ticks = [&](std::string_view f, const char* name) -> Result<uint64_t> {
+    uint64_t v = 0;
+    auto [p, ec] = std::from_chars(f.data(), f.data() + f.size(), v);
+    if (ec != std::errc() || p != f.data() + f.size())
+      return fail("/proc/PID/stat: {} '{}' is not a number", name, f);
+    return v;
+  };
+  auto utime = ticks(fields[11], "utime");
+  if (!utime) return tl::unexpected(utime.error());
+  auto stime = ticks(fields[12], "stime");
+  if (!stime) return tl::unexpected(stime.error());
+  const uint64_t ns_per_tick = 1'000'000'000 / static_cast<uint64_t>(ticks_per_second);
+  return CpuTime{*utime * ns_per_tick, *stime * ns_per_tick};
+}
+
+Result<CpuTime> process_cpu_time(pid_t pid) {
+  std::string path = fmt::format("/proc/{}/stat", pid);
+  std::string text = read_small_file(path);
+  if (text.empty()) return fail("cannot read {}: the process is gone or not readable", path);
+  auto t = parse_proc_stat_cpu_time(text, sysconf(_SC_CLK_TCK));
+  if (!t) return with_context(path, t.error());
+  return t;
 }
 
 Result<size_t> read_process_memory(pid_t pid, uint64_t addr, std::span<uint8_t> out) {

@@ -94,6 +94,20 @@ bool process_alive(pid_t pid);
 // True if it has exited, though its parent may not have reaped it yet (a zombie).
 bool process_exited(pid_t pid);
 
+// CPU time a process has used, all its threads (live and exited) together, as /proc/PID/stat
+// counts it: utime and stime in clock ticks (USER_HZ, 10 ms on Linux), so a reading is good to a
+// tick per field.
+struct CpuTime {
+  uint64_t user_ns = 0;
+  uint64_t system_ns = 0;
+  uint64_t total_ns() const { return user_ns + system_ns; }
+};
+// Parses the text of /proc/PID/stat (comm may hold spaces and parentheses); `ticks_per_second`
+// is sysconf(_SC_CLK_TCK). Fails naming what was malformed.
+Result<CpuTime> parse_proc_stat_cpu_time(std::string_view stat_text, long ticks_per_second);
+// Reads /proc/PID/stat; fails when the process is gone (or reaped) or unreadable.
+Result<CpuTime> process_cpu_time(pid_t pid);
+
 // Reads up to out.size() bytes of process `pid` at `addr` (process_vm_readv: never writes, never
 // stops the process); returns how many bytes were readable from the start.
 Result<size_t> read_process_memory(pid_t pid, uint64_t addr, std::span<uint8_t> out);

@@ -362,6 +362,31 @@ std::string at(uint64_t offset) {
 
 }  // namespace
 
+const HitCosts& measured_hit_costs() {
+  // python3 bench/overhead.py --calibrate --runs 5, 2026-11-23 18:27 UTC, kernel 6.18.44, 2
+  // shared CPUs (load ~10): medians; see docs/BENCHMARKS.md, "E. Probe overhead".
+  static constexpr HitCosts kMeasured{
+      .emulated_trap_ns = 470,
+      .single_stepped_trap_ns = 16000,
+      .return_ns = 280,
+      .counter_program_ns = 66,
+      .trace_program_ns = 190,
+  };
+  return kMeasured;
+}
+
+double trap_ns(SiteCost cost) {
+  switch (cost) {
+    case SiteCost::Emulated:
+      return measured_hit_costs().emulated_trap_ns;
+    case SiteCost::SingleStepped:
+      return measured_hit_costs().single_stepped_trap_ns;
+    case SiteCost::Unprobeable:
+      return 0;
+  }
+  return 0;
+}
+
 const char* site_cost_name(SiteCost cost) {
   switch (cost) {
     case SiteCost::Emulated:

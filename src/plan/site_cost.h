@@ -27,6 +27,26 @@ enum class SiteCost {
 
 const char* site_cost_name(SiteCost cost);  // "emulated", "single-stepped", "unprobeable"
 
+// What a probe hit costs the traced thread, in ns, per class of site: the one table the overhead
+// estimate (collect/overhead.h) reads; the classes are classify_site's, which `list` shows.
+// Measured by bench/overhead.py --calibrate (command and table in docs/BENCHMARKS.md) as the
+// target's CPU time per call under `uscope count` minus without probes, minus the BPF program's
+// own run time (the kernel's BPF stats). Medians on a shared 2-CPU VM, good to ~25%: every number
+// printed from them says "≈".
+struct HitCosts {
+  double emulated_trap_ns;        // int3, emulated instruction, back to user space
+  double single_stepped_trap_ns;  // int3, copy stepped out of line, second trap, back
+  // A return probe's extra work on top of the entry trap it needs (the return trampoline's
+  // uretprobe syscall or trap), measured with entry and return consumers on one emulated site.
+  double return_ns;
+  // BPF run time per hit, when the kernel's stats cannot be read (see collect/bpf_run_stats.h):
+  double counter_program_ns;  // hit_counter.bpf.c (count)
+  double trace_program_ns;    // trace.bpf.c: a recipe reading one argument, no event written
+};
+const HitCosts& measured_hit_costs();
+// The trap's share of a hit at a site of this class; 0 for Unprobeable (never attached).
+double trap_ns(SiteCost cost);
+
 struct SiteClass {
   SiteCost cost = SiteCost::SingleStepped;
   std::string insn;  // as capstone prints it (Intel syntax), e.g. "push rbp"
