@@ -335,6 +335,15 @@ testing::AssertionResult wait_for_port(int port) {
   });
 }
 
+std::vector<std::string> lines_with(const std::string& text, const std::string& needle) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line))
+    if (line.find(needle) != std::string::npos) out.push_back(line);
+  return out;
+}
+
 std::vector<nlohmann::json> json_lines(const std::string& out) {
   std::vector<nlohmann::json> rows;
   std::istringstream in(out);

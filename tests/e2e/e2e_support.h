@@ -110,6 +110,9 @@ std::string fixture(const std::string& relative);
 // output around them is skipped).
 std::vector<nlohmann::json> json_lines(const std::string& out);  // USCOPE_FIXTURE_DIR/relative
 
+// The lines of `text` that contain `needle`.
+std::vector<std::string> lines_with(const std::string& text, const std::string& needle);
+
 // Fails the test (not skips) when not root: in CI a missing BPF capability is a failure. A macro,
 // because a failed assertion inside a helper function returns from the helper, not the test.
 #define USCOPE_REQUIRE_ROOT()                                                                \

@@ -14,15 +14,6 @@
 namespace uscope::e2e {
 namespace {
 
-std::vector<std::string> lines_with(const std::string& text, const std::string& needle) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line))
-    if (line.find(needle) != std::string::npos) out.push_back(line);
-  return out;
-}
-
 std::string loop_cmd(int n) {
   return fixture("native/target_loop") + " " + std::to_string(n);
 }
