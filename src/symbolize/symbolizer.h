@@ -20,6 +20,25 @@
 
 namespace uscope {
 
+// Where a frame's name came from.
+enum class SymbolOrigin : uint8_t {
+  None,           // not named (see Frame::miss)
+  Symtab,         // the object's .symtab
+  Dynsym,         // its .dynsym only
+  MiniDebugInfo,  // .gnu_debugdata
+  DebugFile,      // a separate debug file (build-id or debuglink)
+  PerfMap,        // /tmp/perf-PID.map: JIT code
+  Kallsyms,       // the kernel
+  Gopclntab,      // Go's own function table
+};
+
+// A call inlined at a frame's address: the function whose code it is, and where in it.
+struct InlinedCall {
+  std::string function;  // demangled
+  std::string file;      // source file, "" unless known
+  int line = 0;          // 0 unless known
+};
+
 struct Frame {
   uint64_t address = 0;  // runtime address, as given (never the adjusted lookup address)
   std::string object;    // path as the process maps it, a pseudo name ("[vdso]"), "" if unmapped
@@ -28,6 +47,14 @@ struct Frame {
   std::string function;          // demangled; "" when missed
   uint64_t function_offset = 0;  // address - function start
   FrameMiss miss = FrameMiss::None;
+  SymbolOrigin origin = SymbolOrigin::None;
+  std::string mangled;  // the name as in the symbol table, when it differs from `function`
+  // With SymbolizerOptions::lines: the source position in `function` (for an address with inlined
+  // calls, the call site of the outermost one), and the calls inlined at the address, innermost
+  // first (inlined[0] is the code that ran), each with its own position.
+  std::string file;
+  int line = 0;
+  std::vector<InlinedCall> inlined;
 
   // "malloc+0x14 (/usr/lib/x86_64-linux-gnu/libc.so.6)", "0x7f12... ([unknown] in [vdso])",
   // "0x10 [unmapped]".
@@ -37,6 +64,11 @@ struct Frame {
 struct SymbolizerOptions {
   // Where separate debug files are looked for when an object has no .symtab of its own.
   DebugSearchPaths debug;
+  // Source file and line of each frame, and the calls inlined at it (profile --lines): reads
+  // DWARF, which costs time and memory per object, so it is off unless asked for.
+  bool lines = false;
+  // Objects whose symbols stay cached; the least recently used beyond this are dropped.
+  size_t max_objects = 512;
 };
 
 // Not thread-safe: one per consumer thread, or guard it.
@@ -69,6 +101,11 @@ class Symbolizer {
   // PID then names different (or no) mappings. Objects' symbols stay cached; other processes
   // map the same files.
   void forget(pid_t pid);
+
+  // JIT code: addresses in memory no file backs are named from the process's perf map
+  // (/tmp/perf-PID.map in its mount namespace, symbolize/perf_map.h), read by remember() and
+  // again when an address is not in the copy read last, so that a process that exits keeps the
+  // names it wrote while it lived.
 
  private:
   struct LoadedObject;

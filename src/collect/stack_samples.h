@@ -1,0 +1,49 @@
+#pragma once
+// The stack-aggregation stage between the kernel and the symbolizer: stacks as raw addresses with
+// how often each was seen, merged so that every distinct stack is symbolized once. `profile` fills
+// it from its per-(pid, stacks) counts, `count --by ustack` from its keyed map; the unwinding
+// issue adds stacks unwound in BPF without changing what comes after.
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace uscope {
+
+// Why a stack is absent or shorter than the code that ran.
+enum class StackStatus : uint8_t {
+  Ok,
+  NotCollected,  // not asked for (-U / -K), or no such stack (a kernel thread's user stack)
+  Failed,        // the kernel could not take it (unreadable memory, no frame pointer chain)
+  Collided,      // the stack map's bucket held another stack: the stack is lost
+  Truncated,     // deeper than the frames kept: the outermost frames are missing
+};
+
+struct StackSample {
+  pid_t pid = 0;
+  pid_t tid = 0;                 // 0 unless split by thread
+  std::string comm;              // the process's (or with tid, the thread's) name when sampled
+  std::vector<uint64_t> user;    // innermost first: the IP, then return addresses
+  std::vector<uint64_t> kernel;  // innermost first
+  StackStatus user_status = StackStatus::Ok;
+  StackStatus kernel_status = StackStatus::Ok;
+  uint64_t count = 0;
+};
+
+// Merges samples with the same (pid, tid, comm, stacks, statuses).
+class StackAggregator {
+ public:
+  void add(StackSample sample);
+  const std::vector<StackSample>& samples() const { return samples_; }
+  uint64_t total() const { return total_; }
+  void clear();
+
+ private:
+  std::vector<StackSample> samples_;
+  std::unordered_map<std::string, size_t> index_;  // serialized key -> position in samples_
+  uint64_t total_ = 0;
+};
+
+}  // namespace uscope

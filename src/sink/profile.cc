@@ -1,0 +1,41 @@
+#include "sink/profile.h"
+
+#include <unordered_set>
+
+namespace uscope {
+
+uint64_t Profile::total_samples() const {
+  uint64_t n = 0;
+  for (const auto& s : samples) n += s.count;
+  return n;
+}
+
+size_t Profile::process_count() const {
+  std::unordered_set<pid_t> pids;
+  for (const auto& s : samples) pids.insert(s.pid);
+  return pids.size();
+}
+
+uint64_t Profile::complete_samples() const {
+  uint64_t n = 0;
+  for (const auto& s : samples)
+    if (s.complete) n += s.count;
+  return n;
+}
+
+std::string Profile::frame_label(const ProfileLine& line, FrameKind kind) const {
+  std::string label = line.function < functions.size() ? functions[line.function].name : "[?]";
+  switch (kind) {
+    case FrameKind::User:
+      break;
+    case FrameKind::Kernel:
+      label += "_[k]";
+      break;
+    case FrameKind::Jit:
+      label += "_[j]";
+      break;
+  }
+  return label;
+}
+
+}  // namespace uscope
