@@ -1,0 +1,1 @@
+#include "symbolize/profile_builder.h"
