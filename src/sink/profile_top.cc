@@ -4,8 +4,10 @@
 #include <fmt/core.h>
 
 #include <algorithm>
-#include <map>
-#include <set>
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
 
 #include "sink/profile_stacks.h"
 #include "sink/profile_writers.h"
@@ -31,30 +33,33 @@ Result<void> write_top(const Profile& profile, std::FILE* out, const ProfileSink
     fmt::print(out, "no samples\n");
     return {};
   }
-  using Key = std::pair<std::string, std::string>;  // label, module
-  std::map<Key, TopRow> rows;
-  for (const auto& sample : profile.samples) {
-    if (sample.count == 0) continue;
-    auto frames = root_first_frames(profile, sample);
-    std::set<Key> seen;
-    for (const auto& f : frames) {
-      Key key{f.label, module_of(profile, profile.locations[f.location])};
-      TopRow& row = rows[key];
-      if (seen.insert(key).second) row.total += sample.count;
-      if (&f == &frames.back()) row.self += sample.count;
-    }
-    if (frames.empty()) {  // no frame at all: count it so that the percentages add up
-      TopRow& row = rows[Key{"[no stack]", ""}];
-      row.self += sample.count;
-      row.total += sample.count;
-    }
-  }
+  // Rows by (label, module); a row's index marks it seen once per sample.
+  std::unordered_map<std::string, size_t> row_of;
   std::vector<TopRow> sorted;
-  sorted.reserve(rows.size());
-  for (auto& [key, row] : rows) {
-    row.function = key.first;
-    row.module = key.second;
-    sorted.push_back(std::move(row));
+  std::vector<size_t> seen_in;  // the last sample that counted each row's TOTAL, + 1
+  auto row = [&](const std::string& function, const std::string& module) -> size_t {
+    auto [it, added] = row_of.try_emplace(function + '\0' + module, sorted.size());
+    if (added) {
+      sorted.push_back({function, module});
+      seen_in.push_back(0);
+    }
+    return it->second;
+  };
+  for (size_t i = 0; i < profile.samples.size(); ++i) {
+    const ProfileSample& sample = profile.samples[i];
+    if (sample.count == 0) continue;
+    // A sample without any frame still counts, so that the percentages add up.
+    size_t leaf = SIZE_MAX;
+    for (const auto& f : root_first_frames(profile, sample)) {
+      leaf = row(f.label, module_of(profile, profile.locations[f.location]));
+      if (seen_in[leaf] != i + 1) sorted[leaf].total += sample.count;
+      seen_in[leaf] = i + 1;
+    }
+    if (leaf == SIZE_MAX) {
+      leaf = row("[no stack]", "");
+      sorted[leaf].total += sample.count;
+    }
+    sorted[leaf].self += sample.count;
   }
   std::sort(sorted.begin(), sorted.end(), [](const TopRow& a, const TopRow& b) {
     if (a.self != b.self) return a.self > b.self;

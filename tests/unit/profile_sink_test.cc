@@ -4,8 +4,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <fmt/core.h>
+
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <set>
 
 #include "profile_fixture.h"
 
@@ -138,17 +141,20 @@ TEST(profile_svg, is_self_contained_with_one_frame_per_merged_path) {
   EXPECT_TRUE(svg.starts_with("<?xml")) << svg.substr(0, 100);
   EXPECT_TRUE(svg.ends_with("</svg>\n"));
   EXPECT_THAT(svg, HasSubstr("<script><![CDATA["));
-  // Nothing fetched: the only URL is the SVG namespace.
-  EXPECT_EQ(occurrences(svg, "http"), 1u);
+  // Nothing fetched: the only URL is the SVG namespace (of the file, and of the script's text).
+  EXPECT_EQ(occurrences(svg, "http"), occurrences(svg, "\"http://www.w3.org/2000/svg\""));
+  EXPECT_EQ(occurrences(svg, "url("), occurrences(svg, "url(#"));
   EXPECT_THAT(svg, Not(HasSubstr("href")));
   EXPECT_THAT(svg, HasSubstr(">uscope profile -p 42</text>"));
   EXPECT_THAT(svg, HasSubstr("12 samples from 2 processes"));
   // all, app, worker, and the 13 frames above them after merging identical paths.
-  EXPECT_EQ(occurrences(svg, "<g class=\"f"), 16u);
-  EXPECT_THAT(svg, HasSubstr("<title>std::vector&lt;int&gt;::push_back(int&amp;&amp;)\n"));
-  EXPECT_THAT(svg, HasSubstr("<title>inner\n8 samples, 66.67%\nself: 3 samples, 25.00%</title>"));
-  EXPECT_THAT(svg, HasSubstr("<title>do_syscall_64_[k]\n"));
-  EXPECT_THAT(svg, HasSubstr("<title>Interpreter_[j]\n"));
+  EXPECT_EQ(occurrences(svg, " data-n=\""), 16u);
+  EXPECT_THAT(svg, HasSubstr("<title>std::vector&lt;int&gt;::push_back(int&amp;&amp;)</title>"));
+  // inner: samples 2..10 of app's (after [unknown]'s 2), 3 of them its own.
+  EXPECT_THAT(svg, HasSubstr("<g data-s=\"2\" data-n=\"8\" data-self=\"3\"><title>inner</title>"));
+  EXPECT_THAT(svg, HasSubstr("<g class=\"root\" data-s=\"0\" data-n=\"12\"><title>all</title>"));
+  EXPECT_THAT(svg, HasSubstr("<title>do_syscall_64_[k]</title>"));
+  EXPECT_THAT(svg, HasSubstr("<title>Interpreter_[j]</title>"));
   for (const char* legend : {">user<", ">inlined<", ">kernel<", ">JIT<", ">unknown<"})
     EXPECT_THAT(svg, HasSubstr(legend));
   EXPECT_THAT(svg, Not(HasSubstr("not drawn")));
@@ -163,14 +169,67 @@ TEST(profile_svg, drops_frames_narrower_than_a_tenth_of_a_pixel_and_says_so) {
   EXPECT_THAT(svg, HasSubstr(">10 frames narrower than 0.1 px not drawn</text>"));
   EXPECT_THAT(svg, Not(HasSubstr("<title>worker")));
   EXPECT_THAT(svg, Not(HasSubstr("<title>do_syscall_64")));
-  EXPECT_EQ(occurrences(svg, "<g class=\"f"), 6u);
+  EXPECT_EQ(occurrences(svg, " data-n=\""), 6u);
+}
+
+// 20,000 distinct stacks 8 to 40 frames deep over 400 functions, as a busy machine gives.
+Profile big_profile() {
+  Profile p;
+  for (int f = 0; f < 400; ++f) {
+    p.functions.push_back({fmt::format("function_number_{}", f), "", ""});
+    p.locations.push_back({uint64_t(f), 0, FrameKind::User, {{uint32_t(f), 0}}});
+  }
+  uint64_t state = 42;
+  auto next = [&](uint64_t n) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return (state >> 33) % n;
+  };
+  for (int i = 0; i < 20'000; ++i) {
+    ProfileSample s;
+    s.pid = pid_t(1 + next(50));
+    s.comm = fmt::format("proc{}", s.pid);
+    size_t depth = 8 + next(33);
+    // Callers near the root are few (skewed), leaves spread: a realistic fan-out.
+    for (size_t d = 0; d < depth; ++d) s.locations.push_back(uint32_t(next(d < 4 ? 3 : 400)));
+    s.count = 1 + next(20);
+    p.samples.push_back(s);
+  }
+  return p;
+}
+
+TEST(profile_svg, stays_small_for_big_profiles) {
+  Profile p = big_profile();
+  std::string svg = written(p, OutputFormat::Svg);
+  // Every distinct path is either drawn once or counted as left out.
+  std::set<std::string> paths{""};
+  for (const auto& sample : p.samples) {
+    std::string path = sample.comm;
+    paths.insert(path);
+    for (auto it = sample.locations.rbegin(); it != sample.locations.rend(); ++it)
+      paths.insert(path += ";" + p.functions[*it].name);
+  }
+  std::smatch note;
+  ASSERT_TRUE(std::regex_search(svg, note, std::regex(">([0-9,]+) frames narrower than 0.1 px")));
+  std::string digits = std::regex_replace(note[1].str(), std::regex(","), "");
+  size_t drawn = occurrences(svg, " data-n=\""), dropped = std::stoul(digits);
+  EXPECT_EQ(drawn + dropped, paths.size());
+  EXPECT_GT(dropped, paths.size() / 2);
+  // Each drawn frame is at least 0.1 px wide, and costs little.
+  std::regex width(" width=\"([0-9.]+)\" height=\"16\"");
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), width); it != std::sregex_iterator();
+       ++it)
+    ASSERT_GE(std::stod((*it)[1].str()), 0.1);
+  EXPECT_LT(svg.size() / drawn, 150u);
+  RecordProperty("svg_bytes", std::to_string(svg.size()));
+  RecordProperty("frames_drawn", std::to_string(drawn));
+  RecordProperty("frames_dropped", std::to_string(dropped));
 }
 
 TEST(profile_svg, replaces_bytes_that_are_not_utf8) {
   Profile p = sample_profile();
   p.functions[0].name = "bad\xff\x01name";
   std::string svg = written(p, OutputFormat::Svg);
-  EXPECT_THAT(svg, HasSubstr("<title>bad\xEF\xBF\xBD\xEF\xBF\xBDname\n"));
+  EXPECT_THAT(svg, HasSubstr("<title>bad\xEF\xBF\xBD\xEF\xBF\xBDname</title>"));
 }
 
 TEST(profile_formats, write_something_valid_for_an_empty_profile) {

@@ -1,11 +1,12 @@
 // The SVG flame graph rendered by a real browser: headless Chromium (a dependency, Debian's
 // chromium) takes a screenshot, libpng decodes it, and the pixels must show frames in the
-// palette's colors and text; "?s=REGEX" must make the script highlight matches, which proves the
-// script runs. No root needed.
+// palette's colors and text; "?s=REGEX" must make the script highlight matches and "?z=PATH"
+// zoom, which proves the script runs. No root needed.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <png.h>
 
+#include <algorithm>
 #include <fstream>
 #include <set>
 
@@ -19,9 +20,15 @@ namespace {
 struct Pixels {
   uint32_t width = 0, height = 0;
   std::vector<uint8_t> rgb;
-  size_t count(bool (*pred)(uint8_t r, uint8_t g, uint8_t b)) const {
+  // Pixels matching `pred` in the rectangle [0, max_x) x [0, max_y).
+  size_t count(bool (*pred)(uint8_t r, uint8_t g, uint8_t b), uint32_t max_x = UINT32_MAX,
+               uint32_t max_y = UINT32_MAX) const {
     size_t n = 0;
-    for (size_t i = 0; i + 2 < rgb.size(); i += 3) n += pred(rgb[i], rgb[i + 1], rgb[i + 2]);
+    for (uint32_t y = 0; y < std::min(height, max_y); ++y)
+      for (uint32_t x = 0; x < std::min(width, max_x); ++x) {
+        const uint8_t* p = &rgb[(size_t(y) * width + x) * 3];
+        n += pred(p[0], p[1], p[2]);
+      }
     return n;
   }
 };
@@ -123,6 +130,9 @@ bool blue(uint8_t r, uint8_t g, uint8_t b) {
 bool dark(uint8_t r, uint8_t g, uint8_t b) {
   return r < 70 && g < 70 && b < 70;
 }
+bool button(uint8_t r, uint8_t g, uint8_t b) {
+  return r < 90 && g < 120 && b > 110;
+}
 bool magenta(uint8_t r, uint8_t g, uint8_t b) {
   return r > 200 && g < 40 && b > 200;
 }
@@ -151,6 +161,16 @@ TEST(profile_svg_render, chromium_draws_frames_text_and_runs_the_search_script) 
   Pixels searched = screenshot(dir, "file://" + svg + "?s=deflate", out + "/search.png");
   ASSERT_EQ(searched.width, 1200u);
   EXPECT_GT(searched.count(magenta), 1000u) << "?s= highlights matches";
+
+  // ?z= zooms into send_response: its callees widen, others hide, "Reset Zoom" shows top left.
+  EXPECT_EQ(plain.count(button, 110, 80), 0u);
+  Pixels zoomed = screenshot(
+      dir,
+      "file://" + svg +
+          "?z=all;server;_start;__libc_start_main;main;event_loop;handle_request;send_response",
+      out + "/zoom.png");
+  ASSERT_EQ(zoomed.width, 1200u);
+  EXPECT_GT(zoomed.count(button, 110, 80), 50u) << "Reset Zoom is shown";
 }
 
 }  // namespace
