@@ -102,7 +102,7 @@ class ProgressLine {
     auto now = std::chrono::steady_clock::now();
     if (now < next_) return;
     next_ = now + std::chrono::milliseconds(500);
-    fmt::print(stderr, "\ruscope: sampling {:.0f} s, {} samples, {} processes\033[K", elapsed_s,
+    fmt::print(stderr, "\ruscope: sampling {:.1f} s, {} samples, {} processes\033[K", elapsed_s,
                samples, processes);
     std::fflush(stderr);
     drawn_ = true;

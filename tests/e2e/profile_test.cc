@@ -96,6 +96,26 @@ TEST(profile, process_that_exits_mid_profile_stays_named) {
   EXPECT_GT(share_with(lines, ";main;outer;inner;"), 0.5) << r.out;
 }
 
+TEST(profile, several_pids_end_when_all_have_exited) {
+  USCOPE_REQUIRE_ROOT();
+  GatedProcess a({fixture("profile/profile_hot_path"), "user", "300", "--gate"});
+  GatedProcess b({fixture("profile/profile_hot_path"), "kernel", "300", "--gate"});
+  auto profiler = RunningCommand::uscope({"profile", "-F", "199", "--format", "folded", "-p",
+                                          std::to_string(a.pid()) + "," + std::to_string(b.pid())});
+  ASSERT_TRUE(wait_for_links(profiler.pid(), "profile_sample"));
+  a.start();
+  b.start();
+  EXPECT_EQ(a.wait(), 0);
+  EXPECT_EQ(b.wait(), 0);
+  auto r = profiler.finish();  // ends with the last target
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("every target exited"), std::string::npos) << r.err;
+  auto lines = parse_folded(r.out);
+  EXPECT_GT(share_with(lines, ";main;outer;inner;"), 0.1) << r.out;
+  EXPECT_GT(share_with(lines, "_[k];"), 0.1) << r.out;
+  EXPECT_GT(share_with(lines, ";main;outer;"), 0.9) << r.out;
+}
+
 TEST(profile, forked_child_that_exits_mid_profile_stays_named) {
   USCOPE_REQUIRE_ROOT();
   std::string out = temp_path("all.folded");
