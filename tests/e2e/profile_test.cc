@@ -143,7 +143,8 @@ TEST(profile, threads_split_by_thread_with_their_names) {
   ASSERT_EQ(split.exit_code, 0) << split.err;
   std::set<std::string> comms;
   for (const auto& l : parse_folded(split.out))
-    if (joined(l).find(";thread_work;") != std::string::npos) comms.insert(l.frames[0]);
+    if (joined(l).find(";thread_work;") != std::string::npos)
+      comms.insert(l.frames[0].substr(0, l.frames[0].find('-')));  // "worker_0-PID/TID"
   EXPECT_TRUE(comms.count("worker_0") && comms.count("worker_1")) << split.out;
 
   auto whole = uscope({"profile", "-F", "199", "--format", "folded", "-c", cmd});
