@@ -21,6 +21,10 @@ std::string unnamed_frame_text(const Frame& frame) {
       return fmt::format("[unknown: {} has no symbols]", base);
     case FrameMiss::UnknownAddress:
       return fmt::format("[unknown in {}]", base.empty() ? "?" : base);
+    case FrameMiss::Unreadable:
+      return fmt::format("[unknown: {} unreadable]", base.empty() ? "object" : base);
+    case FrameMiss::NoPerfMap:
+      return "[unknown: JIT code, no perf map]";
     case FrameMiss::Unmapped:
     case FrameMiss::ProcessGone:
     case FrameMiss::NoAccess:
