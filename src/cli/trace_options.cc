@@ -117,9 +117,8 @@ EventStacks EventSymbols::resolve(DecodedEvent& ev) {
   }
   EventStacks stacks;
   if (user_stack_) {
-    // Symbolizing allocates: -U is not the cheap path.
-    user_frames_ = symbolizer_.symbolize(pid, ev.user_stack, true);
-    stacks.user = &user_frames_;
+    // A stack seen before costs a lookup; a new one is symbolized (which allocates) once.
+    stacks.user = &user_stacks_.frames(symbolizer_, pid, ev.user_stack);
   }
   if (kernel_stack_) {
     kernel_frames_.clear();

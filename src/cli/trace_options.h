@@ -16,6 +16,7 @@
 #include "plan/planner.h"
 #include "sink/trace_output.h"
 #include "symbolize/kernel_symbols.h"
+#include "symbolize/stack_cache.h"
 #include "symbolize/symbolizer.h"
 
 namespace uscope::cli {
@@ -58,7 +59,8 @@ class EventSymbols {
   bool user_stack_, kernel_stack_, needs_kernel_ = false;
   Symbolizer symbolizer_;
   std::optional<KernelSymbols> kernel_;
-  std::vector<Frame> user_frames_, kernel_frames_;
+  StackSymbolCache user_stacks_;
+  std::vector<Frame> kernel_frames_;
 };
 
 }  // namespace uscope::cli

@@ -10,6 +10,9 @@ namespace uscope {
 
 // The function's name when the frame has one, else why it has none.
 std::string frame_name(const Frame& frame);
+// A frame of a printed stack (trace -U, count --by ustack): "sym+0xoff [module]" as bcc prints
+// it, or why it has no name.
+std::string stack_frame_text(const Frame& frame);
 // Why a user frame has no name.
 std::string unnamed_frame_text(const Frame& frame);
 // Why a kernel frame (KernelSymbols::frame) has no name; `symbols_loaded` false when kallsyms

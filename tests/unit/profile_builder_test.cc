@@ -25,6 +25,7 @@
 
 #include "discover/process.h"
 #include "symbolize/frame_names.h"
+#include "symbolize/stack_cache.h"
 
 namespace uscope {
 namespace {
@@ -383,6 +384,52 @@ TEST(profile_builder, a_thread_walked_through_frame_pointers_reaches_start_threa
     EXPECT_TRUE(is_thread_entry(outermost_named(p, s)));
     EXPECT_TRUE(s.complete);
   }
+}
+
+// The stack stage of trace -U: each distinct stack symbolized once.
+TEST(stack_symbol_cache, symbolizes_a_repeated_stack_once) {
+  const uint64_t ip = addr_of(reinterpret_cast<void*>(&leaf_function)) + 1;
+  const uint64_t ret = addr_of(reinterpret_cast<void*>(&caller_function)) + 5;
+  const std::vector<uint64_t> stack = {ip, ret};
+  Symbolizer symbolizer;
+  StackSymbolCache cache(2);
+  const std::vector<Frame>* first = &cache.frames(symbolizer, getpid(), stack);
+  ASSERT_EQ(first->size(), 2u);
+  EXPECT_EQ((*first)[0].function, "uscope::(anonymous namespace)::leaf_function(int)");
+  EXPECT_EQ((*first)[1].function, "uscope::(anonymous namespace)::caller_function(int)");
+  EXPECT_EQ(&cache.frames(symbolizer, getpid(), stack), first);  // the same frames, not redone
+  EXPECT_EQ(cache.size(), 1u);
+  const std::vector<uint64_t> shorter = {ip};
+  EXPECT_EQ(cache.frames(symbolizer, getpid(), shorter).size(), 1u);
+  EXPECT_EQ(cache.size(), 2u);
+  // Full: it starts over rather than grow.
+  EXPECT_EQ(cache.frames(symbolizer, getpid() + 1, shorter).size(), 1u);
+  EXPECT_EQ(cache.size(), 1u);
+}
+
+TEST(stack_symbol_cache, keeps_no_stack_whose_names_may_still_change) {
+  // Anonymous memory: JIT code whose perf-map line may not be written yet.
+  void* anon = mmap(nullptr, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(anon, MAP_FAILED);
+  const std::vector<uint64_t> stack = {addr_of(anon) + 8};
+  Symbolizer symbolizer;
+  StackSymbolCache cache;
+  const auto& frames = cache.frames(symbolizer, getpid(), stack);
+  munmap(anon, 4096);
+  ASSERT_EQ(frames.size(), 1u);
+  EXPECT_EQ(stack_frame_text(frames[0]), "[unknown in [anon]]");
+  EXPECT_EQ(cache.size(), 0u);
+}
+
+TEST(stack_symbol_cache, printed_frames_are_bccs_or_say_why) {
+  Frame f;
+  f.object = "/usr/lib/x86_64-linux-gnu/libc.so.6";
+  f.function = "malloc";
+  f.function_offset = 0x14;
+  EXPECT_EQ(stack_frame_text(f), "malloc+0x14 [libc.so.6]");
+  f.function.clear();
+  f.miss = FrameMiss::NoSymbols;
+  EXPECT_EQ(stack_frame_text(f), "[unknown: libc.so.6 has no symbols]");
 }
 
 }  // namespace
