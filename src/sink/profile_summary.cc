@@ -2,7 +2,6 @@
 // one cut stack never reads "100.0%".
 #include <fmt/core.h>
 
-#include <cmath>
 #include <string_view>
 
 #include "sink/profile_sink.h"
@@ -65,10 +64,9 @@ std::string profile_summary(const Profile& profile) {
   } else if (total == 0) {
     line += "n/a (no samples)";
   } else {
-    double share =
-        100.0 * static_cast<double>(profile.complete_samples()) / static_cast<double>(total);
+    uint64_t permille = profile.complete_samples() * 1000 / total;
     line +=
-        fmt::format("{:.1f}% (reach _start/main/start_thread/clone3)", std::floor(share * 10) / 10);
+        fmt::format("{}.{}% (reach _start/main/start_thread/clone3)", permille / 10, permille % 10);
   }
   return line;
 }

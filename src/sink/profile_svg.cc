@@ -32,6 +32,9 @@ constexpr double kFrameHeight = 16, kFrameStep = 17;
 constexpr double kTop = 84;     // title, subtitle, buttons and legend above the frames
 constexpr double kBottom = 34;  // the details line below them
 constexpr double kMinWidth = 0.1;
+// The details line until the pointer is on a frame.
+constexpr const char* kHint =
+    "Point at a frame for its samples, click to zoom in, Ctrl+F or / to search, Esc to reset";
 // Average advance of a 12 px sans-serif character (DejaVu Sans is among the widest): what fits.
 constexpr double kCharWidth = 7.2;
 
@@ -346,15 +349,15 @@ Result<void> write_svg(const Profile& profile, std::FILE* out, const ProfileSink
     svg += fmt::format(
         "<text class=\"note\" x=\"{:.0f}\" y=\"{:.0f}\">{} frames narrower than 0.1 px not "
         "drawn</text>\n",
-        kWidth - kPad - 70, row, grouped(writer.dropped()));
+        kWidth - kPad - 110, row, grouped(writer.dropped()));
   if (total == 0)
     svg += fmt::format("<text class=\"empty\" x=\"{:.0f}\" y=\"{:.0f}\">no samples</text>\n",
                        kWidth / 2, kTop + kFrameStep);
   svg += body;
   svg += fmt::format(
-      "<text id=\"details\" x=\"{:.0f}\" y=\"{:.0f}\"> </text>\n"
+      "<text id=\"details\" x=\"{:.0f}\" y=\"{:.0f}\">{}</text>\n"
       "<text id=\"matched\" class=\"button\" x=\"{:.0f}\" y=\"{:.0f}\"> </text>\n</svg>\n",
-      kPad, height - 12, kWidth - kPad, height - 12);
+      kPad, height - 12, total > 0 ? kHint : "", kWidth - kPad, height - 12);
   if (std::fwrite(svg.data(), 1, svg.size(), out) != svg.size())
     return fail_errno(errno, "writing the flame graph failed: {}", std::strerror(errno));
   return {};

@@ -29,7 +29,7 @@ g.match rect { fill: rgb(230, 0, 230) !important; }
 inline constexpr const char* kFlameGraphScript = R"JS(
 "use strict";
 var frames = [], zoomed = null, searching = null, restoring = false;
-var details, matched, unzoomButton, searchButton;
+var details, matched, unzoomButton, searchButton, hint;
 
 function attr(e, name) { return +e.getAttribute(name); }
 function rectOf(g) { return g.querySelector("rect"); }
@@ -41,10 +41,12 @@ function countsOf(g) {
   var n = attr(g, "data-n"), self = attr(g, "data-self");
   var text = grouped(n) + " samples (" + pct(n) + "), self " + grouped(self) + " (" + pct(self) + ")";
   if (zoomed && zoomed !== g && !g.classList.contains("parent"))
-    text += ", " + (100 * n / attr(zoomed, "data-n")).toFixed(2) + "% of " + nameOf(zoomed);
+    text += ", " + share(n, attr(zoomed, "data-n")) + " of " + nameOf(zoomed);
   return text;
 }
-function pct(n) { return (100 * n / TOTAL).toFixed(2) + "%"; }
+// Rounded down: a share that is not all never reads 100.00%.
+function share(n, of) { return (Math.floor(10000 * n / of) / 100).toFixed(2) + "%"; }
+function pct(n) { return share(n, TOTAL); }
 
 // Places a frame at x with width w (px) and cuts its name to what fits.
 function place(g, x, w) {
@@ -171,6 +173,7 @@ function askSearch() {
 function init() {
   frames = Array.prototype.slice.call(document.querySelectorAll("g[data-n]"));
   details = document.getElementById("details");
+  hint = details.textContent;
   matched = document.getElementById("matched");
   unzoomButton = document.getElementById("unzoom");
   searchButton = document.getElementById("search");
@@ -184,7 +187,7 @@ function init() {
   });
   document.addEventListener("mouseover", function (e) {
     var g = e.target.closest && e.target.closest("g[data-n]");
-    if (!g) { details.textContent = " "; return; }
+    if (!g) { details.textContent = hint; return; }
     // The tooltip gets the counts the file leaves out to stay small.
     g.querySelector("title").textContent = nameOf(g) + "\n" + countsOf(g);
     details.textContent = nameOf(g) + "  \u2014  " + countsOf(g);

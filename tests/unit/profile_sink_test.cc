@@ -60,9 +60,9 @@ TEST(profile_top, ranks_by_self_and_counts_recursion_once_in_total) {
   ASSERT_GE(lines.size(), 6u) << top;
   EXPECT_THAT(lines[0], ::testing::MatchesRegex(" *SELF% +TOTAL% +SELF +TOTAL +FUNCTION +MODULE"));
   EXPECT_THAT(lines[1], ::testing::MatchesRegex(
-                            " *41.7% +41.7% +5 +5 +do_syscall_64_\\[k\\] +\\[kernel.kallsyms\\]"));
-  EXPECT_THAT(lines[2], ::testing::MatchesRegex(" *25.0% +66.7% +3 +8 +inner +app"));
-  EXPECT_THAT(lines[3], ::testing::MatchesRegex(" *16.7% +16.7% +2 +2 +Interpreter_\\[j\\] +anon"));
+                            " *41.6% +41.6% +5 +5 +do_syscall_64_\\[k\\] +\\[kernel.kallsyms\\]"));
+  EXPECT_THAT(lines[2], ::testing::MatchesRegex(" *25.0% +66.6% +3 +8 +inner +app"));
+  EXPECT_THAT(lines[3], ::testing::MatchesRegex(" *16.6% +16.6% +2 +2 +Interpreter_\\[j\\] +anon"));
   EXPECT_THAT(top, ::testing::ContainsRegex("\n +8.3% +8.3% +1 +1 +recurse +app\n"));
   EXPECT_THAT(top, ::testing::ContainsRegex("\n +0.0% +83.3% +0 +10 +main +app\n"));
 }
