@@ -34,8 +34,7 @@ int main(int argc, char** argv) {
   OutputBuffer out(fd);
   TraceColumns columns;
   columns.time = TraceColumns::Time::Clock;  // the wall-time column the text had before -T
-  TraceOutput output(plan, json ? TraceOutput::Format::JsonLines : TraceOutput::Format::Text, out,
-                     columns);
+  TraceOutput output(plan, json ? OutputFormat::Json : OutputFormat::Text, out, columns);
   DecodedEvent ev;
   ev.header.tgid = 4242;
   ev.header.tid = 4243;

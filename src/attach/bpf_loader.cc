@@ -101,4 +101,16 @@ std::vector<int> BpfObject::program_fds() const {
   return fds;
 }
 
+UprobeProgram::UprobeProgram(bpf_program* single, bpf_program* multi, bool want_multi,
+                             const TargetFilter& target)
+    : single_(single),
+      multi_prog_(multi),
+      multi_(UprobeLinks::prepare_programs(single, multi, want_multi)),
+      links_(target.tgid > 0 ? target.tgid : -1) {}
+
+Result<void> UprobeProgram::attach(const std::vector<AttachSite>& sites, bool skip_refused) {
+  links_.set_skip_refused(skip_refused);
+  return multi_ ? links_.attach_multi(multi_prog_, sites) : links_.attach_each(single_, sites);
+}
+
 }  // namespace uscope

@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "attach/uprobe_links.h"
 #include "util/result.h"
 
 namespace uscope {
@@ -81,6 +82,30 @@ class BpfObject {
   std::unique_ptr<void, Destroy> skel_;
   bpf_object* obj_ = nullptr;
   std::string what_;
+};
+
+// One uprobe program in its two copies (trace_single/trace_multi, count_hit/count_hit_multi): which
+// one loads is chosen before BpfObject::load(), and every site attaches through it after. Owns the
+// links: declare it after the BpfObject whose program it attaches, so that they go first.
+class UprobeProgram {
+ public:
+  // Before load(): `multi` (uprobe_multi links) when `want_multi` and the kernel has them, else
+  // `single` (one perf-event link per site); the other is left out of the load.
+  UprobeProgram(bpf_program* single, bpf_program* multi, bool want_multi,
+                const TargetFilter& target);
+
+  // After load(). With `skip_refused`, sites the kernel cannot probe are left out and listed in
+  // links().refused().
+  Result<void> attach(const std::vector<AttachSite>& sites, bool skip_refused);
+  bool multi() const { return multi_; }
+  UprobeLinks& links() { return links_; }
+  const UprobeLinks& links() const { return links_; }
+
+ private:
+  bpf_program* single_;
+  bpf_program* multi_prog_;
+  bool multi_;
+  UprobeLinks links_;
 };
 
 }  // namespace uscope

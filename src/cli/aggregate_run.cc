@@ -64,7 +64,7 @@ MapKeyPart key_part(const PayloadValue& v) {
 }  // namespace
 
 int run_aggregation(Session& session, const SessionOptions& so, const MapOptions& ao,
-                    const AggregationPlan& plan, const AggregateView& view) {
+                    const AggregationPlan& plan, const AggregateView& view, CommandOutput& output) {
   bool ustack = false;
   for (const auto& k : view.keys) ustack |= k.kind == AggregateKey::Kind::UserStack;
   if (ustack && session.watch_pid() <= 0)
@@ -108,7 +108,7 @@ int run_aggregation(Session& session, const SessionOptions& so, const MapOptions
   for (const auto& k : view.keys) proto.key_names.push_back(k.name);
 
   std::optional<Error> read_error;
-  OutputBuffer out(STDOUT_FILENO);
+  OutputBuffer out(output.fd());
   uint64_t tables_not_written = 0;
   AggregateDeltas deltas;
   Losses last_losses;
@@ -204,7 +204,7 @@ int run_aggregation(Session& session, const SessionOptions& so, const MapOptions
       r.buckets = row.buckets;
       t.rows.push_back(std::move(r));
     }
-    if (!append_printed(out, [&](std::FILE* f) { print_map(std::move(t), so.json, f); }))
+    if (!append_printed(out, [&](std::FILE* f) { print_map(std::move(t), output.format, f); }))
       ++tables_not_written;
   };
   EventLoop::Callbacks cb;
@@ -223,7 +223,7 @@ int run_aggregation(Session& session, const SessionOptions& so, const MapOptions
   if (!read_error) print();
   finish_output(out, tables_not_written);
   if (read_error) return report_error("cannot read the aggregation: " + read_error->message);
-  if (!so.json) fmt::print(stderr, "uscope: {}\n", describe(why));
+  if (!output.json()) fmt::print(stderr, "uscope: {}\n", describe(why));
   if (auto counters = program->counters()) {
     std::vector<OverheadSite> costed;
     for (const auto& s : plan.sites)
@@ -232,7 +232,7 @@ int run_aggregation(Session& session, const SessionOptions& so, const MapOptions
     print_overhead(
         meter.finish(std::move(costed), program->program_fds(),
                      measured_hit_costs().trace_program_ns, session.reaped_target_cpu_time()),
-        so.json, so.verbose, stderr);
+        output.format, so.verbose, stderr);
   }
   return kExitOk;
 }

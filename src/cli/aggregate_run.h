@@ -32,7 +32,8 @@ struct AggregateView {
   std::string verb;  // for the stderr line: "counting", "histogramming", "timing"
 };
 
+// Tables go to `output` in its format.
 int run_aggregation(Session& session, const SessionOptions& so, const MapOptions& ao,
-                    const AggregationPlan& plan, const AggregateView& view);
+                    const AggregationPlan& plan, const AggregateView& view, CommandOutput& output);
 
 }  // namespace uscope::cli

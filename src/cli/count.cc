@@ -29,7 +29,7 @@ struct CountOptions {
 
 // count --by: counts per distinct key, in the kernel. Each argument is a pattern (globs) or a
 // probe spec with a predicate ('r:c:read (retval < 0)').
-int run_count_by(const CountOptions& o) {
+int run_count_by(const CountOptions& o, CommandOutput& output) {
   std::vector<ProbeSpec> specs;
   for (const auto& text : o.patterns) {
     auto p = parse_probe_pattern(text);
@@ -59,11 +59,13 @@ int run_count_by(const CountOptions& o) {
   view.kind = "count";
   view.keys = agg.keys;
   view.verb = "counting at";
-  return run_aggregation(**session, o.session, o.aggregate, *plan, view);
+  return run_aggregation(**session, o.session, o.aggregate, *plan, view, output);
 }
 
 int run_count(const CountOptions& o) {
-  if (!o.aggregate.by.empty()) return run_count_by(o);
+  auto output = open_output(o.session.output);
+  if (!output) return output.error();
+  if (!o.aggregate.by.empty()) return run_count_by(o, *output);
   auto patterns = parse_patterns(o.patterns);
   if (!patterns) return report_error(patterns.error().message, kExitUsage);
   auto session = Session::open(o.session);
@@ -104,7 +106,7 @@ int run_count(const CountOptions& o) {
 
   // A counter map that cannot be read is an error, never a row of zeros.
   std::optional<Error> read_error;
-  OutputBuffer out(STDOUT_FILENO);
+  OutputBuffer out(output->fd());
   uint64_t tables_not_written = 0;
   auto print = [&] {
     auto values = counts->read();
@@ -115,7 +117,7 @@ int run_count(const CountOptions& o) {
     std::vector<CountRow> rows;
     for (const auto& s : plan->sites)
       rows.push_back({s.label, s.object, (*values)[s.attach.cookie]});
-    if (!append_printed(out, [&](std::FILE* f) { print_counts(rows, o.session.json, f); }))
+    if (!append_printed(out, [&](std::FILE* f) { print_counts(rows, output->format, f); }))
       ++tables_not_written;
   };
   EventLoop::Callbacks cb;
@@ -130,7 +132,7 @@ int run_count(const CountOptions& o) {
   counts->detach();
   finish_output(out, tables_not_written);
   if (read_error) return report_error("cannot read the hit counters: " + read_error->message);
-  if (!o.session.json) fmt::print(stderr, "uscope: {}\n", describe(why));
+  if (!output->json()) fmt::print(stderr, "uscope: {}\n", describe(why));
   if (auto hits = counts->read()) {
     std::vector<OverheadSite> costed;
     for (const auto& s : plan->sites)
@@ -139,7 +141,7 @@ int run_count(const CountOptions& o) {
     print_overhead(
         meter.finish(std::move(costed), counts->program_fds(),
                      measured_hit_costs().counter_program_ns, (*session)->reaped_target_cpu_time()),
-        o.session.json, o.session.verbose, stderr);
+        output->format, o.session.verbose, stderr);
   }
   return kExitOk;
 }

@@ -45,6 +45,8 @@ int run_hist(const HistOptions& o) {
     if (!scale) return report_error(scale.error().message, kExitUsage);
     agg.scale = *scale;
   }
+  auto output = open_output(o.session.output);
+  if (!output) return output.error();
   auto session = Session::open(o.session);
   if (!session) return report_error(session.error().message);
   ObjectCache cache((*session)->context());
@@ -56,7 +58,7 @@ int run_hist(const HistOptions& o) {
   view.scale = {agg.scale.mode, agg.scale.min, agg.scale.max, agg.scale.step,
                 agg.scale.linear_buckets};
   view.verb = fmt::format("histogramming {} at", o.value);
-  return run_aggregation(**session, o.session, o.aggregate, *plan, view);
+  return run_aggregation(**session, o.session, o.aggregate, *plan, view, *output);
 }
 
 }  // namespace

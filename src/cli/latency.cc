@@ -29,7 +29,8 @@ struct LatencyOptions {
 };
 
 // latency --by: one histogram per key, keys read at the return (argN: its value at entry).
-int run_latency_by(const LatencyOptions& o, std::vector<ProbeSpec> patterns) {
+int run_latency_by(const LatencyOptions& o, std::vector<ProbeSpec> patterns,
+                   CommandOutput& output) {
   AggregateSpec agg;
   agg.latency = true;
   auto keys = parse_aggregate_keys(o.aggregate.by, ProbeKind::Return, true);
@@ -46,7 +47,7 @@ int run_latency_by(const LatencyOptions& o, std::vector<ProbeSpec> patterns) {
   view.scale.mode = TRACE_AGG_LOG2;
   view.unit = "ns";
   view.verb = "timing calls at";
-  return run_aggregation(**session, o.session, o.aggregate, *plan, view);
+  return run_aggregation(**session, o.session, o.aggregate, *plan, view, output);
 }
 
 int run_latency(const LatencyOptions& o) {
@@ -54,9 +55,11 @@ int run_latency(const LatencyOptions& o) {
   if (!patterns) return report_error(patterns.error().message, kExitUsage);
   if (auto r = check_latency_patterns(*patterns); !r)
     return report_error(r.error().message, kExitUsage);
+  auto output = open_output(o.session.output);
+  if (!output) return output.error();
   if (!o.aggregate.by.empty()) {
     for (auto& p : *patterns) p.kind = ProbeKind::Return;  // keys are read at the return
-    return run_latency_by(o, std::move(*patterns));
+    return run_latency_by(o, std::move(*patterns), *output);
   }
   auto session = Session::open(o.session);
   if (!session) return report_error(session.error().message);
@@ -87,7 +90,7 @@ int run_latency(const LatencyOptions& o) {
 
   // A counter or histogram that cannot be read is an error, never zeros.
   std::optional<Error> read_error;
-  OutputBuffer out(STDOUT_FILENO);
+  OutputBuffer out(output->fd());
   uint64_t tables_not_written = 0;
   auto print = [&] {
     auto counters = program->counters();
@@ -109,7 +112,7 @@ int run_latency(const LatencyOptions& o) {
       rows.push_back({f.label, f.object, std::move(*hist), entry.hits, ret.matched, ret.no_entry});
     }
     if (!append_printed(out, [&](std::FILE* f) {
-          for (const auto& row : rows) print_latency(row, o.session.json, f);
+          for (const auto& row : rows) print_latency(row, output->format, f);
         }))
       ++tables_not_written;
   };
@@ -125,7 +128,7 @@ int run_latency(const LatencyOptions& o) {
   if (!read_error) print();
   finish_output(out, tables_not_written);
   if (read_error) return report_error("cannot read the latency counters: " + read_error->message);
-  if (!o.session.json) fmt::print(stderr, "uscope: {}\n", describe(why));
+  if (!output->json()) fmt::print(stderr, "uscope: {}\n", describe(why));
   if (auto counters = program->counters()) {
     std::vector<OverheadSite> costed;
     for (const auto& s : plan->sites)
@@ -134,7 +137,7 @@ int run_latency(const LatencyOptions& o) {
     print_overhead(
         meter.finish(std::move(costed), program->program_fds(),
                      measured_hit_costs().trace_program_ns, (*session)->reaped_target_cpu_time()),
-        o.session.json, o.session.verbose, stderr);
+        output->format, o.session.verbose, stderr);
   }
   return kExitOk;
 }

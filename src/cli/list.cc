@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cli/command.h"
+#include "cli/output_options.h"
 #include "discover/elf_file.h"
 #include "discover/library_names.h"
 #include "discover/process.h"
@@ -28,7 +29,7 @@ namespace {
 struct ListOptions {
   pid_t pid = 0;
   std::vector<std::string> positionals;  // [TARGET] [PATTERN]
-  bool json = false;
+  OutputOptions output;
   bool only_functions = false;
   bool only_usdt = false;
 };
@@ -63,6 +64,8 @@ void split_positionals(const ListOptions& o, const Process* process, std::string
 }
 
 int run_list(const ListOptions& o) {
+  auto output = open_output(o.output);
+  if (!output) return output.error();
   std::optional<Process> process;
   if (o.pid) {
     auto p = Process::open(o.pid);
@@ -86,7 +89,7 @@ int run_list(const ListOptions& o) {
   bool want_functions = !o.only_usdt && !usdt_only_pattern;
   bool want_usdt = !o.only_functions;
 
-  ListPrinter printer(o.json ? ListPrinter::Format::JsonLines : ListPrinter::Format::Text);
+  ListPrinter printer(output->format, output->file.get());
   std::vector<std::string> all_names;  // for "closest" suggestions when nothing matched
   size_t matched = 0;
   TargetContext ctx{process ? &*process : nullptr, "", 0};
@@ -155,6 +158,8 @@ int run_list(const ListOptions& o) {
                                     close.empty() ? "" : "; closest: ", join(close)));
   }
   printer.finish();
+  // A full disk shows only at the flush: say so rather than exit 0 with a cut file.
+  if (auto r = output->file.close(); !r) return report_error(r.error().message);
   return kExitOk;
 }
 
@@ -173,7 +178,7 @@ void add_list_command(CLI::App& app, Run& run) {
                   "[TARGET] [PATTERN]: a path or library short name (c, ssl, libssl.so.3), then a "
                   "glob over function names or USDT provider:name")
       ->expected(0, 2);
-  cmd->add_flag("--json", opts->json, "JSON Lines, one object per function or probe");
+  add_output_options(cmd, opts->output, "JSON Lines, one object per function or probe");
   cmd->add_flag("--functions", opts->only_functions, "Only functions");
   cmd->add_flag("--usdt", opts->only_usdt, "Only USDT probes");
   cmd->callback([&run, opts] { run = [opts] { return run_list(*opts); }; });

@@ -24,7 +24,7 @@ void add_session_options(CLI::App* cmd, SessionOptions& o, bool with_interval,
     cmd->add_option("-i,--interval", o.interval_s, "Print the summary every SECONDS")
         ->check(CLI::PositiveNumber);
   if (with_max_events) cmd->add_option("-M,--max-events", o.max_events, "Stop after N events");
-  cmd->add_flag("--json", o.json, "JSON Lines output");
+  add_output_options(cmd, o.output, "JSON Lines");
   cmd->add_flag("-v,--verbose", o.verbose, "Show every attach site and what it costs per hit");
   cmd->add_flag("--no-multi", o.no_multi, "Attach one link per site, not uprobe_multi links");
 }

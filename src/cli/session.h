@@ -13,6 +13,7 @@
 
 #include "attach/bpf_loader.h"
 #include "attach/uprobe_links.h"
+#include "cli/output_options.h"
 #include "collect/event_loop.h"
 #include "discover/launched_command.h"
 #include "discover/process.h"
@@ -27,12 +28,12 @@ struct SessionOptions {
   double duration_s = 0;
   double interval_s = 0;
   uint64_t max_events = 0;
-  bool json = false;
+  OutputOptions output;  // --format, -o, --json
   bool verbose = false;
   bool no_multi = false;  // force one link per site (comparison, old kernels)
 };
 
-// -p, -c, -d, --json, -v; `with_interval` adds -i, `with_max_events` adds -M.
+// -p, -c, -d, --format, -o, --json, -v; `with_interval` adds -i, `with_max_events` adds -M.
 void add_session_options(CLI::App* cmd, SessionOptions& o, bool with_interval,
                          bool with_max_events);
 
@@ -72,8 +73,9 @@ class Session {
   std::optional<EventLoop> loop_;
 };
 
-// count and latency write their tables through an OutputBuffer on stdout, which the event loop
-// writes only when stdout takes it: a blocked stdout never holds up signals, -d or -i.
+// count and latency write their tables through an OutputBuffer on stdout (or the -o file), which
+// the event loop writes only when the output takes it: a blocked stdout never holds up signals,
+// -d or -i.
 // Appends what `print` writes; false (nothing appended) when the buffer is full.
 bool append_printed(OutputBuffer& out, const std::function<void(std::FILE*)>& print);
 // At the end of a session: writes the rest within a short deadline (a stop takes effect at once),

@@ -201,6 +201,8 @@ int run_trace(TraceCommandOptions o) {
     specs.push_back(std::move(*spec));
   }
   if (auto r = check_bcc_options(o); !r) return report_error(r.error().message, kExitUsage);
+  auto output = open_output(o.session.output);
+  if (!output) return output.error();
   if (auto r = apply_filters(specs, o.filters); !r)
     return report_error(r.error().message, kExitUsage);
   auto session = Session::open(o.session);
@@ -233,16 +235,14 @@ int run_trace(TraceCommandOptions o) {
     fmt::print(stderr, "uscope: {} sites attached through {} {}\n", sites.size(),
                program->link_count(), program->uses_multi() ? "uprobe_multi links" : "links");
 
-  OutputBuffer out(STDOUT_FILENO);
-  TraceOutput output(*plan,
-                     o.session.json ? TraceOutput::Format::JsonLines : TraceOutput::Format::Text,
-                     out, columns_of(o));
+  OutputBuffer out(output->fd());
+  TraceOutput sink(*plan, output->format, out, columns_of(o));
   EventDecoder decoder(*plan);
   uint64_t comm_filtered = 0;
   DecodedEvent decoded;  // reused from event to event
   uint64_t read_events = 0;
   auto limit_reached = [&] {
-    return o.session.max_events && output.events() >= o.session.max_events;
+    return o.session.max_events && sink.events() >= o.session.max_events;
   };
   auto on_event = [&](const uscope_event& ev, std::span<const uint8_t> payload) {
     ++read_events;
@@ -253,10 +253,10 @@ int run_trace(TraceCommandOptions o) {
       return;
     }
     if (!decoder.decode(ev, payload, decoded)) return;  // counted as malformed
-    output.event(decoded, symbols.resolve(decoded));
+    sink.event(decoded, symbols.resolve(decoded));
   };
   if (auto r = program->open_events(on_event); !r) return report_error(r.error().message);
-  output.header();
+  sink.header();
   if (auto r = (*session)->start(); !r) return report_error(r.error().message);
   meter.start();
 
@@ -308,16 +308,16 @@ int run_trace(TraceCommandOptions o) {
   TraceTotals t = totals_of(*counters);
   t.bpf.malformed += decoder.malformed() + program->short_records();
   t.bpf.truncated += decoder.late_truncated();
-  t.printed = output.events();
+  t.printed = sink.events();
   t.late_strings = decoder.late_strings();
   t.comm_filtered = comm_filtered;
-  t.message_filtered = output.message_filtered();
+  t.message_filtered = sink.message_filtered();
   t.unreadable_strings = decoder.unreadable_strings();
   // Written by the BPF side but never written out: left in the ring buffer at the stop (unless
   // -M said no more), or formatted and still buffered when the output did not take them in time.
   if (why != StopReason::MaxEvents && t.bpf.emitted > read_events)
     t.output_dropped += t.bpf.emitted - read_events;
-  uint64_t dropped = output.events_in(out.drop_pending());
+  uint64_t dropped = sink.events_in(out.drop_pending());
   t.output_dropped += dropped;
   t.printed -= dropped;
   std::vector<OverheadSite> costed;
@@ -328,7 +328,7 @@ int run_trace(TraceCommandOptions o) {
       meter.finish(std::move(costed), program->program_fds(), measured_hit_costs().trace_program_ns,
                    (*session)->reaped_target_cpu_time());
   if (o.session.verbose) print_overhead_sites(overhead, stderr);
-  if (o.session.json) {
+  if (output->json()) {
     // After the events, in the same stream; when even it cannot be written, stderr says it all.
     out.append(json_summary(*plan, t, why, overhead));
     if (out.flush_until(clock::now() + kSummaryFlush)) return kExitOk;

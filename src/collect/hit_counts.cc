@@ -5,11 +5,11 @@
 
 namespace uscope {
 
-HitCounts::HitCounts(BpfObject obj, size_t sites, pid_t tgid)
-    : obj_(std::move(obj)), sites_(sites), links_(tgid > 0 ? tgid : -1) {}
+HitCounts::HitCounts(BpfObject obj, size_t sites, UprobeProgram uprobes)
+    : obj_(std::move(obj)), sites_(sites), uprobes_(std::move(uprobes)) {}
 HitCounts::HitCounts(HitCounts&&) noexcept = default;
 HitCounts& HitCounts::operator=(HitCounts&&) noexcept = default;
-// links_ is declared after obj_, so the links are destroyed before the programs they use.
+// uprobes_ is declared after obj_, so the links are destroyed before the programs they use.
 HitCounts::~HitCounts() = default;
 
 Result<HitCounts> HitCounts::attach(const std::vector<AttachSite>& sites,
@@ -21,15 +21,10 @@ Result<HitCounts> HitCounts::attach(const std::vector<AttachSite>& sites,
   if (auto r = obj->set_max_entries("hits", static_cast<uint32_t>(sites.size())); !r)
     return tl::unexpected(r.error());
   auto* skel = obj->skeleton<hit_counter>();
-  bool multi =
-      UprobeLinks::prepare_programs(skel->progs.count_hit, skel->progs.count_hit_multi, use_multi);
+  UprobeProgram uprobes(skel->progs.count_hit, skel->progs.count_hit_multi, use_multi, target);
   if (auto r = obj->load(); !r) return tl::unexpected(r.error());
-  HitCounts hc(std::move(*obj), sites.size(), target.tgid);
-  hc.links_.set_skip_refused(skip_refused);
-  auto r = multi ? hc.links_.attach_multi(skel->progs.count_hit_multi, sites)
-                 : hc.links_.attach_each(skel->progs.count_hit, sites);
-  if (!r) return tl::unexpected(r.error());
-  hc.used_multi_ = multi;
+  HitCounts hc(std::move(*obj), sites.size(), std::move(uprobes));
+  if (auto r = hc.uprobes_.attach(sites, skip_refused); !r) return tl::unexpected(r.error());
   return hc;
 }
 

@@ -7,7 +7,6 @@
 #include <vector>
 
 #include "attach/bpf_loader.h"
-#include "attach/uprobe_links.h"
 #include "util/result.h"
 
 namespace uscope {
@@ -26,20 +25,19 @@ class HitCounts {
 
   // Sum over CPUs, indexed by site cookie.
   Result<std::vector<uint64_t>> read() const;
-  bool used_multi() const { return used_multi_; }
-  size_t link_count() const { return links_.link_count(); }
-  void detach() { links_.detach_all(); }
-  const std::vector<UprobeLinks::Refused>& refused() const { return links_.refused(); }
+  bool used_multi() const { return uprobes_.multi(); }
+  size_t link_count() const { return uprobes_.links().link_count(); }
+  void detach() { uprobes_.links().detach_all(); }
+  const std::vector<UprobeLinks::Refused>& refused() const { return uprobes_.links().refused(); }
   // The loaded programs, for their run time in the kernel's BPF stats (collect/bpf_run_stats.h).
   std::vector<int> program_fds() const { return obj_.program_fds(); }
 
  private:
-  HitCounts(BpfObject obj, size_t sites, pid_t tgid);
+  HitCounts(BpfObject obj, size_t sites, UprobeProgram uprobes);
 
   BpfObject obj_;
   size_t sites_ = 0;
-  UprobeLinks links_;  // after obj_: detached before the programs are destroyed
-  bool used_multi_ = false;
+  UprobeProgram uprobes_;  // after obj_: detached before the programs are destroyed
 };
 
 }  // namespace uscope

@@ -17,12 +17,11 @@
 namespace uscope {
 
 TraceProgram::TraceProgram(BpfObject obj, size_t recipes, std::vector<int32_t> hist_slot,
-                           pid_t tgid, bool multi)
+                           UprobeProgram uprobes)
     : obj_(std::move(obj)),
       n_recipes_(recipes),
       hist_slot_(std::move(hist_slot)),
-      multi_(multi),
-      links_(tgid > 0 ? tgid : -1) {}
+      uprobes_(std::move(uprobes)) {}
 TraceProgram::TraceProgram(TraceProgram&&) noexcept = default;
 TraceProgram& TraceProgram::operator=(TraceProgram&&) noexcept = default;
 // Members are destroyed in reverse order: ring buffer, links, then the programs and maps.
@@ -73,21 +72,17 @@ Result<TraceProgram> TraceProgram::load(std::span<const uscope_recipe> recipes,
   for (const auto& [map, entries] : sizes)
     if (auto r = obj->set_max_entries(map, entries); !r) return tl::unexpected(r.error());
   auto* skel = obj->skeleton<::trace>();
-  bool multi =
-      UprobeLinks::prepare_programs(skel->progs.trace_single, skel->progs.trace_multi, use_multi);
+  UprobeProgram uprobes(skel->progs.trace_single, skel->progs.trace_multi, use_multi, target);
   if (auto r = obj->load(); !r) return tl::unexpected(r.error());
   int fd = obj->map_fd("recipes");
   for (uint32_t i = 0; i < n; ++i)
     if (bpf_map_update_elem(fd, &i, &loaded[i], BPF_ANY))
       return fail_errno(errno, "cannot store recipe {}: {}", i, std::strerror(errno));
-  return TraceProgram(std::move(*obj), recipes.size(), std::move(hist_slot), target.tgid, multi);
+  return TraceProgram(std::move(*obj), recipes.size(), std::move(hist_slot), std::move(uprobes));
 }
 
 Result<void> TraceProgram::attach(const std::vector<AttachSite>& sites, bool skip_refused) {
-  links_.set_skip_refused(skip_refused);
-  auto* skel = obj_.skeleton<::trace>();
-  return multi_ ? links_.attach_multi(skel->progs.trace_multi, sites)
-                : links_.attach_each(skel->progs.trace_single, sites);
+  return uprobes_.attach(sites, skip_refused);
 }
 
 Result<void> TraceProgram::open_events(EventHandler on_event) {

@@ -12,7 +12,6 @@
 #include <vector>
 
 #include "attach/bpf_loader.h"
-#include "attach/uprobe_links.h"
 #include "bpf/trace.h"
 #include "collect/aggregates.h"
 #include "collect/ring_reader.h"
@@ -54,12 +53,12 @@ class TraceProgram {
   // Each site's cookie is the index of its recipe. With `skip_refused`, sites the kernel cannot
   // probe are left out (see refused()).
   Result<void> attach(const std::vector<AttachSite>& sites, bool skip_refused = false);
-  const std::vector<UprobeLinks::Refused>& refused() const { return links_.refused(); }
+  const std::vector<UprobeLinks::Refused>& refused() const { return uprobes_.links().refused(); }
   // The loaded programs, for their run time in the kernel's BPF stats (collect/bpf_run_stats.h).
   std::vector<int> program_fds() const { return obj_.program_fds(); }
-  void detach() { links_.detach_all(); }
-  bool uses_multi() const { return multi_; }
-  size_t link_count() const { return links_.link_count(); }
+  void detach() { uprobes_.links().detach_all(); }
+  bool uses_multi() const { return uprobes_.multi(); }
+  size_t link_count() const { return uprobes_.links().link_count(); }
 
   // Events are handed to `on_event` from consume(): the header and the payload after it
   // (data_len bytes of fields, then stack_len bytes of user stack; see EventDecoder).
@@ -89,14 +88,13 @@ class TraceProgram {
     EventHandler handler;
     uint64_t short_records = 0;
   };
-  TraceProgram(BpfObject obj, size_t recipes, std::vector<int32_t> hist_slot, pid_t tgid,
-               bool multi);
+  TraceProgram(BpfObject obj, size_t recipes, std::vector<int32_t> hist_slot,
+               UprobeProgram uprobes);
 
   BpfObject obj_;
   size_t n_recipes_ = 0;
   std::vector<int32_t> hist_slot_;  // by recipe: its row of `latency`, -1 without a histogram
-  bool multi_ = false;
-  UprobeLinks links_;  // after obj_: detached before the programs are destroyed
+  UprobeProgram uprobes_;           // after obj_: detached before the programs are destroyed
   std::unique_ptr<EventSink> events_;
   std::optional<RingReader> ring_;  // after events_: freed before the handler it calls
 };

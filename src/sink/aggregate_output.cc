@@ -8,11 +8,11 @@
 
 namespace uscope {
 
-void print_counts(std::vector<CountRow> rows, bool json, std::FILE* out) {
+void print_counts(std::vector<CountRow> rows, OutputFormat format, std::FILE* out) {
   std::erase_if(rows, [](const CountRow& r) { return r.count == 0; });
   std::stable_sort(rows.begin(), rows.end(),
                    [](const CountRow& a, const CountRow& b) { return a.count < b.count; });
-  if (json) {
+  if (format == OutputFormat::Json) {
     for (const auto& r : rows)
       fmt::print(
           out, "{}\n",
@@ -46,9 +46,9 @@ uint64_t histogram_percentile(std::span<const uint64_t> buckets, double p) {
   return 0;
 }
 
-void print_latency(const LatencyRow& row, bool json, std::FILE* out) {
+void print_latency(const LatencyRow& row, OutputFormat format, std::FILE* out) {
   uint64_t unmatched = row.entries > row.matched ? row.entries - row.matched : 0;
-  if (json) {
+  if (format == OutputFormat::Json) {
     nlohmann::json buckets = nlohmann::json::array();
     for (size_t b = 0; b < row.buckets.size(); ++b)
       if (row.buckets[b])

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "sink/output_format.h"
+
 namespace uscope {
 
 struct CountRow {
@@ -17,7 +19,7 @@ struct CountRow {
 
 // Rows with a zero count are left out; sorted by count, largest last (as funccount does, so the
 // top stays visible at the bottom of a terminal).
-void print_counts(std::vector<CountRow> rows, bool json, std::FILE* out = stdout);
+void print_counts(std::vector<CountRow> rows, OutputFormat format, std::FILE* out = stdout);
 
 struct LatencyRow {
   std::string function;
@@ -30,6 +32,6 @@ struct LatencyRow {
 
 // Approximate percentile from log2 buckets: the upper bound of the bucket holding it.
 uint64_t histogram_percentile(std::span<const uint64_t> buckets, double p);
-void print_latency(const LatencyRow& row, bool json, std::FILE* out = stdout);
+void print_latency(const LatencyRow& row, OutputFormat format, std::FILE* out = stdout);
 
 }  // namespace uscope

@@ -123,7 +123,7 @@ nlohmann::json usdt_arg_json(const UsdtArg& a) {
 }
 
 void ListPrinter::print(const ListedObject& o) {
-  if (format_ == Format::JsonLines)
+  if (json_)
     print_json(o);
   else
     print_text(o);

@@ -9,6 +9,7 @@
 #include "discover/symbol_table.h"
 #include "discover/usdt.h"
 #include "plan/site_placement.h"
+#include "sink/output_format.h"
 
 namespace uscope {
 
@@ -32,15 +33,16 @@ nlohmann::json usdt_arg_json(const UsdtArg& a);
 
 class ListPrinter {
  public:
-  enum class Format { Text, JsonLines };
-  explicit ListPrinter(Format f, std::FILE* out = stdout) : format_(f), out_(out) {}
+  // Text grouped by object, or JSON Lines for OutputFormat::Json.
+  explicit ListPrinter(OutputFormat f, std::FILE* out = stdout)
+      : json_(f == OutputFormat::Json), out_(out) {}
   void print(const ListedObject& o);
   void finish() { std::fflush(out_); }
 
  private:
   void print_text(const ListedObject& o);
   void print_json(const ListedObject& o);
-  Format format_;
+  bool json_;
   std::FILE* out_;
   bool first_object_ = true;
 };

@@ -161,7 +161,7 @@ std::string bucket_label(const MapScale& s, size_t b) {
   return fmt::format("[{}, {})", num(*lo), num(*hi));
 }
 
-void print_map(MapTable t, bool json, std::FILE* out) {
+void print_map(MapTable t, OutputFormat format, std::FILE* out) {
   std::erase_if(t.rows, [](const MapRow& r) { return r.count == 0; });
   // Largest last, as bpftrace prints a map: the top stays on screen. Ties in key order, so that
   // equal runs print alike.
@@ -174,7 +174,7 @@ void print_map(MapTable t, bool json, std::FILE* out) {
   size_t total_keys = rows.size();
   if (t.top && rows.size() > t.top)
     rows.erase(rows.begin(), rows.end() - static_cast<ptrdiff_t>(t.top));
-  if (json) {
+  if (format == OutputFormat::Json) {
     print_json(t, rows, total_keys, out);
     std::fflush(out);
     return;

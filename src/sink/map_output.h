@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "bpf/trace.h"
+#include "sink/output_format.h"
 
 namespace uscope {
 
@@ -58,6 +59,7 @@ std::string bucket_label(const MapScale& scale, size_t bucket);
 std::pair<std::optional<int64_t>, std::optional<int64_t>> bucket_bounds(const MapScale& scale,
                                                                         size_t bucket);
 
-void print_map(MapTable table, bool json, std::FILE* out = stdout);
+// Aligned text, or JSON Lines for OutputFormat::Json.
+void print_map(MapTable table, OutputFormat format, std::FILE* out = stdout);
 
 }  // namespace uscope

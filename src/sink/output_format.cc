@@ -49,6 +49,13 @@ std::string names_of(std::span<const OutputFormat> formats) {
   return out;
 }
 
+// The extension -o should have for `f` (".txt" for text: format_name is not always one).
+std::string_view extension_of(OutputFormat f) {
+  for (const auto& e : kExtensions)
+    if (e.format == f) return e.suffix;
+  return "";
+}
+
 }  // namespace
 
 std::string_view format_name(OutputFormat f) {
@@ -90,8 +97,8 @@ Result<OutputFormat> choose_format(std::string_view format_flag, std::string_vie
   }
   if (!output_path.empty()) {
     if (!by_path)
-      return fail("cannot tell the format from -o {}: add --format ({}), or name the file .{}",
-                  output_path, names_of(allowed), format_name(fallback));
+      return fail("cannot tell the format from -o {}: add --format ({}), or name the file *{}",
+                  output_path, names_of(allowed), extension_of(fallback));
     if (!is_allowed(*by_path))
       return fail("this command does not write {} (-o {}): use one of {}", format_name(*by_path),
                   output_path, names_of(allowed));

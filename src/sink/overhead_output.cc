@@ -105,9 +105,9 @@ void print_overhead_sites(const Overhead& o, std::FILE* out) {
   }
 }
 
-void print_overhead(const Overhead& o, bool json, bool verbose, std::FILE* out) {
+void print_overhead(const Overhead& o, OutputFormat format, bool verbose, std::FILE* out) {
   if (verbose) print_overhead_sites(o, out);
-  if (json) {
+  if (format == OutputFormat::Json) {
     nlohmann::json j = overhead_json(o);
     j["kind"] = "overhead";
     fmt::print(out, "{}\n", j.dump());

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "collect/overhead.h"
+#include "sink/output_format.h"
 
 namespace uscope {
 
@@ -25,7 +26,7 @@ nlohmann::json overhead_json(const Overhead& o);
 // One line per site with hits, for -v.
 void print_overhead_sites(const Overhead& o, std::FILE* out);
 // What count and latency print at exit on `out` (stderr; their stdout holds only table rows): the
-// sites with -v, then the summary line, or with --json one {"kind":"overhead",...} line.
-void print_overhead(const Overhead& o, bool json, bool verbose, std::FILE* out);
+// sites with -v, then the summary line, or for OutputFormat::Json one {"kind":"overhead",...} line.
+void print_overhead(const Overhead& o, OutputFormat format, bool verbose, std::FILE* out);
 
 }  // namespace uscope

@@ -71,9 +71,12 @@ std::string printable_bytes(std::string_view s) {
   return to_string(b);
 }
 
-TraceOutput::TraceOutput(const TracePlan& plan, Format format, OutputBuffer& out,
+TraceOutput::TraceOutput(const TracePlan& plan, OutputFormat format, OutputBuffer& out,
                          TraceColumns columns)
-    : format_(format), out_(out), columns_(std::move(columns)), message_(-1, 64 * 1024) {
+    : json_(format == OutputFormat::Json),
+      out_(out),
+      columns_(std::move(columns)),
+      message_(-1, 64 * 1024) {
   for (const auto& p : plan.probes) {
     any_message_ |= !p.spec.format.empty();
     // bcc's FUNC column names a USDT probe without its provider; JSON keeps both.
@@ -102,7 +105,7 @@ TraceOutput::TraceOutput(const TracePlan& plan, Format format, OutputBuffer& out
 }
 
 void TraceOutput::header() {
-  if (format_ != Format::Text) return;
+  if (json_) return;
   if (columns_.time != TraceColumns::Time::None) {
     append_padded(out_, "TIME",
                   columns_.time == TraceColumns::Time::Unix ? kUnixWidth : kClockWidth, true);
@@ -181,7 +184,7 @@ bool TraceOutput::event(const DecodedEvent& ev, const EventStacks& stacks) {
   }
   for (size_t i = 0; i < ev.n_values; ++i) truncated_strings_ += ev.values[i].truncated;
   ++events_;
-  if (format_ == Format::Text)
+  if (!json_)
     text_event(ev, probe, stacks);
   else
     json_event(ev, probe, stacks);
@@ -314,7 +317,7 @@ uint64_t TraceOutput::events_in(std::string_view bytes) const {
   uint64_t n = 0;
   for (size_t i = 0; i < bytes.size(); ++i) {
     if (bytes[i] != '\n') continue;
-    if (format_ == Format::JsonLines || !columns_.stacks || (i > 0 && bytes[i - 1] == '\n')) ++n;
+    if (json_ || !columns_.stacks || (i > 0 && bytes[i - 1] == '\n')) ++n;
   }
   return n;
 }

@@ -16,6 +16,7 @@
 #include "collect/decoded_event.h"
 #include "plan/planner.h"
 #include "sink/message_format.h"
+#include "sink/output_format.h"
 #include "symbolize/symbolizer.h"
 #include "util/output_buffer.h"
 
@@ -49,8 +50,9 @@ struct EventStacks {
 
 class TraceOutput {
  public:
-  enum class Format { Text, JsonLines };
-  TraceOutput(const TracePlan& plan, Format format, OutputBuffer& out, TraceColumns columns = {});
+  // Text lines, or JSON Lines for OutputFormat::Json.
+  TraceOutput(const TracePlan& plan, OutputFormat format, OutputBuffer& out,
+              TraceColumns columns = {});
   void header();
   // False when -f left the event out (counted in message_filtered()).
   bool event(const DecodedEvent& ev, const EventStacks& stacks = {});
@@ -75,7 +77,7 @@ class TraceOutput {
   void text_event(const DecodedEvent& ev, const ProbeText& probe, const EventStacks& stacks);
   void json_event(const DecodedEvent& ev, const ProbeText& probe, const EventStacks& stacks);
 
-  Format format_;
+  bool json_;
   OutputBuffer& out_;
   TraceColumns columns_;
   bool any_message_ = false;  // some probe has a format: the header's message column is "-"

@@ -39,7 +39,7 @@ TEST(aggregate_output, counts_drop_zero_rows_and_sort_ascending) {
                                 {"calloc", "/lib/libc.so.6", 5},
                                 {"work", "/usr/bin/x", 1000000}};
   MemFile out;
-  print_counts(rows, false, out.get());
+  print_counts(rows, OutputFormat::Text, out.get());
   EXPECT_EQ(out.str(),
             "FUNC          COUNT  OBJECT\n"
             "strlen            2  /lib/libc.so.6\n"
@@ -51,7 +51,7 @@ TEST(aggregate_output, counts_drop_zero_rows_and_sort_ascending) {
 TEST(aggregate_output, counts_column_widens_to_the_longest_name_up_to_60) {
   std::string longer(12, 'f');
   MemFile out;
-  print_counts({{longer, "o", 1}, {"g", "o", 2}}, false, out.get());
+  print_counts({{longer, "o", 1}, {"g", "o", 2}}, OutputFormat::Text, out.get());
   auto lines = lines_of(out.str());
   ASSERT_EQ(lines.size(), 3u);
   EXPECT_EQ(lines[0], "FUNC" + std::string(8, ' ') + "        COUNT  OBJECT");
@@ -60,7 +60,7 @@ TEST(aggregate_output, counts_column_widens_to_the_longest_name_up_to_60) {
 
   std::string huge(80, 'h');
   MemFile out2;
-  print_counts({{huge, "o", 1}, {"g", "o", 2}}, false, out2.get());
+  print_counts({{huge, "o", 1}, {"g", "o", 2}}, OutputFormat::Text, out2.get());
   auto l2 = lines_of(out2.str());
   ASSERT_EQ(l2.size(), 3u);
   EXPECT_EQ(l2[0], "FUNC" + std::string(56, ' ') + "        COUNT  OBJECT");
@@ -70,16 +70,17 @@ TEST(aggregate_output, counts_column_widens_to_the_longest_name_up_to_60) {
 
 TEST(aggregate_output, counts_with_no_hits_print_only_the_header) {
   MemFile out;
-  print_counts({{"a", "o", 0}}, false, out.get());
+  print_counts({{"a", "o", 0}}, OutputFormat::Text, out.get());
   EXPECT_EQ(out.str(), "FUNC        COUNT  OBJECT\n");
   MemFile json;
-  print_counts({{"a", "o", 0}}, true, json.get());
+  print_counts({{"a", "o", 0}}, OutputFormat::Json, json.get());
   EXPECT_EQ(json.str(), "");
 }
 
 TEST(aggregate_output, counts_json_rows) {
   MemFile out;
-  print_counts({{"b", "/o2", 9}, {"a", "/o1", 0}, {"c\"q", "/o1", 3}}, true, out.get());
+  print_counts({{"b", "/o2", 9}, {"a", "/o1", 0}, {"c\"q", "/o1", 3}}, OutputFormat::Json,
+               out.get());
   auto lines = lines_of(out.str());
   ASSERT_EQ(lines.size(), 2u);
   auto first = nlohmann::json::parse(lines[0]);
@@ -136,7 +137,7 @@ TEST(aggregate_output, latency_text_histogram_and_unmatched_lines) {
   row.matched = 6;
   row.returns_without_entry = 1;
   MemFile out;
-  print_latency(row, false, out.get());
+  print_latency(row, OutputFormat::Text, out.get());
   EXPECT_EQ(out.str(),
             "\n"
             "work (/usr/bin/x): 6 calls, p50 < 64 ns, p99 < 64 ns\n"
@@ -157,7 +158,7 @@ TEST(aggregate_output, latency_text_bucket_zero_starts_at_zero) {
   row.entries = 4;
   row.matched = 4;
   MemFile out;
-  print_latency(row, false, out.get());
+  print_latency(row, OutputFormat::Text, out.get());
   EXPECT_EQ(out.str(),
             "\n"
             "f (o): 4 calls, p50 < 4 ns, p99 < 4 ns\n"
@@ -174,7 +175,7 @@ TEST(aggregate_output, latency_text_without_calls) {
   row.entries = 3;
   row.matched = 0;
   MemFile out;
-  print_latency(row, false, out.get());
+  print_latency(row, OutputFormat::Text, out.get());
   EXPECT_EQ(out.str(),
             "\n"
             "f (o): 0 calls\n"
@@ -185,7 +186,7 @@ TEST(aggregate_output, latency_text_without_calls) {
   row.matched = 2;
   row.buckets = buckets({{4, 2}});
   MemFile out2;
-  print_latency(row, false, out2.get());
+  print_latency(row, OutputFormat::Text, out2.get());
   EXPECT_EQ(out2.str().find("without a return"), std::string::npos) << out2.str();
 }
 
@@ -198,7 +199,7 @@ TEST(aggregate_output, latency_json_fields) {
   row.matched = 7;
   row.returns_without_entry = 1;
   MemFile out;
-  print_latency(row, true, out.get());
+  print_latency(row, OutputFormat::Json, out.get());
   std::string s = out.str();
   EXPECT_EQ(std::count(s.begin(), s.end(), '\n'), 1);
   auto j = nlohmann::json::parse(s);
@@ -217,7 +218,7 @@ TEST(aggregate_output, latency_json_without_calls) {
   row.object = "o";
   row.buckets = buckets({});
   MemFile out;
-  print_latency(row, true, out.get());
+  print_latency(row, OutputFormat::Json, out.get());
   auto j = nlohmann::json::parse(out.str());
   EXPECT_EQ(j["calls"], 0);
   EXPECT_EQ(j["entries_without_return"], 0);

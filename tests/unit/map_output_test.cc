@@ -48,7 +48,7 @@ MapTable count_table() {
 
 TEST(map_output, counts_sorted_largest_last_and_aligned) {
   MemFile f;
-  print_map(count_table(), false, f.get());
+  print_map(count_table(), OutputFormat::Text, f.get());
   auto lines = lines_of(f.str());
   ASSERT_EQ(lines.size(), 4u) << f.str();
   EXPECT_EQ(lines[0], "@[comm, arg1]  3 keys");
@@ -61,7 +61,7 @@ TEST(map_output, top_n_says_how_many_keys_are_left_out) {
   MapTable t = count_table();
   t.top = 2;
   MemFile f;
-  print_map(t, false, f.get());
+  print_map(t, OutputFormat::Text, f.get());
   auto lines = lines_of(f.str());
   ASSERT_EQ(lines.size(), 4u) << f.str();
   EXPECT_EQ(lines[0], "@[comm, arg1]  top 2 of 3 keys by count");
@@ -74,10 +74,10 @@ TEST(map_output, full_map_is_reported_never_silent) {
   t.not_counted = 4;
   t.max_keys = 3;
   MemFile f;
-  print_map(t, false, f.get());
+  print_map(t, OutputFormat::Text, f.get());
   EXPECT_NE(f.str().find("(4 hits not counted: the map of 3 keys was full"), std::string::npos);
   MemFile j;
-  print_map(t, true, j.get());
+  print_map(t, OutputFormat::Json, j.get());
   auto lines = lines_of(j.str());
   auto last = nlohmann::json::parse(lines.back());
   EXPECT_EQ(last["kind"], "keys");
@@ -88,7 +88,7 @@ TEST(map_output, counts_json_one_object_per_key) {
   MapTable t = count_table();
   t.interval = 2;
   MemFile f;
-  print_map(t, true, f.get());
+  print_map(t, OutputFormat::Json, f.get());
   auto lines = lines_of(f.str());
   ASSERT_EQ(lines.size(), 4u);
   auto j = nlohmann::json::parse(lines[2]);
@@ -132,7 +132,7 @@ TEST(map_output, histogram_bars_scale_to_the_peak_between_first_and_last_bucket)
   r.buckets[5] = 4;
   t.rows.push_back(r);
   MemFile f;
-  print_map(t, false, f.get());
+  print_map(t, OutputFormat::Text, f.get());
   auto lines = lines_of(f.str());
   ASSERT_EQ(lines.size(), 6u) << f.str();
   EXPECT_EQ(lines[2], "@[app]: 6 values");
@@ -140,7 +140,7 @@ TEST(map_output, histogram_bars_scale_to_the_peak_between_first_and_last_bucket)
   EXPECT_EQ(lines[4], "[4, 8)         0 |" + std::string(52, ' ') + "|");
   EXPECT_EQ(lines[5], "[8, 16)        4 |" + std::string(52, '@') + "|");
   MemFile j;
-  print_map(t, true, j.get());
+  print_map(t, OutputFormat::Json, j.get());
   auto row = nlohmann::json::parse(lines_of(j.str())[0]);
   ASSERT_EQ(row["buckets"].size(), 2u);
   EXPECT_EQ(row["buckets"][0]["low"], 2);
@@ -155,7 +155,7 @@ TEST(map_output, ustack_frames_on_lines_of_their_own) {
   t.rows.push_back({{str("app")}, {"leaf+0x4", "main+0x10"}, false, 3, 0, {}});
   t.rows.push_back({{str("app")}, {}, true, 1, 0, {}});
   MemFile f;
-  print_map(t, false, f.get());
+  print_map(t, OutputFormat::Text, f.get());
   std::string out = f.str();
   EXPECT_NE(out.find("@[\n        leaf+0x4\n        main+0x10\n, app]:"), std::string::npos) << out;
   EXPECT_NE(out.find("[stack unavailable]"), std::string::npos);
@@ -172,7 +172,7 @@ TEST(map_output, cut_and_unreadable_strings_are_marked) {
   t.rows.push_back({{cut}, {}, false, 1, 0, {}});
   t.rows.push_back({{bad}, {}, false, 2, 0, {}});
   MemFile f;
-  print_map(t, false, f.get());
+  print_map(t, OutputFormat::Text, f.get());
   EXPECT_NE(f.str().find("@[abc…]:"), std::string::npos);
   EXPECT_NE(f.str().find("@[<unreadable>]:"), std::string::npos);
 }

@@ -160,7 +160,7 @@ TEST(trace_output, text_header_and_event_line_in_bcc_columns) {
   TracePlan plan;
   plan.probes.push_back(probe_of(R"(p::work "i=%d tag=%s", arg1, str(arg2))", "work"));
   OutputBuffer out(-1);
-  TraceOutput t(plan, TraceOutput::Format::Text, out);
+  TraceOutput t(plan, OutputFormat::Text, out);
   t.header();
   // bcc trace: "%-7s %-7s %-15s %-16s %s" with "-" over the messages.
   EXPECT_EQ(std::string(out.since(0)), "PID     TID     COMM            FUNC             -\n");
@@ -175,7 +175,7 @@ TEST(trace_output, header_without_messages_has_no_message_column) {
   TracePlan plan;
   plan.probes.push_back(probe_of(R"(p::inet_pton)", "inet_pton"));
   OutputBuffer out(-1);
-  TraceOutput t(plan, TraceOutput::Format::Text, out);
+  TraceOutput t(plan, OutputFormat::Text, out);
   t.header();
   t.event(decoded(event_of(0, "ping"), {}));
   EXPECT_EQ(std::string(out.since(0)),
@@ -195,7 +195,7 @@ TEST(trace_output, time_and_cpu_columns) {
     TraceColumns c;
     c.time = time;
     c.cpu = true;
-    TraceOutput t(plan, TraceOutput::Format::Text, out, c);
+    TraceOutput t(plan, OutputFormat::Text, out, c);
     t.header();
     t.event(decoded(event_of(0, "x"), {num(5)}));
     std::string all = std::string(out.since(0));
@@ -211,7 +211,7 @@ TEST(trace_output, message_filter_leaves_out_and_counts) {
   OutputBuffer out(-1);
   TraceColumns c;
   c.message_filter = "conf";
-  TraceOutput t(plan, TraceOutput::Format::JsonLines, out, c);
+  TraceOutput t(plan, OutputFormat::Json, out, c);
   EXPECT_FALSE(t.event(decoded(event_of(0, "x"), {text("/etc/passwd")})));
   EXPECT_TRUE(t.event(decoded(event_of(0, "x"), {text("/etc/ld.so.conf")})));
   EXPECT_EQ(t.events(), 1u);
@@ -233,7 +233,7 @@ TEST(trace_output, text_event_with_stacks_as_bcc_prints_them) {
   TraceColumns c;
   c.stacks = true;
   c.addresses = true;
-  TraceOutput t(plan, TraceOutput::Format::Text, out, c);
+  TraceOutput t(plan, OutputFormat::Text, out, c);
   Frame f1;
   f1.address = 0x401234;
   f1.object = "/usr/bin/x";
@@ -270,7 +270,7 @@ TEST(trace_output, unknown_probe_id_is_ignored) {
   TracePlan plan;
   plan.probes.push_back(probe_of(R"(p::work)", "work"));
   OutputBuffer out(-1);
-  TraceOutput t(plan, TraceOutput::Format::JsonLines, out);
+  TraceOutput t(plan, OutputFormat::Json, out);
   t.event(decoded(event_of(1, "x"), {}));
   EXPECT_EQ(t.events(), 0u);
   EXPECT_EQ(std::string(out.since(0)), "");
@@ -281,7 +281,7 @@ TEST(trace_output, json_lines_event_fields) {
   plan.probes.push_back(probe_of(R"(p::work)", "work"));
   plan.probes.push_back(probe_of(R"(p::work "i=%d tag=%s c=%s", arg1, str(arg2), $comm)", "work"));
   OutputBuffer out(-1);
-  TraceOutput t(plan, TraceOutput::Format::JsonLines, out);
+  TraceOutput t(plan, OutputFormat::Json, out);
   t.header();
   EXPECT_EQ(std::string(out.since(0)), "");  // no header in JSON Lines
   uscope_event ev = event_of(1, "target_loop");
@@ -314,7 +314,7 @@ TEST(trace_output, json_lines_duration_stack_and_invalid_utf8) {
   TracePlan plan;
   plan.probes.push_back(probe_of(R"(r::work "%s", $entry(arg2))", "work"));
   OutputBuffer out(-1);
-  TraceOutput t(plan, TraceOutput::Format::JsonLines, out);
+  TraceOutput t(plan, OutputFormat::Json, out);
   uscope_event ev = event_of(0, "w");
   ev.duration_ns = 1500;
   Frame f;
@@ -341,7 +341,7 @@ TEST(trace_output, comm_of_full_length_is_not_overrun) {
   TracePlan plan;
   plan.probes.push_back(probe_of(R"(p::work)", "work"));
   OutputBuffer out(-1);
-  TraceOutput t(plan, TraceOutput::Format::JsonLines, out);
+  TraceOutput t(plan, OutputFormat::Json, out);
   uscope_event ev = event_of(0, "");
   std::memcpy(ev.comm, "0123456789abcdef", 16);  // no NUL
   ev.return_address = 0x4141414141414141;        // what follows comm must not leak in
@@ -407,7 +407,7 @@ TEST(trace_output, json_marks_truncated_events) {
   TracePlan plan;
   plan.probes.push_back(probe_of(R"(p::work "%s %s", str(arg1), str(arg2))", "work"));
   OutputBuffer out(-1);
-  TraceOutput t(plan, TraceOutput::Format::JsonLines, out);
+  TraceOutput t(plan, OutputFormat::Json, out);
   t.event(decoded(event_of(0, "w"), {text("whole"), cut("cu")}));
   t.event(decoded(event_of(0, "w"), {text("a"), text("b")}));
   std::string s(out.since(0));
@@ -425,7 +425,7 @@ TEST(trace_output, json_strings_escape_and_stay_valid) {
   // A literal tab and quote in the format, and a comm with a newline (prctl allows it).
   plan.probes.push_back(probe_of("p::work \"q\\\"\\t%s\", str(arg1)", "wo\"rk"));
   OutputBuffer out(-1);
-  TraceOutput t(plan, TraceOutput::Format::JsonLines, out);
+  TraceOutput t(plan, OutputFormat::Json, out);
   std::string raw = std::string("\"\\/\x01\x1f\x7f caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80 ") +
                     "\xc3(\xed\xa0\x80\xf8\x80" + std::string(1, '\0');
   uscope_event ev = event_of(0, "a\nb");
@@ -450,7 +450,7 @@ TEST(trace_output, text_comm_is_made_printable) {
   TracePlan plan;
   plan.probes.push_back(probe_of(R"(p::work)", "work"));
   OutputBuffer out(-1);
-  TraceOutput t(plan, TraceOutput::Format::Text, out);
+  TraceOutput t(plan, OutputFormat::Text, out);
   t.event(decoded(event_of(0, "a\nb"), {}));
   std::string s(out.since(0));
   EXPECT_EQ(std::count(s.begin(), s.end(), '\n'), 1) << s;
@@ -463,7 +463,7 @@ TEST(trace_output, events_in_counts_records_of_each_format) {
   Frame f;
   f.function = "main";
   std::vector<Frame> stack = {f, f};
-  for (auto format : {TraceOutput::Format::Text, TraceOutput::Format::JsonLines}) {
+  for (auto format : {OutputFormat::Text, OutputFormat::Json}) {
     for (bool stacks : {false, true}) {
       OutputBuffer out(-1);
       TraceColumns c;
@@ -481,7 +481,7 @@ TEST(trace_output, steady_state_formatting_does_not_allocate) {
   // would make uscope trap on itself): count operator new calls across many events.
   TracePlan plan;
   plan.probes.push_back(probe_of(R"(p::work "i=%d s=%-8s p=%p", arg1, str(arg2), arg3)", "work"));
-  for (auto format : {TraceOutput::Format::Text, TraceOutput::Format::JsonLines}) {
+  for (auto format : {OutputFormat::Text, OutputFormat::Json}) {
     OutputBuffer out(-1, 1 << 16);
     TraceColumns c;
     c.time = TraceColumns::Time::Clock;  // the wall-time cache is on the path too
