@@ -45,6 +45,9 @@ std::string logical_path(const ElfFile& elf, const std::string& root_prefix) {
   return p;
 }
 
+// With DEBUGINFOD_URLS set (and libdebuginfod installed), dwfl_standard_find_debuginfo also
+// downloads missing debug files: the user's choice, honoured as gdb and perf honour it.
+//
 // libdwfl's search path: "" (beside the file), ".debug", then each root, where it looks for
 // .build-id/xx/rest.debug and for <root>/<file's directory>/<debuglink>. Under a root_prefix
 // that last form joins the root with the prefixed directory and finds nothing; build-id and

@@ -21,7 +21,8 @@
 
 namespace uscope {
 
-// Where a frame's name came from.
+// Where a frame's name came from. The four ELF sources are told apart per symbol
+// (discover/debug_info.cc: by which of libdwfl's files a symbol came from).
 enum class SymbolOrigin : uint8_t {
   None,           // not named (see Frame::miss)
   Symtab,         // the object's .symtab

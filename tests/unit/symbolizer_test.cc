@@ -309,3 +309,21 @@ TEST(symbolizer, forget_drops_cached_maps) {
   Frame f = s.symbolize(getpid(), libc_fn_addr("malloc"));
   EXPECT_EQ(f.function, "malloc");
 }
+
+TEST(symbolizer, shares_the_process_object_store_with_the_planner) {
+  // What the planner opened (through ObjectStore::shared()) is what the symbolizer finds: the
+  // test binary is not opened, nor its symbols read, a second time.
+  auto store = ObjectStore::shared();
+  auto exe = store->open("/proc/self/exe", fs::read_symlink("/proc/self/exe").string());
+  ASSERT_TRUE(exe) << exe.error().message;
+  auto planned = (*exe)->symbols();
+  ASSERT_TRUE(planned);
+  const size_t before = store->size();
+  Symbolizer s;
+  ASSERT_EQ(s.symbolize(getpid(), fn_addr(&uscope_symtest_target)).miss, FrameMiss::None);
+  EXPECT_EQ(store->size(), before);
+  auto again = store->open(fs::read_symlink("/proc/self/exe").string());
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->get(), exe->get());
+  EXPECT_EQ(*(*again)->symbols(), *planned);
+}
