@@ -77,11 +77,12 @@ Result<void> check_pids_exist(const std::vector<pid_t>& pids) {
 class ExitWatch {
  public:
   void add(pid_t pid) {
+    watching_ = true;
     int fd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
-    if (fd >= 0) fds_.emplace_back(fd);
+    if (fd >= 0) fds_.emplace_back(fd);  // else it has exited already
   }
   bool all_exited() const {
-    if (fds_.empty()) return false;
+    if (!watching_) return false;
     for (const auto& fd : fds_) {
       pollfd p{fd.get(), POLLIN, 0};
       if (poll(&p, 1, 0) <= 0) return false;
@@ -90,6 +91,7 @@ class ExitWatch {
   }
 
  private:
+  bool watching_ = false;
   std::vector<UniqueFd> fds_;
 };
 
@@ -97,10 +99,10 @@ class ExitWatch {
 class ProgressLine {
  public:
   explicit ProgressLine(bool shown) : shown_(shown) {}
+  // Whether a line is due now (never off a terminal).
+  bool due() const { return shown_ && std::chrono::steady_clock::now() >= next_; }
   void update(double elapsed_s, uint64_t samples, size_t processes) {
-    if (!shown_) return;
     auto now = std::chrono::steady_clock::now();
-    if (now < next_) return;
     next_ = now + std::chrono::milliseconds(500);
     fmt::print(stderr, "\ruscope: sampling {:.1f} s, {} samples, {} processes\033[K", elapsed_s,
                samples, processes);
@@ -259,9 +261,11 @@ int run_profile(const ProfileOptions& o) {
     if (auto r = run.rewrite(); !r) failure = r.error();
   };
   cb.done = [&] {
-    auto seen = program->samples_seen();
-    auto elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - run.start);
-    progress.update(elapsed.count(), seen ? *seen : 0, processes.size());
+    if (progress.due()) {
+      auto seen = program->samples_seen();
+      auto elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - run.start);
+      progress.update(elapsed.count(), seen ? *seen : 0, processes.size());
+    }
     all_exited = exits.all_exited();
     return failure.has_value() || all_exited;
   };

@@ -119,7 +119,7 @@ TEST(profile, several_pids_end_when_all_have_exited) {
 TEST(profile, forked_child_that_exits_mid_profile_stays_named) {
   USCOPE_REQUIRE_ROOT();
   std::string out = temp_path("all.folded");
-  GatedProcess target({fixture("profile/profile_exits_early"), "300", "--gate"});
+  GatedProcess target({fixture("profile/profile_exits_early"), "600", "--gate"});
   auto profiler = RunningCommand::uscope({"profile", "-a", "-F", "199", "-o", out});
   ASSERT_TRUE(wait_for_links(profiler.pid(), "profile_sample"));
   target.start();
