@@ -42,6 +42,12 @@ while True:
 """
 
 
+TARGETS = {  # how each target runs, as shown under the table
+    "python3.11": "/usr/bin/python3.11 -c FIB_LOOP (bench/complete_stacks.py)",
+    "redis-server": "redis-server --port PORT --save '' under redis-benchmark -q -l -t set,get -c 50",
+}
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -162,7 +168,8 @@ def main() -> int:
     for name, r in results.items():
         cmd = [shown if x == str(a.uscope) else x for x in r["cmd"]]
         cmd = ["PID" if i > 0 and cmd[i - 1] == "-p" else x for i, x in enumerate(cmd)]
-        print(" ".join(cmd))
+        cmd = [f"{name}.folded" if x.startswith(str(a.workdir)) else x for x in cmd]
+        print(f"{' '.join(cmd)}   # {TARGETS[name]}")
     print("```")
     return 0
 

@@ -280,11 +280,11 @@ def bench_jvm(a) -> list[dict]:
     for i in range(a.jvm_runs):
         R.log(f"  HotLoop ({i + 1})")
         java = R.Proc([a.java, *JVM_FLAGS, "-cp", str(a.java_dir), "HotLoop"])
+        perf_map = Path(f"/tmp/perf-{java.pid}.map")  # the launcher runs the JVM in its own process
         try:
             got = java.wait_line("out", r"^ready (\d+)$", 120)
-            R.check(got is not None, "HotLoop did not start", java)
-            pid = int(got[1].group(1))
-            perf_map = Path(f"/tmp/perf-{pid}.map")
+            R.check(got is not None and int(got[1].group(1)) == java.pid, "HotLoop did not start", java)
+            pid = java.pid
             R.run([a.jcmd, str(pid), "Compiler.perfmap"], timeout=120)
             R.check("HotLoop.hotMethod" in perf_map.read_text(errors="replace"),
                     f"{perf_map} does not name HotLoop.hotMethod", java)
@@ -298,8 +298,7 @@ def bench_jvm(a) -> list[dict]:
         finally:
             java.kill()
             java.wait(30)
-            if "pid" in locals():
-                Path(f"/tmp/perf-{pid}.map").unlink(missing_ok=True)
+            perf_map.unlink(missing_ok=True)
     return res
 
 
