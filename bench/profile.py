@@ -291,7 +291,7 @@ def bench_jvm(a) -> list[dict]:
             out = a.workdir / "jvm.svg"
             r = timed_profile(a, "uscope", 99, pid, a.jvm_seconds, out)
             svg = r.pop("svg")
-            r["jit_named"] = "HotLoop.hotMethod" in svg and "_[j]" in svg
+            r["jit_named"] = "HotLoop.hotMethod(long)_[j]" in svg
             r["libjvm_named"] = "Thread::call_run" in svg
             out.unlink()
             res.append(r)
