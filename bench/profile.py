@@ -25,15 +25,16 @@ Three measurements:
      written (uscope: the SVG flame graph complete; bpftrace: its map printed with symbolized
      stacks; perf: perf record's exit plus perf script's run; turning perf script's output into a
      flame graph needs FlameGraph's scripts, which Debian does not package, and is not counted).
-  S. The whole machine: `uscope profile -a -F 49 -o FILE.svg` (49 Hz is its default), and perf and
-     bpftrace at 49 Hz, SIGINT 10 s after the tool attached; the time from SIGINT to the output
-     written (uscope: --system-runs runs; the peers once).
+  S. The whole machine: `uscope profile -a -F 49 -d 10 -o FILE.svg` (49 Hz is its default), the
+     time from its "uscope: duration reached" line (the end of sampling) to its exit with the SVG
+     written (--system-runs runs); perf and bpftrace at 49 Hz once each, SIGINT 10 s after they
+     attached, the time from SIGINT to the output written.
   J. A JVM: tests/fixtures/java/HotLoop (hot in a JIT-compiled method) with a perf map written by
      `jcmd PID Compiler.perfmap`, profiled with `uscope profile -p PID -F 99 -o FILE.svg` for 5 s;
      the time from SIGINT to the SVG written (symbolizing openjdk's libjvm.so, ~57,000 symbols).
 
 A tool is "attached" once it holds perf-event or BPF-link fds and their number has not changed for
-0.2 s (bpftrace: also its BEGIN line). Every exit status is checked and every output must name the
+0.2 s (bpftrace: also its BEGIN line; uscope: also its "Ctrl-C to stop" line). Every exit status is checked and every output must name the
 target's hot path (inner, middle); any surprise aborts the run with the command and its output.
 Peak RSS: wait4's ru_maxrss when it is above this script's own peak (Linux starts a child's
 ru_maxrss from its parent's, so below that it is not the tool's own), otherwise the tool's VmHWM
@@ -67,12 +68,12 @@ JVM_FLAGS = ["-XX:+PreserveFramePointer", "-XX:CompileCommand=quiet",
 # Tools
 
 
-def tool_cmd(a, tool: str, hz: int, pid: int | None, out: Path) -> list[str]:
+def tool_cmd(a, tool: str, hz: int, pid: int | None, out: Path, seconds: float = 0) -> list[str]:
     """The command that profiles `pid` (None: every process) at `hz` into `out` (uscope: the SVG;
-    bpftrace: its stdout; perf: perf.data)."""
+    bpftrace: its stdout; perf: perf.data); uscope stops itself after `seconds` if given."""
     if tool == "uscope":
         return [str(a.uscope), "profile", *(["-p", str(pid)] if pid else ["-a"]), "-F", str(hz),
-                "-o", str(out)]
+                *(["-d", f"{seconds:g}"] if seconds else []), "-o", str(out)]
     if tool == "bpftrace":
         pred = f" /pid == {pid}/" if pid else ""
         return [a.bpftrace, "-e",
@@ -112,8 +113,8 @@ def wait_attached(tool: str, p: R.Proc, timeout: float = 120) -> None:
     raise R.BenchError(f"{tool} held no perf-event or BPF-link fd after {timeout} s\n{p.describe()}")
 
 
-def start_tool(a, tool: str, hz: int, pid: int | None, out: Path) -> tuple[R.Proc, object]:
-    cmd = tool_cmd(a, tool, hz, pid, out)
+def start_tool(a, tool: str, hz: int, pid: int | None, out: Path, seconds: float) -> tuple[R.Proc, object]:
+    cmd = tool_cmd(a, tool, hz, pid, out, seconds)
     if tool == "bpftrace":
         f = open(out, "wb")
         # bpftrace's "ready" goes to the file: read it from there.
@@ -131,10 +132,12 @@ def wait_bpftrace_ready(p: R.Proc, out: Path, timeout: float = 120) -> None:
     raise R.BenchError(f"bpftrace did not attach within {timeout} s\n{p.describe()}")
 
 
-def attach(a, tool: str, hz: int, pid: int | None, out: Path) -> tuple[R.Proc, object]:
-    p, f = start_tool(a, tool, hz, pid, out)
+def attach(a, tool: str, hz: int, pid: int | None, out: Path, seconds: float = 0) -> tuple[R.Proc, object]:
+    p, f = start_tool(a, tool, hz, pid, out, seconds)
     if tool == "bpftrace":
         wait_bpftrace_ready(p, out)
+    if tool == "uscope":
+        R.check(p.wait_line("err", r"Ctrl-C to stop$", 120) is not None, "uscope did not start sampling", p)
     wait_attached(tool, p)
     return p, f
 
@@ -151,14 +154,21 @@ def own_peak_kib() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
 
-def stop_tool(a, tool: str, p: R.Proc, f, out: Path, text_out: Path, timeout: float = 300) -> dict:
-    """SIGINT, wait for the output; for perf, then perf script. Time, CPU, RSS, samples."""
+def stop_tool(a, tool: str, p: R.Proc, f, out: Path, text_out: Path, timeout: float = 300,
+              sigint: bool = True) -> dict:
+    """SIGINT (or, for uscope with -d, its own stop), wait for the output; for perf, then perf
+    script. Time from the end of sampling to the output written, CPU, RSS, samples."""
     peak = own_peak_kib()
     t_stop = time.monotonic()
-    os.kill(p.pid, signal.SIGINT)
+    if sigint:
+        os.kill(p.pid, signal.SIGINT)
     if not p.wait(timeout):
         p.kill()
-        raise R.BenchError(f"{tool} did not exit {timeout} s after SIGINT\n{p.describe()}")
+        raise R.BenchError(f"{tool} did not exit {timeout} s after the end of sampling\n{p.describe()}")
+    if not sigint:  # uscope says when it stopped sampling: "uscope: duration reached"
+        got = p.wait_line("err", r"^uscope: duration reached$", 0)
+        R.check(got is not None, "uscope did not say when it stopped sampling", p)
+        t_stop = p.t0 + got[0]
     if f is not None:
         f.close()
     R.check(p.rc == 0 or (tool == "perf" and p.rc in (130, -2)), f"{tool} failed", p)
@@ -253,10 +263,14 @@ def bench_process(a) -> dict:
 # S. The whole machine, J. a JVM
 
 
-def timed_profile(a, tool: str, hz: int, pid: int | None, seconds: float, out: Path) -> dict:
-    p, f = attach(a, tool, hz, pid, out)
-    time.sleep(seconds)  # the profile's duration, not a wait for a condition
-    r = stop_tool(a, tool, p, f, out, a.workdir / "perf.txt")
+def timed_profile(a, tool: str, hz: int, pid: int | None, seconds: float, out: Path,
+                  own_duration: bool = False) -> dict:
+    """A profile of `seconds`: SIGINT after that long, or uscope's own -d (`own_duration`)."""
+    p, f = attach(a, tool, hz, pid, out, seconds if own_duration else 0)
+    if not own_duration:
+        time.sleep(seconds)  # the profile's duration, not a wait for a condition
+    r = stop_tool(a, tool, p, f, out, a.workdir / "perf.txt", timeout=seconds + 300,
+                  sigint=not own_duration)
     r.pop("text")
     return r
 
@@ -267,7 +281,7 @@ def bench_system(a) -> dict:
         for i in range(a.system_runs if tool == "uscope" else 1):
             R.log(f"  {tool} -a, {a.system_seconds:g} s ({i + 1})")
             out = a.workdir / {"uscope": "sys.svg", "bpftrace": "sys.txt", "perf": "sys.data"}[tool]
-            r = timed_profile(a, tool, 49, None, a.system_seconds, out)
+            r = timed_profile(a, tool, 49, None, a.system_seconds, out, own_duration=tool == "uscope")
             r.pop("svg", None)
             if out.exists():
                 out.unlink()
@@ -373,7 +387,9 @@ def report(a, mach: dict, pr: dict | None, sy: dict | None, jv: list[dict] | Non
         L.append("```")
         L.append("")
     if sy:
-        L.append(f"### S. The whole machine, 49 Hz, SIGINT {a.system_seconds:g} s after the tool attached")
+        L.append(f"### S. The whole machine for {a.system_seconds:g} s at 49 Hz: uscope's own `-d`, from "
+                 f"its \"duration reached\" line to its exit; the peers from SIGINT {a.system_seconds:g} s "
+                 "after they attached")
         L.append("")
         L.append("| tool | runs | samples | SIGINT → output written | tool CPU | tool peak RSS |")
         L.append("|---|---:|---:|---:|---:|---:|")
@@ -394,7 +410,8 @@ def report(a, mach: dict, pr: dict | None, sy: dict | None, jv: list[dict] | Non
             L.append("")
         L.append("```")
         for tool in TOOLS:
-            L.append(R.shown(a, tool_cmd(a, tool, 49, None, Path("sys.svg" if tool == "uscope" else "perf.data")))
+            L.append(R.shown(a, tool_cmd(a, tool, 49, None, Path("sys.svg" if tool == "uscope" else "perf.data"),
+                                         a.system_seconds if tool == "uscope" else 0))
                      + (" > sys.txt" if tool == "bpftrace" else ""))
         L.append("```")
         L.append("")
