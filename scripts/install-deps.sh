@@ -9,6 +9,8 @@ packages=(
   libelf-dev libdw-dev libcapstone-dev liblzma-dev libiberty-dev zlib1g-dev
   libcli11-dev libfmt-dev nlohmann-json3-dev libexpected-dev libprotobuf-dev protobuf-compiler
   libgtest-dev libgmock-dev
+  # pprof's profile.proto (compiled into the pprof output), libpng to check flame graph screenshots
+  golang-github-google-pprof-dev libpng-dev
   # sanitizers and fuzzers: g++'s ASan/UBSan runtimes come with it; clang's (and libFuzzer) do not
   libasan8 libubsan1 libclang-rt-14-dev
   # fixtures and real targets the tests attach to
@@ -16,8 +18,9 @@ packages=(
   libssl3 openssl redis-server redis-tools
   # libc's separate debug file: the names of its internal functions (__memcpy_avx2_...)
   libc6-dbg
-  # tools tests and scripts run: setpriv (util-linux), ps (procps), file
-  util-linux procps file
+  # tools tests and scripts run: setpriv (util-linux), ps (procps), file; chromium renders the
+  # SVG flame graph headless
+  util-linux procps file chromium
   # peers for benchmarks, and the python3 that runs them
   bpftrace python3
 )

@@ -9,17 +9,7 @@
 
 #include "hit_counter.h"
 
-const volatile __u32 target_tgid = 0; /* 0: every process */
-const volatile __u32 self_tgid = 0; /* uscope itself: never traced, or its own output would loop */
-/* -c: the target runs uscope's code between its fork and its exec; only the command counts. A
- * forked child's self_exec_id equals its parent_exec_id until its exec increments it (copy_process,
- * begin_new_exec); threads inherit both, so they differ in every thread of the exec'd command. */
-const volatile __u32 only_after_exec = 0;
-
-static __always_inline int before_exec(void) {
-  struct task_struct* t = bpf_get_current_task_btf();
-  return BPF_CORE_READ(t, self_exec_id) == BPF_CORE_READ(t, parent_exec_id);
-}
+#include "target_filter.h"
 
 struct {
   __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -29,9 +19,7 @@ struct {
 } hits SEC(".maps");
 
 static __always_inline int count(struct pt_regs* ctx) {
-  __u32 tgid = bpf_get_current_pid_tgid() >> 32;
-  if ((target_tgid && tgid != target_tgid) || tgid == self_tgid) return 0;
-  if (only_after_exec && before_exec()) return 0;
+  if (!target_matches(bpf_get_current_pid_tgid() >> 32)) return 0;
   __u32 site = (__u32)bpf_get_attach_cookie(ctx);
   __u64* n = bpf_map_lookup_elem(&hits, &site);
   if (n) *n += 1;

@@ -7,10 +7,9 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
+#include "target_filter.h"
 #include "trace.h"
 
-const volatile __u32 target_tgid = 0; /* 0: every process */
-const volatile __u32 self_tgid = 0; /* uscope itself: never traced, or its own output would loop */
 /* Wake the reader only once this many bytes are pending (0: on every event). A wake-up costs the
  * target an irq_work and the reader a context switch per event; user space polls on a timer
  * for the rest (TraceProgram::kPollPeriodMs). */
@@ -25,16 +24,6 @@ const volatile __u64 wakeup_bytes = 0;
  *   aggregates ~700 bytes per distinct key, allocated as keys appear (up to --max-keys), else 1
  *   stack_traces 1 KiB per distinct user stack with a `ustack` key, else 1
  *   scratches ~3.5 KiB per CPU */
-/* -c: the target runs uscope's code between its fork and its exec; only the command counts. A
- * forked child's self_exec_id equals its parent_exec_id until its exec increments it (copy_process,
- * begin_new_exec); threads inherit both, so they differ in every thread of the exec'd command. */
-const volatile __u32 only_after_exec = 0;
-
-static __always_inline int before_exec(void) {
-  struct task_struct* t = bpf_get_current_task_btf();
-  return BPF_CORE_READ(t, self_exec_id) == BPF_CORE_READ(t, parent_exec_id);
-}
-
 struct {
   __uint(type, BPF_MAP_TYPE_ARRAY);
   __uint(max_entries, 1); /* resized to the number of recipes before load */
@@ -485,8 +474,7 @@ static __always_inline void aggregate(struct pt_regs* ctx, struct scratch* s,
 
 static __always_inline int run(struct pt_regs* ctx) {
   __u64 pid_tgid = bpf_get_current_pid_tgid();
-  if ((target_tgid && (pid_tgid >> 32) != target_tgid) || (pid_tgid >> 32) == self_tgid) return 0;
-  if (only_after_exec && before_exec()) return 0;
+  if (!target_matches(pid_tgid >> 32)) return 0;
   __u32 ri = (__u32)bpf_get_attach_cookie(ctx);
   const struct uscope_recipe* r = bpf_map_lookup_elem(&recipes, &ri);
   __u32 zero = 0;

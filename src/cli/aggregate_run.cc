@@ -74,8 +74,8 @@ int run_aggregation(Session& session, const SessionOptions& so, const MapOptions
   std::vector<AttachSite> sites;
   for (const auto& s : plan.sites) sites.push_back(s.attach);
   OverheadMeter meter(session.watch_pid());
-  auto program = TraceProgram::load(plan.recipes, session.watch_pid(), !so.no_multi, 0,
-                                    session.launched(), ao.max_keys);
+  auto program =
+      TraceProgram::load(plan.recipes, session.target_filter(), !so.no_multi, 0, ao.max_keys);
   if (!program) return report_error(program.error().message);
   if (auto r = program->attach(sites, true); !r)
     return report_error(session.explain_attach_failure(r.error(), sites).message);

@@ -52,7 +52,7 @@ int run_check() {
   for (bool multi : {false, true}) {
     if (multi && !f.uprobe_multi) continue;
     std::vector<AttachSite> sites{{exe, target[0]->offset, 0, 0, false}};
-    auto hc = HitCounts::attach(sites, getpid(), multi);
+    auto hc = HitCounts::attach(sites, {getpid()}, multi);
     if (!hc) {
       fmt::print("attach ({})    FAILED: {}\n", multi ? "multi " : "single", hc.error().message);
       ++failures;

@@ -82,8 +82,7 @@ int run_count(const CountOptions& o) {
 
   OverheadMeter meter((*session)->watch_pid());
   auto t0 = std::chrono::steady_clock::now();
-  auto counts = HitCounts::attach(sites, (*session)->watch_pid(), !o.session.no_multi, true,
-                                  (*session)->launched());
+  auto counts = HitCounts::attach(sites, (*session)->target_filter(), !o.session.no_multi, true);
   if (!counts)
     return report_error((*session)->explain_attach_failure(counts.error(), sites).message);
   auto attach_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0);

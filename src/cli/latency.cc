@@ -67,8 +67,8 @@ int run_latency(const LatencyOptions& o) {
   std::vector<AttachSite> sites;
   for (const auto& s : plan->sites) sites.push_back(s.attach);
   OverheadMeter meter((*session)->watch_pid());
-  auto program = TraceProgram::load(plan->recipes, (*session)->watch_pid(), !o.session.no_multi, 0,
-                                    (*session)->launched());
+  auto program =
+      TraceProgram::load(plan->recipes, (*session)->target_filter(), !o.session.no_multi);
   if (!program) return report_error(program.error().message);
   if (auto r = program->attach(sites, true); !r)
     return report_error((*session)->explain_attach_failure(r.error(), sites).message);

@@ -32,6 +32,7 @@ int main(int argc, char** argv) {
   add_count_command(app, run);
   add_latency_command(app, run);
   add_hist_command(app, run);
+  add_profile_command(app, run);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

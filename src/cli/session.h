@@ -11,6 +11,7 @@
 #include <span>
 #include <string>
 
+#include "attach/bpf_loader.h"
 #include "attach/uprobe_links.h"
 #include "collect/event_loop.h"
 #include "discover/launched_command.h"
@@ -52,6 +53,8 @@ class Session {
   pid_t watch_pid() const { return context_.pid; }
   // -c: the watched process is uscope's fork until its exec; BPF programs gate on the exec.
   bool launched() const { return command_.has_value(); }
+  // Which processes the BPF programs act on.
+  TargetFilter target_filter() const { return {watch_pid(), launched()}; }
   // A failed attach, or what happened to the target in the meantime when that explains it.
   Error explain_attach_failure(const Error& failure, std::span<const AttachSite> sites) const;
   // Lets a launched command exec (no-op without -c).

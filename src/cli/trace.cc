@@ -221,8 +221,8 @@ int run_trace(TraceCommandOptions o) {
     symbols.remember_process((*session)->watch_pid());
 
   OverheadMeter meter((*session)->watch_pid());
-  auto program = TraceProgram::load(plan->recipes, (*session)->watch_pid(), !o.session.no_multi,
-                                    o.buffer_kib * 1024, (*session)->launched());
+  auto program = TraceProgram::load(plan->recipes, (*session)->target_filter(), !o.session.no_multi,
+                                    o.buffer_kib * 1024);
   if (!program) return report_error(program.error().message);
   std::vector<AttachSite> sites;
   for (const auto& s : plan->sites) sites.push_back(s.attach);

@@ -4,24 +4,21 @@
 #include <sys/types.h>
 
 #include <cstdint>
-#include <memory>
 #include <vector>
 
+#include "attach/bpf_loader.h"
 #include "attach/uprobe_links.h"
 #include "util/result.h"
-
-struct hit_counter;  // the bpftool skeleton
 
 namespace uscope {
 
 class HitCounts {
  public:
-  // Loads the program sized for `sites.size()` counters; `tgid` 0 counts every process.
+  // Loads the program sized for `sites.size()` counters; `target.tgid` 0 counts every process.
   // Uses uprobe_multi links when `use_multi` and the kernel has them, single links otherwise.
   // With `skip_refused`, sites the kernel cannot probe are left out (see refused()).
-  // `only_after_exec`: `tgid` is a command uscope forked; nothing counts before its exec.
-  static Result<HitCounts> attach(const std::vector<AttachSite>& sites, pid_t tgid, bool use_multi,
-                                  bool skip_refused = false, bool only_after_exec = false);
+  static Result<HitCounts> attach(const std::vector<AttachSite>& sites, const TargetFilter& target,
+                                  bool use_multi, bool skip_refused = false);
 
   HitCounts(HitCounts&&) noexcept;
   HitCounts& operator=(HitCounts&&) noexcept;
@@ -34,17 +31,14 @@ class HitCounts {
   void detach() { links_.detach_all(); }
   const std::vector<UprobeLinks::Refused>& refused() const { return links_.refused(); }
   // The loaded programs, for their run time in the kernel's BPF stats (collect/bpf_run_stats.h).
-  std::vector<int> program_fds() const;
+  std::vector<int> program_fds() const { return obj_.program_fds(); }
 
  private:
-  struct SkelDeleter {
-    void operator()(hit_counter* s) const;
-  };
-  HitCounts(std::unique_ptr<hit_counter, SkelDeleter> skel, size_t sites, pid_t tgid);
+  HitCounts(BpfObject obj, size_t sites, pid_t tgid);
 
-  std::unique_ptr<hit_counter, SkelDeleter> skel_;
+  BpfObject obj_;
   size_t sites_ = 0;
-  UprobeLinks links_;
+  UprobeLinks links_;  // after obj_: detached before the programs are destroyed
   bool used_multi_ = false;
 };
 

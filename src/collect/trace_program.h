@@ -7,16 +7,16 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
+#include "attach/bpf_loader.h"
 #include "attach/uprobe_links.h"
 #include "bpf/trace.h"
 #include "collect/aggregates.h"
+#include "collect/ring_reader.h"
 #include "util/result.h"
-
-struct trace;        // the bpftool skeleton
-struct ring_buffer;  // libbpf
 
 namespace uscope {
 
@@ -31,12 +31,6 @@ struct RecipeCounters {
   uint64_t stack_collided = 0;  // a ustack key's stack collided in the stack map (stack_failed)
 };
 
-// What one bounded consume() did.
-struct ConsumeResult {
-  size_t events = 0;          // handed to the handler
-  bool more_pending = false;  // the budget ran out: the ring may hold more, call again soon
-};
-
 class TraceProgram {
  public:
   // The BPF side wakes the reader only when the ring is a quarter full (a wake-up per event
@@ -44,13 +38,12 @@ class TraceProgram {
   // timer with this period, or a trickle of events would wait for the next wake-up.
   static constexpr int kPollPeriodMs = 10;
 
-  // `tgid` 0 traces every process. Uses uprobe_multi links when `use_multi` and available.
+  // `target.tgid` 0 traces every process. Uses uprobe_multi links when `use_multi` and available.
   // `ring_bytes` sizes the event ring buffer (a power of two of at least a page; 0 = default).
-  // `only_after_exec`: `tgid` is a command uscope forked; no event before its exec.
   // `agg_keys` bounds the rows of the aggregates map (TRACE_F_AGGREGATE recipes; 0 = default).
-  static Result<TraceProgram> load(std::span<const uscope_recipe> recipes, pid_t tgid,
-                                   bool use_multi, uint32_t ring_bytes = 0,
-                                   bool only_after_exec = false, uint32_t agg_keys = 0);
+  static Result<TraceProgram> load(std::span<const uscope_recipe> recipes,
+                                   const TargetFilter& target, bool use_multi,
+                                   uint32_t ring_bytes = 0, uint32_t agg_keys = 0);
   static constexpr uint32_t kDefaultAggregateKeys = 10240;
   // 4096 stacks of up to TRACE_MAX_FRAMES frames: 4 MiB, preallocated by the kernel.
   static constexpr uint32_t kStackTraceSlots = 4096;
@@ -63,7 +56,7 @@ class TraceProgram {
   Result<void> attach(const std::vector<AttachSite>& sites, bool skip_refused = false);
   const std::vector<UprobeLinks::Refused>& refused() const { return links_.refused(); }
   // The loaded programs, for their run time in the kernel's BPF stats (collect/bpf_run_stats.h).
-  std::vector<int> program_fds() const;
+  std::vector<int> program_fds() const { return obj_.program_fds(); }
   void detach() { links_.detach_all(); }
   bool uses_multi() const { return multi_; }
   size_t link_count() const { return links_.link_count(); }
@@ -73,14 +66,13 @@ class TraceProgram {
   using EventHandler =
       std::function<void(const uscope_event& ev, std::span<const uint8_t> payload)>;
   Result<void> open_events(EventHandler on_event);
-  int events_epoll_fd() const;
-  // Hands out at most `max_events` events from the ring buffer and returns, so that a storm
-  // cannot keep the caller from its signals and timers.
-  Result<ConsumeResult> consume(size_t max_events);
-  // Everything in the ring buffer now (after detach(), when nothing more can arrive).
-  Result<size_t> consume_all();
+  int events_epoll_fd() const { return ring_ ? ring_->epoll_fd() : -1; }
+  // At most `max_events` events (RingReader::consume); nothing before open_events().
+  Result<ConsumeResult> consume(size_t max_events) {
+    return ring_ ? ring_->consume(max_events) : Result<ConsumeResult>{};
+  }
   // Records too short to hold a header: never written by trace.bpf.c, counted and skipped.
-  uint64_t short_records() const;
+  uint64_t short_records() const { return events_ ? events_->short_records : 0; }
 
   Result<std::vector<RecipeCounters>> counters() const;
   // The log2 latency histogram (TRACE_HIST_BUCKETS) of a TRACE_F_HISTOGRAM recipe.
@@ -91,30 +83,22 @@ class TraceProgram {
   Result<std::vector<uint64_t>> user_stack(const AggregateRow& row) const;
 
  private:
-  struct SkelDeleter {
-    void operator()(::trace* s) const;
-  };
-  struct RingDeleter {
-    void operator()(ring_buffer* r) const;
-  };
-  // What the ring-buffer callback needs; on the heap, so that moving the program keeps the
-  // pointer libbpf holds valid.
-  struct Reader {
+  // The event handler and its loss counter; on the heap, so that moving the program keeps the
+  // pointer the ring reader's handler holds valid.
+  struct EventSink {
     EventHandler handler;
-    size_t budget = 0;  // events left in this consume(); SIZE_MAX: no limit
     uint64_t short_records = 0;
   };
-  TraceProgram(std::unique_ptr<::trace, SkelDeleter> skel, size_t recipes,
-               std::vector<int32_t> hist_slot, pid_t tgid, bool multi);
-  static int on_sample(void* ctx, void* data, size_t size);
+  TraceProgram(BpfObject obj, size_t recipes, std::vector<int32_t> hist_slot, pid_t tgid,
+               bool multi);
 
-  std::unique_ptr<::trace, SkelDeleter> skel_;
+  BpfObject obj_;
   size_t n_recipes_ = 0;
   std::vector<int32_t> hist_slot_;  // by recipe: its row of `latency`, -1 without a histogram
   bool multi_ = false;
-  UprobeLinks links_;
-  std::unique_ptr<Reader> reader_;
-  std::unique_ptr<ring_buffer, RingDeleter> ring_;
+  UprobeLinks links_;  // after obj_: detached before the programs are destroyed
+  std::unique_ptr<EventSink> events_;
+  std::optional<RingReader> ring_;  // after events_: freed before the handler it calls
 };
 
 }  // namespace uscope

@@ -27,7 +27,7 @@ void count_work_calls(bool multi) {
   constexpr int kCalls = 5000;
   GatedProcess target({path, std::to_string(kCalls)});
   {
-    auto hc = HitCounts::attach({{path, off, 0, 0, false}}, target.pid(), multi);
+    auto hc = HitCounts::attach({{path, off, 0, 0, false}}, {target.pid()}, multi);
     ASSERT_TRUE(hc) << hc.error().message;
     EXPECT_EQ(hc->used_multi(), multi);
     EXPECT_FALSE(bpf_links_of_programs("count_hit").empty());
@@ -53,7 +53,7 @@ TEST(bpf_pipeline, ignores_other_processes) {
   const std::string path = fixture("native/target_loop");
   GatedProcess watched({path, "10"});
   GatedProcess other({path, "777"});
-  auto hc = HitCounts::attach({{path, offset_of_work(path), 0, 0, false}}, watched.pid(), true);
+  auto hc = HitCounts::attach({{path, offset_of_work(path), 0, 0, false}}, {watched.pid()}, true);
   ASSERT_TRUE(hc) << hc.error().message;
   other.start();
   ASSERT_EQ(other.wait(), 0);

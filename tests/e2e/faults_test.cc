@@ -197,7 +197,7 @@ class AttachRace : public ::testing::Test {
   }
   // Attaches `sites` and returns the message a user would read.
   std::string attach_message(pid_t pid, const std::vector<AttachSite>& sites) {
-    auto counts = HitCounts::attach(sites, pid, true);
+    auto counts = HitCounts::attach(sites, {pid}, true);
     if (counts) return "attached";
     return explain_attach_failure(counts.error(), pid, process_->exe(), sites).message;
   }

@@ -1,0 +1,171 @@
+// SPDX-License-Identifier: GPL-2.0
+// The CPU profiler: run by one cpu-clock perf event per CPU (attach/perf_events.h), it counts
+// samples in the kernel per (process, thread, comm, user stack, kernel stack), as bcc's profile
+// does, so user space reads a table of stacks instead of an event per sample.
+#include "vmlinux.h"
+
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+#include "profile.h"
+#include "target_filter.h"
+
+/* Several -p PIDs: their tgids are the keys of `targets` (target_tgid stays 0). */
+const volatile __u32 use_targets = 0;
+const volatile __u32 include_idle =
+    0;                                /* the idle task (pid 0): what a CPU does when nothing runs */
+const volatile __u32 per_thread = 0;  /* --threads: key by thread, with the thread's comm */
+const volatile __u32 user_stacks = 1; /* 0 with -K */
+const volatile __u32 kernel_stacks = 1; /* 0 with -U */
+
+#define EFAULT 14 /* no errno.h in BPF */
+#define EEXIST 17
+
+/* What each map costs (the loader sizes them by the session):
+ *   stacks   ~1 KiB per slot (127 frames), preallocated
+ *   counts   ~50 bytes per distinct key, allocated as keys appear
+ *   seen     ~60 bytes per process
+ *   events   the ring for first-sample records: 64 KiB */
+struct {
+  __uint(type, BPF_MAP_TYPE_STACK_TRACE);
+  __uint(max_entries, 4096); /* resized before load */
+  __uint(key_size, sizeof(__u32));
+  __uint(value_size, PROFILE_MAX_FRAMES * sizeof(__u64));
+} stacks SEC(".maps");
+
+/* Read cumulatively by user space and never deleted from, so a count is never lost between an
+ * update and a read. A full map is counted (PC_MAP_FULL). */
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 16384); /* resized before load */
+  __uint(map_flags, BPF_F_NO_PREALLOC);
+  __type(key, struct profile_key);
+  __type(value, __u64);
+} counts SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, PROFILE_NUM_COUNTERS);
+  __type(key, __u32);
+  __type(value, __u64);
+} counters SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 1); /* resized to the number of -p PIDs when there are several */
+  __type(key, __u32);
+  __type(value, __u8);
+} targets SEC(".maps");
+
+/* Processes already announced. An LRU: on a busy host old processes drop out and are announced
+ * again at their next sample, which only costs user space a cached remember(). */
+struct {
+  __uint(type, BPF_MAP_TYPE_LRU_HASH);
+  __uint(max_entries, 8192);
+  __type(key, __u32);
+  __type(value, __u8);
+} seen SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_RINGBUF);
+  __uint(max_entries, 64 << 10);
+} events SEC(".maps");
+
+static __always_inline void bump(__u32 counter) {
+  __u64* n = bpf_map_lookup_elem(&counters, &counter);
+  if (n) *n += 1;
+}
+
+static __always_inline int covered(__u32 tgid) {
+  if (tgid == 0) return include_idle;
+  if (use_targets) return tgid != self_tgid && bpf_map_lookup_elem(&targets, &tgid) != 0;
+  return target_matches(tgid);
+}
+
+/* A failed stack id as the key records it, with its loss counted. */
+static __always_inline __s32 stack_or_loss(long id, __u32 failed, __u32 collided) {
+  if (id >= 0) return (__s32)id;
+  if (id == -EEXIST) {
+    bump(collided);
+    return PROFILE_STACK_COLLIDED;
+  }
+  bump(failed);
+  return PROFILE_STACK_FAILED;
+}
+
+/* The one place user stacks are taken: frame pointers through the kernel's perf callchain walk.
+ * The unwinding issue replaces this with .eh_frame unwinding; nothing else changes. Without
+ * BPF_F_REUSE_STACKID a stack whose bucket holds another fails (-EEXIST) instead of replacing it,
+ * so a key never shows a stack it did not count. */
+static __always_inline __s32 collect_user_stack(struct bpf_perf_event_data* ctx,
+                                                struct task_struct* task) {
+  if (!user_stacks) return PROFILE_STACK_NONE;
+  if (!BPF_CORE_READ(task, mm)) return PROFILE_STACK_NONE; /* a kernel thread */
+  long id = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
+  return stack_or_loss(id, PC_USER_FAILED, PC_USER_COLLIDED);
+}
+
+static __always_inline __s32 collect_kernel_stack(struct bpf_perf_event_data* ctx) {
+  if (!kernel_stacks) return PROFILE_STACK_NONE;
+  /* Interrupted in user mode: there is no kernel stack (the callchain would come back empty).
+   * volatile: the verifier takes only whole-register loads of the context, not clang's u16. */
+  if (*(volatile __u64*)&ctx->regs.cs & 3) return PROFILE_STACK_NONE;
+  long id = bpf_get_stackid(ctx, &stacks, 0);
+  return stack_or_loss(id, PC_KERNEL_FAILED, PC_KERNEL_COLLIDED);
+}
+
+/* The first sample of a process tells user space, which reads its maps while it lives. */
+static __always_inline void announce(__u32 tgid, const char* comm) {
+  if (bpf_map_lookup_elem(&seen, &tgid)) return;
+  struct profile_new_process* rec = bpf_ringbuf_reserve(&events, sizeof(*rec), 0);
+  if (!rec) {
+    bump(PC_NEW_PROCESS_LOST);
+    return; /* not marked seen: the next sample tries again */
+  }
+  rec->tgid = tgid;
+  rec->reserved = 0;
+  __builtin_memcpy(rec->comm, comm, PROFILE_COMM_LEN);
+  bpf_ringbuf_submit(rec, 0);
+  __u8 one = 1;
+  bpf_map_update_elem(&seen, &tgid, &one, BPF_ANY);
+}
+
+SEC("perf_event")
+int profile_sample(struct bpf_perf_event_data* ctx) {
+  __u64 id = bpf_get_current_pid_tgid();
+  __u32 tgid = id >> 32;
+  if (!covered(tgid)) return 0;
+  bump(PC_SAMPLES);
+
+  struct task_struct* task = bpf_get_current_task_btf();
+  struct profile_key key = {};
+  key.pid = tgid;
+  if (per_thread) {
+    key.tid = (__u32)id;
+    bpf_get_current_comm(key.comm, sizeof(key.comm));
+  } else {
+    struct task_struct* leader = BPF_CORE_READ(task, group_leader);
+    bpf_probe_read_kernel_str(key.comm, sizeof(key.comm), &leader->comm);
+  }
+  key.user_stack_id = collect_user_stack(ctx, task);
+  key.kernel_stack_id = collect_kernel_stack(ctx);
+  if (tgid) announce(tgid, key.comm);
+
+  __u64* n = bpf_map_lookup_elem(&counts, &key);
+  if (n) {
+    __sync_fetch_and_add(n, 1);
+    return 0;
+  }
+  __u64 one = 1;
+  /* BPF_NOEXIST: two CPUs adding one key at once; the loser adds to the winner's row. */
+  if (bpf_map_update_elem(&counts, &key, &one, BPF_NOEXIST) == 0) return 0;
+  n = bpf_map_lookup_elem(&counts, &key);
+  if (n)
+    __sync_fetch_and_add(n, 1);
+  else
+    bump(PC_MAP_FULL);
+  return 0;
+}
+
+char LICENSE[] SEC("license") = "GPL";

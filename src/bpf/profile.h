@@ -1,0 +1,47 @@
+/* Shared by profile.bpf.c and user space (collect/profile_program.cc): the key the sampler counts
+ * by, its loss counters, and the record announcing a process it samples for the first time. */
+#ifndef USCOPE_BPF_PROFILE_H
+#define USCOPE_BPF_PROFILE_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+#define PROFILE_COMM_LEN 16
+#define PROFILE_MAX_FRAMES 127 /* frames per stack: perf's default kernel.perf_event_max_stack */
+
+/* A key's stack id when there is no stack to look up (ids >= 0 index the stack map). */
+#define PROFILE_STACK_NONE -1     /* not asked for (-U/-K), or none: a kernel thread's user stack */
+#define PROFILE_STACK_FAILED -2   /* the kernel could not take it (no frame-pointer chain, EFAULT) \
+                                   */
+#define PROFILE_STACK_COLLIDED -3 /* its bucket in the stack map held another stack */
+
+/* One row of the `counts` hash: samples with this process, thread and pair of stacks. */
+struct profile_key {
+  __u32 pid;             /* tgid */
+  __u32 tid;             /* 0 unless split by thread */
+  __s32 user_stack_id;   /* into `stacks`, or PROFILE_STACK_* */
+  __s32 kernel_stack_id; /* into `stacks`, or PROFILE_STACK_* */
+  char comm[PROFILE_COMM_LEN];
+};
+
+/* Per-CPU counters (the `counters` array), one slot each. */
+enum profile_counter {
+  PC_SAMPLES = 0,      /* samples of a process the profile covers */
+  PC_USER_FAILED,      /* counted without its user stack: the kernel could not take it */
+  PC_KERNEL_FAILED,    /* counted without its kernel stack */
+  PC_USER_COLLIDED,    /* counted without its user stack: a stack-map collision */
+  PC_KERNEL_COLLIDED,  /* counted without its kernel stack: a stack-map collision */
+  PC_MAP_FULL,         /* not counted at all: `counts` refused a new key */
+  PC_NEW_PROCESS_LOST, /* a first-sample record did not fit the ring (retried next sample) */
+  PROFILE_NUM_COUNTERS
+};
+
+/* Sent once per process (per entry of the `seen` LRU): user space reads its maps while it lives. */
+struct profile_new_process {
+  __u32 tgid;
+  __u32 reserved;
+  char comm[PROFILE_COMM_LEN];
+};
+
+#endif

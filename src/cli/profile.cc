@@ -1,0 +1,320 @@
+// `uscope profile`: a CPU profiler. cpu-clock perf events sample every CPU at -F Hz; the BPF
+// side (profile.bpf.c) counts stacks in the kernel; at the end (and every -i) the counts become a
+// profile (symbolize/profile_builder.h) written in the format --format or -o names.
+#include <fmt/core.h>
+#include <poll.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "attach/perf_events.h"
+#include "cli/command.h"
+#include "cli/session.h"
+#include "collect/profile_program.h"
+#include "sink/output_format.h"
+#include "sink/profile_sink.h"
+#include "symbolize/kernel_symbols.h"
+#include "symbolize/profile_builder.h"
+#include "symbolize/symbolizer.h"
+#include "util/unique_fd.h"
+
+namespace uscope::cli {
+
+namespace {
+
+constexpr uint64_t kDefaultFrequencyHz = 49;  // bcc's profile: off the beat of 50/100 Hz timers
+// New-process records handed out per wake-up: a fork storm cannot hold up signals or -d.
+constexpr size_t kRecordsPerDrain = 256;
+
+struct ProfileOptions {
+  std::vector<pid_t> pids;
+  bool all = false;
+  bool idle = false;
+  std::string command;
+  uint64_t frequency_hz = kDefaultFrequencyHz;
+  double duration_s = 0;
+  double interval_s = 0;
+  std::string output;
+  std::string format;
+  bool threads = false;
+  bool user_only = false;
+  bool kernel_only = false;
+  bool lines = false;
+  bool verbose = false;
+};
+
+// Option combinations that cannot work, named before anything is opened.
+Result<void> check_options(const ProfileOptions& o) {
+  int targets = !o.pids.empty() + o.all + !o.command.empty();
+  if (targets == 0) return fail("give what to profile: -p PID, -c CMD or -a (every process)");
+  if (targets > 1) return fail("give one of -p PID, -c CMD or -a");
+  for (pid_t pid : o.pids)
+    if (pid <= 0) return fail("-p {}: a PID is a positive number", pid);
+  if (o.idle && !o.all) return fail("--idle goes with -a");
+  if (o.user_only && o.kernel_only)
+    return fail("-U keeps only user frames and -K only kernel frames: give one of them");
+  if (o.interval_s > 0 && o.output.empty())
+    return fail("-i rewrites a file every interval: give it with -o FILE");
+  return check_sample_frequency(o.frequency_hz);
+}
+
+Result<void> check_pids_exist(const std::vector<pid_t>& pids) {
+  for (pid_t pid : pids)
+    if (kill(pid, 0) != 0 && errno == ESRCH)
+      return fail("no process with PID {}: give the PID of a running process", pid);
+  return {};
+}
+
+// Several -p PIDs: the session ends when all of them have exited (one is watched by the loop).
+class ExitWatch {
+ public:
+  void add(pid_t pid) {
+    int fd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+    if (fd >= 0) fds_.emplace_back(fd);
+  }
+  bool all_exited() const {
+    if (fds_.empty()) return false;
+    for (const auto& fd : fds_) {
+      pollfd p{fd.get(), POLLIN, 0};
+      if (poll(&p, 1, 0) <= 0) return false;
+    }
+    return true;
+  }
+
+ private:
+  std::vector<UniqueFd> fds_;
+};
+
+// "elapsed, samples, processes", overwritten in place on a terminal.
+class ProgressLine {
+ public:
+  explicit ProgressLine(bool shown) : shown_(shown) {}
+  void update(double elapsed_s, uint64_t samples, size_t processes) {
+    if (!shown_) return;
+    auto now = std::chrono::steady_clock::now();
+    if (now < next_) return;
+    next_ = now + std::chrono::milliseconds(500);
+    fmt::print(stderr, "\ruscope: sampling {:.1f} s, {} samples, {} processes\033[K", elapsed_s,
+               samples, processes);
+    std::fflush(stderr);
+    drawn_ = true;
+  }
+  void clear() {
+    if (drawn_) fmt::print(stderr, "\r\033[K");
+    drawn_ = false;
+  }
+
+ private:
+  bool shown_;
+  bool drawn_ = false;
+  std::chrono::steady_clock::time_point next_{};
+};
+
+std::string describe_target(const ProfileOptions& o) {
+  if (o.all) return "every process";
+  if (!o.command.empty()) return fmt::format("'{}'", o.command);
+  if (o.pids.size() == 1) return fmt::format("PID {}", o.pids[0]);
+  return fmt::format("{} processes", o.pids.size());
+}
+
+// What the whole run needs at the end and at every -i.
+struct ProfileRun {
+  const ProfileOptions& options;
+  OutputFormat format;
+  ProfileProgram& program;
+  Symbolizer& symbolizer;
+  const KernelSymbols* kernel;
+  int64_t start_unix_ns;
+  std::chrono::steady_clock::time_point start;
+
+  Result<Profile> snapshot() {
+    StackAggregator stacks;
+    if (auto r = program.read_samples(stacks); !r) return tl::unexpected(r.error());
+    Profile p = build_profile(stacks.samples(), symbolizer, kernel);
+    auto losses = program.losses();
+    if (!losses) return tl::unexpected(losses.error());
+    p.losses = std::move(*losses);
+    p.frequency_hz = options.frequency_hz;
+    p.start_unix_ns = start_unix_ns;
+    p.duration_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                        std::chrono::steady_clock::now() - start)
+                        .count();
+    p.user_frames = !options.kernel_only;
+    p.kernel_frames = !options.user_only;
+    return p;
+  }
+
+  ProfileSinkOptions sink_options(const Profile& p) const {
+    ProfileSinkOptions s;
+    std::string comm;
+    if (!p.samples.empty() && p.process_count() == 1) comm = p.samples[0].comm;
+    s.title = fmt::format("uscope profile {}{}", describe_target(options),
+                          comm.empty() ? "" : fmt::format(" ({})", comm));
+    return s;
+  }
+
+  // -i and the end with -i: the whole file replaced at once, never seen half written.
+  Result<Profile> rewrite() {
+    auto p = snapshot();
+    if (!p) return p;
+    auto r = replace_file(options.output, 0644, [&](std::FILE* f) {
+      return write_profile(*p, format, f, sink_options(*p));
+    });
+    if (!r) return tl::unexpected(r.error());
+    return p;
+  }
+};
+
+int run_profile(const ProfileOptions& o) {
+  if (auto r = check_options(o); !r) return report_error(r.error().message, kExitUsage);
+  auto format = choose_format(o.format, o.output, profile_formats(), OutputFormat::Text);
+  if (!format) return report_error(format.error().message, kExitUsage);
+  if (auto r = check_pids_exist(o.pids); !r) return report_error(r.error().message);
+  // Before sampling: an output that cannot be written fails now, not after a long profile.
+  auto out = OutputFile::open(o.output);
+  if (!out) return report_error(out.error().message);
+
+  SessionOptions so;
+  so.pid = o.pids.size() == 1 ? o.pids[0] : 0;
+  so.command = o.command;
+  so.duration_s = o.duration_s;
+  so.interval_s = o.interval_s;
+  so.verbose = o.verbose;
+  auto session = Session::open(so);
+  if (!session) return report_error(session.error().message);
+
+  SymbolizerOptions symbolizer_options;
+  symbolizer_options.lines = o.lines;
+  Symbolizer symbolizer(symbolizer_options);
+  std::optional<KernelSymbols> kernel;
+  if (!o.user_only) {
+    auto k = KernelSymbols::load();
+    if (k)
+      kernel.emplace(std::move(*k));
+    else
+      fmt::print(stderr, "uscope: kernel frames stay unnamed: {}\n", k.error().message);
+  }
+  // Maps are read while the processes live, so that one that exits mid-profile stays named.
+  std::set<pid_t> processes;
+  for (pid_t pid : o.pids) symbolizer.remember(pid);
+  auto on_new = [&](pid_t pid, std::string_view comm) {
+    symbolizer.remember(pid);
+    if (processes.insert(pid).second && o.verbose)
+      fmt::print(stderr, "uscope: sampling process {} ({})\n", pid, comm);
+  };
+
+  ProfileSettings settings;
+  settings.pids = o.pids;
+  if ((*session)->launched()) {
+    settings.pids = {(*session)->watch_pid()};
+    settings.only_after_exec = true;
+  }
+  settings.include_idle = o.idle;
+  settings.per_thread = o.threads;
+  settings.user_stacks = !o.kernel_only;
+  settings.kernel_stacks = !o.user_only;
+  auto program = ProfileProgram::load(settings, on_new);
+  if (!program) return report_error(program.error().message);
+  ExitWatch exits;
+  if (o.pids.size() > 1)
+    for (pid_t pid : o.pids) exits.add(pid);
+
+  if (auto r = program->start(o.frequency_hz); !r) return report_error(r.error().message);
+  ProfileRun run{o,
+                 *format,
+                 *program,
+                 symbolizer,
+                 kernel ? &*kernel : nullptr,
+                 std::chrono::duration_cast<std::chrono::nanoseconds>(
+                     std::chrono::system_clock::now().time_since_epoch())
+                     .count(),
+                 std::chrono::steady_clock::now()};
+  if (auto r = (*session)->start(); !r) return report_error(r.error().message);
+  fmt::print(stderr, "uscope: profiling {} at {} Hz on {} CPUs; Ctrl-C to stop\n",
+             describe_target(o), o.frequency_hz, program->cpus_sampled());
+
+  ProgressLine progress(isatty(STDERR_FILENO) == 1);
+  std::optional<Error> failure;
+  bool all_exited = false;
+  EventLoop::Callbacks cb;
+  cb.data_fd = program->new_process_fd();
+  cb.drain = [&] {
+    auto r = program->consume(kRecordsPerDrain);
+    if (!r) {
+      failure = r.error();
+      return false;
+    }
+    return r->more_pending;
+  };
+  cb.interval = [&] {
+    progress.clear();
+    if (auto r = run.rewrite(); !r) failure = r.error();
+  };
+  cb.done = [&] {
+    auto seen = program->samples_seen();
+    auto elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - run.start);
+    progress.update(elapsed.count(), seen ? *seen : 0, processes.size());
+    all_exited = exits.all_exited();
+    return failure.has_value() || all_exited;
+  };
+  StopReason why = (*session)->run(cb);
+  program->stop();
+  progress.clear();
+  if (failure) return report_error(failure->message);
+  if (auto r = program->consume_all(); !r) return report_error(r.error().message);
+  fmt::print(stderr, "uscope: {}\n", all_exited ? "every target exited" : describe(why));
+
+  Result<Profile> profile = tl::unexpected(Error{});
+  if (o.interval_s > 0) {
+    profile = run.rewrite();
+  } else {
+    profile = run.snapshot();
+    if (profile) {
+      if (auto r = write_profile(*profile, *format, out->get(), run.sink_options(*profile)); !r)
+        return report_error(r.error().message);
+      if (auto r = out->close(); !r) return report_error(r.error().message);
+    }
+  }
+  if (!profile) return report_error(profile.error().message);
+  print_profile_summary(*profile, stderr);
+  return kExitOk;
+}
+
+}  // namespace
+
+void add_profile_command(CLI::App& app, Run& run) {
+  auto o = std::make_shared<ProfileOptions>();
+  auto* cmd = app.add_subcommand("profile", "Sample the CPU's stacks: where programs spend time");
+  cmd->add_option("-p,--pid", o->pids, "Profile process PID (several: -p 1,2 or -p 1 -p 2)")
+      ->delimiter(',');
+  cmd->add_flag("-a,--all", o->all, "Profile every process on the host");
+  cmd->add_flag("--idle", o->idle, "With -a, also the idle task (pid 0): CPUs doing nothing");
+  cmd->add_option("-c,--command", o->command,
+                  "Start CMD (quoted, with its arguments) and profile it until it exits");
+  cmd->add_option("-F,--frequency", o->frequency_hz,
+                  fmt::format("Samples per second on each CPU (default {})", kDefaultFrequencyHz));
+  cmd->add_option("-d,--duration", o->duration_s, "Stop after SECONDS")->check(CLI::PositiveNumber);
+  cmd->add_option("-i,--interval", o->interval_s, "Rewrite -o FILE every SECONDS until the end")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("-o,--output", o->output,
+                  "Write to FILE (its extension picks the format: .folded .svg .pb.gz "
+                  ".speedscope.json .txt)");
+  cmd->add_option("--format", o->format,
+                  "text (the top functions; default), folded, pprof, svg or speedscope");
+  cmd->add_flag("--threads", o->threads, "One stack per thread, not per process");
+  cmd->add_flag("-U,--user-only", o->user_only, "Only user frames");
+  cmd->add_flag("-K,--kernel-only", o->kernel_only, "Only kernel frames");
+  cmd->add_flag("--lines", o->lines, "Source lines and inlined functions (reads DWARF)");
+  cmd->add_flag("-v,--verbose", o->verbose, "Name each process as it is first sampled");
+  cmd->callback([&run, o] { run = [o] { return run_profile(*o); }; });
+}
+
+}  // namespace uscope::cli

@@ -1,0 +1,175 @@
+#include "collect/profile_program.h"
+
+#include <bpf/bpf.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <unordered_map>
+
+#include "bpf/profile.h"
+#include "collect/percpu_sum.h"
+#include "profile.skel.h"
+
+namespace uscope {
+
+namespace {
+
+// A single process's stacks fit in fewer slots than a whole host's; see ProfileSettings.
+constexpr uint32_t kStackSlotsProcess = 8192;
+constexpr uint32_t kStackSlotsHost = 16384;
+
+// The stable names of the counters that are losses, as Profile::losses carries them.
+constexpr std::pair<profile_counter, const char*> kLossNames[] = {
+    {PC_USER_FAILED, "user_stack_failed"},
+    {PC_KERNEL_FAILED, "kernel_stack_failed"},
+    {PC_USER_COLLIDED, "user_stack_collided"},
+    {PC_KERNEL_COLLIDED, "kernel_stack_collided"},
+    {PC_MAP_FULL, "map_full"},
+    {PC_NEW_PROCESS_LOST, "process_record_lost"},
+};
+
+StackStatus status_of_id(int32_t id) {
+  switch (id) {
+    case PROFILE_STACK_NONE:
+      return StackStatus::NotCollected;
+    case PROFILE_STACK_COLLIDED:
+      return StackStatus::Collided;
+    default:
+      return id < 0 ? StackStatus::Failed : StackStatus::Ok;
+  }
+}
+
+}  // namespace
+
+Result<ProfileProgram> ProfileProgram::load(const ProfileSettings& settings,
+                                            NewProcessHandler on_new) {
+  auto object = BpfObject::open(profile__open, profile__destroy, "the profiler");
+  if (!object) return tl::unexpected(object.error());
+  ProfileProgram p(std::move(*object));
+  BpfObject& o = p.object_;
+  TargetFilter filter;
+  if (settings.pids.size() == 1) filter.tgid = settings.pids[0];
+  filter.only_after_exec = settings.only_after_exec;
+  auto flag = [](bool b) { return static_cast<uint32_t>(b ? 1 : 0); };
+  uint32_t slots = settings.stack_slots    ? settings.stack_slots
+                   : settings.pids.empty() ? kStackSlotsHost
+                                           : kStackSlotsProcess;
+  for (auto r : {o.set_target(filter), o.set_rodata("use_targets", flag(settings.pids.size() > 1)),
+                 o.set_rodata("include_idle", flag(settings.include_idle)),
+                 o.set_rodata("per_thread", flag(settings.per_thread)),
+                 o.set_rodata("user_stacks", flag(settings.user_stacks)),
+                 o.set_rodata("kernel_stacks", flag(settings.kernel_stacks)),
+                 o.set_max_entries("stacks", slots),
+                 // Distinct (thread, stacks) pairs outnumber stacks, and keys cost little.
+                 o.set_max_entries("counts", 2 * slots),
+                 o.set_max_entries("targets", std::max<uint32_t>(
+                                                  1, static_cast<uint32_t>(settings.pids.size())))})
+    if (!r) return tl::unexpected(r.error());
+  if (auto r = o.load(); !r) return tl::unexpected(r.error());
+  if (settings.pids.size() > 1) {
+    uint8_t one = 1;
+    for (pid_t pid : settings.pids) {
+      auto key = static_cast<uint32_t>(pid);
+      if (bpf_map_update_elem(o.map_fd("targets"), &key, &one, BPF_ANY))
+        return fail_errno(errno, "cannot add PID {} to the profiler's targets: {}", pid,
+                          std::strerror(errno));
+    }
+  }
+  p.new_processes_ = std::make_unique<NewProcesses>();
+  p.new_processes_->handler = std::move(on_new);
+  auto ring = RingReader::open(
+      o.map_fd("events"), [state = p.new_processes_.get()](const void* data, size_t size) {
+        if (size < sizeof(profile_new_process)) {
+          ++state->short_records;
+          return;
+        }
+        const auto* rec = static_cast<const profile_new_process*>(data);
+        state->handler(static_cast<pid_t>(rec->tgid),
+                       std::string_view(rec->comm, strnlen(rec->comm, sizeof rec->comm)));
+      });
+  if (!ring) return tl::unexpected(ring.error());
+  p.ring_.emplace(std::move(*ring));
+  return p;
+}
+
+Result<void> ProfileProgram::start(uint64_t frequency_hz) {
+  return events_.attach_cpu_clock(object_.program("profile_sample"), frequency_hz);
+}
+
+Result<void> ProfileProgram::read_samples(StackAggregator& out) {
+  int counts_fd = object_.map_fd("counts"), stacks_fd = object_.map_fd("stacks");
+  // A stack id is shared by every key whose stack it is: each is read once per call.
+  std::unordered_map<int32_t, std::vector<uint64_t>> stacks;
+  unreadable_stacks_ = 0;  // each read counts the whole profile again
+  auto stack = [&](int32_t id, StackStatus& status, uint64_t count) -> std::vector<uint64_t> {
+    if (id < 0) return {};
+    auto it = stacks.find(id);
+    if (it == stacks.end()) {
+      uint64_t frames[PROFILE_MAX_FRAMES] = {};
+      auto key = static_cast<uint32_t>(id);
+      std::vector<uint64_t> addresses;
+      if (bpf_map_lookup_elem(stacks_fd, &key, frames) == 0)
+        for (uint64_t f : frames) {
+          if (f == 0) break;  // the kernel zero-fills past the last frame
+          addresses.push_back(f);
+        }
+      it = stacks.emplace(id, std::move(addresses)).first;
+    }
+    if (it->second.empty()) {
+      unreadable_stacks_ += count;
+      status = StackStatus::Failed;
+    } else if (it->second.size() == PROFILE_MAX_FRAMES) {
+      status = StackStatus::Truncated;  // as deep as the map keeps: the outermost may be cut
+    }
+    return it->second;
+  };
+
+  profile_key key{}, next{};
+  const void* prev = nullptr;
+  while (bpf_map_get_next_key(counts_fd, prev, &next) == 0) {
+    key = next;
+    prev = &key;
+    uint64_t count = 0;
+    if (bpf_map_lookup_elem(counts_fd, &key, &count) != 0) continue;  // never deleted: races none
+    StackSample s;
+    s.pid = static_cast<pid_t>(key.pid);
+    s.tid = static_cast<pid_t>(key.tid);
+    s.comm.assign(key.comm, strnlen(key.comm, sizeof key.comm));
+    s.user_status = status_of_id(key.user_stack_id);
+    s.kernel_status = status_of_id(key.kernel_stack_id);
+    s.user = stack(key.user_stack_id, s.user_status, count);
+    s.kernel = stack(key.kernel_stack_id, s.kernel_status, count);
+    s.count = count;
+    out.add(std::move(s));
+  }
+  if (errno != ENOENT)
+    return fail_errno(errno, "cannot read the profiler's counts: {}", std::strerror(errno));
+  return {};
+}
+
+Result<std::vector<uint64_t>> ProfileProgram::counters() const {
+  PerCpuSum sum(object_.map_fd("counters"));
+  std::vector<uint64_t> out(PROFILE_NUM_COUNTERS);
+  for (uint32_t i = 0; i < PROFILE_NUM_COUNTERS; ++i) {
+    auto v = sum.sum(i);
+    if (!v) return with_context("the profiler's counters", v.error());
+    out[i] = *v;
+  }
+  return out;
+}
+
+Result<uint64_t> ProfileProgram::samples_seen() const {
+  return PerCpuSum(object_.map_fd("counters")).sum(PC_SAMPLES);
+}
+
+Result<std::vector<std::pair<std::string, uint64_t>>> ProfileProgram::losses() const {
+  auto c = counters();
+  if (!c) return tl::unexpected(c.error());
+  std::vector<std::pair<std::string, uint64_t>> out;
+  for (auto [counter, name] : kLossNames) out.emplace_back(name, (*c)[counter]);
+  out.emplace_back("stack_unreadable", unreadable_stacks_);
+  return out;
+}
+
+}  // namespace uscope

@@ -1,0 +1,83 @@
+#pragma once
+// The CPU profiler's BPF side (profile.bpf.c) loaded through BpfObject, attached to cpu-clock
+// perf events, and read back: its in-kernel counts per (process, thread, stacks) as StackSamples,
+// its loss counters by cause, and the ring-buffer records that name each process at its first
+// sample (so that user space reads its maps while it lives).
+#include <sys/types.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "attach/bpf_loader.h"
+#include "attach/perf_events.h"
+#include "collect/ring_reader.h"
+#include "collect/stack_samples.h"
+#include "util/result.h"
+
+namespace uscope {
+
+struct ProfileSettings {
+  std::vector<pid_t> pids;       // empty: every process (-a)
+  bool only_after_exec = false;  // pids[0] is a command uscope forked: nothing before its exec
+  bool include_idle = false;     // -a: also the idle task (pid 0)
+  bool per_thread = false;       // --threads
+  bool user_stacks = true;       // false with -K
+  bool kernel_stacks = true;     // false with -U
+  // Slots of the stack map (~1 KiB each, preallocated); 0: by target (more for -a). A stack
+  // whose hash bucket is taken is lost and counted, so a fuller map loses more.
+  uint32_t stack_slots = 0;
+};
+
+class ProfileProgram {
+ public:
+  // A process sampled for the first time (pid, its comm then).
+  using NewProcessHandler = std::function<void(pid_t pid, std::string_view comm)>;
+
+  static Result<ProfileProgram> load(const ProfileSettings& settings, NewProcessHandler on_new);
+  ProfileProgram(ProfileProgram&&) noexcept = default;
+  ProfileProgram& operator=(ProfileProgram&&) noexcept = default;
+  ~ProfileProgram() = default;
+
+  // Starts sampling at `frequency_hz` on every online CPU.
+  Result<void> start(uint64_t frequency_hz);
+  // Stops sampling; the maps keep what was counted.
+  void stop() { events_.detach_all(); }
+  size_t cpus_sampled() const { return events_.size(); }
+  std::vector<int> program_fds() const { return object_.program_fds(); }
+
+  // New-process records: readable on this fd; consume() hands out a bounded batch.
+  int new_process_fd() const { return ring_->epoll_fd(); }
+  Result<ConsumeResult> consume(size_t max_records) { return ring_->consume(max_records); }
+  Result<size_t> consume_all() { return ring_->consume_all(); }
+
+  // Every stack counted so far (cumulative since start), innermost frames first, into `out`.
+  Result<void> read_samples(StackAggregator& out);
+  // Samples of covered processes so far (counted or lost).
+  Result<uint64_t> samples_seen() const;
+  // Every loss by cause, with its stable name ("user_stack_failed", "map_full", ...), including
+  // stacks read_samples() found missing from the stack map since.
+  Result<std::vector<std::pair<std::string, uint64_t>>> losses() const;
+
+ private:
+  // What the ring reader's callback updates; on the heap, so that it survives moves.
+  struct NewProcesses {
+    NewProcessHandler handler;
+    uint64_t short_records = 0;  // never written by profile.bpf.c: counted and skipped
+  };
+  explicit ProfileProgram(BpfObject object) : object_(std::move(object)) {}
+  Result<std::vector<uint64_t>> counters() const;
+
+  BpfObject object_;
+  std::unique_ptr<NewProcesses> new_processes_;
+  std::optional<RingReader> ring_;  // after new_processes_: freed before it
+  PerfEventLinks events_;           // last: detached before anything else is torn down
+  uint64_t unreadable_stacks_ = 0;  // ids in `counts` the stack map no longer held
+};
+
+}  // namespace uscope

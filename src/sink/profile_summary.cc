@@ -1,0 +1,79 @@
+// The line every profile ends with. The complete share is rounded down, so that a profile with
+// one cut stack never reads "100.0%".
+#include <fmt/core.h>
+
+#include <string_view>
+
+#include "sink/profile_sink.h"
+#include "sink/profile_writers.h"
+
+namespace uscope {
+
+namespace {
+
+// Loss causes as a person reads them after their count; unknown causes keep their name.
+std::string loss_text(std::string_view cause, uint64_t n) {
+  struct Known {
+    std::string_view cause, text;
+  };
+  static constexpr Known kKnown[] = {
+      {"user_stack_failed", "user stacks (failed)"},
+      {"kernel_stack_failed", "kernel stacks (failed)"},
+      {"stack_collided", "collided"},
+      {"map_full", "samples (map full)"},
+  };
+  for (const auto& k : kKnown)
+    if (k.cause == cause) return fmt::format("{} {}", grouped(n), k.text);
+  std::string text(cause);
+  for (char& c : text)
+    if (c == '_') c = ' ';
+  return fmt::format("{} {}", grouped(n), text);
+}
+
+}  // namespace
+
+std::string grouped(uint64_t n) {
+  std::string digits = std::to_string(n), out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+std::string profile_summary(const Profile& profile) {
+  uint64_t total = profile.total_samples();
+  size_t processes = profile.process_count();
+  std::string line = fmt::format("{} sample{} from {} process{}", grouped(total),
+                                 total == 1 ? "" : "s", processes, processes == 1 ? "" : "es");
+  if (profile.duration_ns > 0)
+    line += fmt::format(" in {:.1f} s", static_cast<double>(profile.duration_ns) / 1e9);
+  if (profile.frequency_hz > 0) line += fmt::format(" at {} Hz", profile.frequency_hz);
+
+  std::string lost;
+  for (const auto& [cause, n] : profile.losses) {
+    if (n == 0) continue;
+    lost += lost.empty() ? "" : ", ";
+    lost += loss_text(cause, n);
+  }
+  line += "; lost: " + (lost.empty() ? std::string("0") : lost);
+
+  line += "; complete stacks: ";
+  if (!profile.user_frames) {
+    line += "n/a (-K: no user frames)";
+  } else if (total == 0) {
+    line += "n/a (no samples)";
+  } else {
+    uint64_t permille = profile.complete_samples() * 1000 / total;
+    line +=
+        fmt::format("{}.{}% (reach _start/main/start_thread/clone3)", permille / 10, permille % 10);
+  }
+  return line;
+}
+
+void print_profile_summary(const Profile& profile, std::FILE* out) {
+  fmt::print(out, "uscope: {}\n", profile_summary(profile));
+  std::fflush(out);
+}
+
+}  // namespace uscope

@@ -1,0 +1,19 @@
+#pragma once
+// What a stack shows for a frame that has no name: why, in one short text with the object's file
+// name ("[unknown: libfoo.so has no symbols]", "[unknown in [vdso]]", "[unknown: process gone]"),
+// the same in `profile`, `trace -U` and `count --by ustack`. Never blank.
+#include <string>
+
+#include "symbolize/symbolizer.h"
+
+namespace uscope {
+
+// The function's name when the frame has one, else why it has none.
+std::string frame_name(const Frame& frame);
+// Why a user frame has no name.
+std::string unnamed_frame_text(const Frame& frame);
+// Why a kernel frame (KernelSymbols::frame) has no name; `symbols_loaded` false when kallsyms
+// was not read at all.
+std::string unnamed_kernel_frame_text(FrameMiss miss, bool symbols_loaded);
+
+}  // namespace uscope
