@@ -43,7 +43,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto elf = uscope::ElfFile::from_memory(std::vector<uint8_t>(data, data + size), "fuzz");
   if (!elf) return 0;
   exercise(*elf);
-  if (auto mini = uscope::open_minidebuginfo(*elf); mini && *mini) exercise(**mini);
   // No debug roots: the fuzzer must not wander the file system for build-ids.
   uscope::DebugSearchPaths paths;
   paths.debug_roots = {};

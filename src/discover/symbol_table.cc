@@ -230,26 +230,31 @@ bool signature_matches(std::string_view wanted, std::string_view demangled) {
          key == signature_key(demangled.substr(p.begin, close + 1 - p.begin));
 }
 
+namespace {
+
+bool has_own_symtab(const ElfFile& elf) {
+  return std::any_of(elf.sections().begin(), elf.sections().end(),
+                     [](const ElfSection& s) { return s.type == SHT_SYMTAB; });
+}
+
+}  // namespace
+
 Result<SymbolTable> SymbolTable::load(const ElfFile& elf, const DebugSearchPaths& paths) {
+  if (has_own_symtab(elf)) return load(elf, nullptr);
+  // Best effort: an object libdwfl cannot open still has the symbols ElfFile read.
+  auto info = DebugInfo::open(elf, paths);
+  return load(elf, info ? info->get() : nullptr);
+}
+
+Result<SymbolTable> SymbolTable::load(const ElfFile& elf, DebugInfo* debug) {
   auto own = elf.symbols();
   if (!own) return tl::unexpected(own.error());
   std::vector<FunctionSymbol> all;
   collect(elf, *own, std::nullopt, all);
-
-  const bool has_symtab = std::any_of(elf.sections().begin(), elf.sections().end(),
-                                      [](const ElfSection& s) { return s.type == SHT_SYMTAB; });
-  if (!has_symtab) {
-    // Extra sources are best effort: a broken .gnu_debugdata or debug file must not hide the
-    // symbols the object itself has.
-    if (auto mini = open_minidebuginfo(elf); mini && *mini) {
-      if (auto syms = (*mini)->symbols()) collect(elf, *syms, SymbolSource::MiniDebugInfo, all);
-    }
-    if (auto path = find_debug_file(elf, paths)) {
-      if (auto dbg = ElfFile::open(*path)) {
-        if (auto syms = dbg->symbols()) collect(elf, *syms, SymbolSource::DebugFile, all);
-      }
-    }
-  }
+  // Without a .symtab, libdwfl's table is a debug file's, or .dynsym merged with MiniDebugInfo;
+  // each symbol says which. A broken debug file or .gnu_debugdata yields none, never an error:
+  // it must not hide the symbols the object itself has.
+  if (debug != nullptr && !has_own_symtab(elf)) collect(elf, debug->symbols(), std::nullopt, all);
 
   std::sort(all.begin(), all.end(), [](const FunctionSymbol& a, const FunctionSymbol& b) {
     return std::forward_as_tuple(a.addr, a.name, source_rank(a.source)) <

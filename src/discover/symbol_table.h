@@ -1,6 +1,7 @@
 #pragma once
 // Function symbols of one object, merged from every source that has them (.symtab, .dynsym,
-// MiniDebugInfo, separate debug file), deduplicated and demangled.
+// MiniDebugInfo, separate debug file), deduplicated, demangled and sorted by address. The lookup
+// by address is uscope's own: libdwfl's dwfl_module_addrinfo scans every symbol per call.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -42,8 +43,11 @@ bool signature_matches(std::string_view wanted, std::string_view demangled);
 class SymbolTable {
  public:
   // Collects defined function symbols (STT_FUNC / STT_GNU_IFUNC with a nonzero address) from the
-  // ELF and, when its own tables lack a .symtab, from MiniDebugInfo and a separate debug file.
+  // ELF and, when its own tables lack a .symtab, from what libdwfl finds for it (MiniDebugInfo,
+  // a separate debug file; debug_info.h).
   static Result<SymbolTable> load(const ElfFile& elf, const DebugSearchPaths& paths = {});
+  // The same with `debug` (may be null: the object's own tables only) already opened for `elf`.
+  static Result<SymbolTable> load(const ElfFile& elf, DebugInfo* debug);
 
   // Sorted by address; one entry per (address, name); aliases at one address are all kept.
   const std::vector<FunctionSymbol>& functions() const { return functions_; }

@@ -130,12 +130,14 @@ Result<PlannedObject*> ObjectCache::get(const std::string& target) {
 
 Result<PlannedObject*> ObjectCache::open(const ObjectRef& ref) {
   if (auto it = by_path_.find(ref.open_path); it != by_path_.end()) return it->second.get();
-  auto elf = ElfFile::open(ref.open_path, ref.display_path);
-  if (!elf) return tl::unexpected(elf.error());
-  auto go = read_go_buildinfo(*elf);
+  auto stored = store_->open(ref.open_path, ref.display_path);
+  if (!stored) return tl::unexpected(stored.error());
+  const ElfFile& elf = (*stored)->elf();
+  auto go = read_go_buildinfo(elf);
   if (!go) return tl::unexpected(go.error());
-  bool is_go = go->has_value() || elf->section(".gopclntab").has_value();
-  auto obj = std::make_unique<PlannedObject>(PlannedObject{.ref = ref, .elf = std::move(*elf)});
+  bool is_go = go->has_value() || elf.section(".gopclntab").has_value();
+  auto obj =
+      std::make_unique<PlannedObject>(PlannedObject{.ref = ref, .stored = *stored, .elf = elf});
   obj->is_go = is_go;
   obj->go = std::move(*go);
   auto* raw = obj.get();
@@ -144,12 +146,7 @@ Result<PlannedObject*> ObjectCache::open(const ObjectRef& ref) {
 }
 
 Result<const SymbolTable*> ObjectCache::symbols(PlannedObject& o) {
-  if (!o.symbols) {
-    auto s = SymbolTable::load(o.elf);
-    if (!s) return tl::unexpected(s.error());
-    o.symbols = std::move(*s);
-  }
-  return &*o.symbols;
+  return o.stored->symbols();
 }
 
 Result<const std::vector<UsdtProbe>*> ObjectCache::usdt(PlannedObject& o) {

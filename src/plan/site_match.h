@@ -15,6 +15,7 @@
 #include "discover/dwarf_types.h"
 #include "discover/elf_file.h"
 #include "discover/go_buildinfo.h"
+#include "discover/object_store.h"
 #include "discover/process.h"
 #include "discover/symbol_table.h"
 #include "discover/target.h"
@@ -31,11 +32,12 @@ struct TargetContext {
   pid_t pid = 0;                // filter for attaching; 0 = every process
 };
 
-// One object opened for planning, with what was read from it so far.
+// One object opened for planning, with what was read from it so far. The ELF and its symbols
+// are the shared store's (discover/object_store.h); the rest is the planner's own.
 struct PlannedObject {
   ObjectRef ref;
-  ElfFile elf;
-  std::optional<SymbolTable> symbols{};
+  std::shared_ptr<StoredObject> stored;
+  const ElfFile& elf;
   std::optional<std::vector<UsdtProbe>> usdt{};
   bool is_go = false;
   std::optional<GoBuildInfo> go{};  // from .go.buildinfo, when the binary has one
@@ -47,7 +49,9 @@ struct PlannedObject {
 
 class ObjectCache {
  public:
-  explicit ObjectCache(const TargetContext& ctx) : ctx_(ctx) {}
+  // `store` null: the process's shared store, which the symbolizer uses too.
+  explicit ObjectCache(const TargetContext& ctx, std::shared_ptr<ObjectStore> store = nullptr)
+      : ctx_(ctx), store_(store ? std::move(store) : ObjectStore::shared()) {}
   // `target` as written in a spec ("", a path, a short library name).
   Result<PlannedObject*> get(const std::string& target);
   // An object already resolved (`list -p` walks a process's mappings).
@@ -57,6 +61,7 @@ class ObjectCache {
 
  private:
   const TargetContext& ctx_;
+  std::shared_ptr<ObjectStore> store_;
   std::map<std::string, PlannedObject*> by_target_;
   std::map<std::string, std::unique_ptr<PlannedObject>> by_path_;  // open_path -> object
 };

@@ -10,6 +10,8 @@ NormalizedAddress normalize(const Process& process, uint64_t address) {
     if (auto offset = o->offset_of_address(address)) {
       n.object = o;
       n.name = o->path;
+      for (const Mapping& m : o->mappings)
+        if (address >= m.start && address < m.end) n.executable = m.executable();
       n.file_offset = *offset;
       return n;
     }
@@ -20,6 +22,7 @@ NormalizedAddress normalize(const Process& process, uint64_t address) {
     if (address >= m.start && address < m.end) {
       n.name = m.path.empty() ? "[anon]" : m.path;
       n.miss = FrameMiss::NoSymbols;
+      n.executable = m.executable();
       return n;
     }
   }

@@ -14,11 +14,13 @@ namespace uscope {
 enum class FrameMiss {
   None,            // resolved
   Unmapped,        // no mapping of the process contains the address
-  NoSymbols,       // mapped, but nothing to look it up in: anonymous memory, [vdso], an object
-                   // that could not be opened or has no function symbols
-  UnknownAddress,  // the object has symbols but none contains the address
+  NoSymbols,       // mapped, but nothing to look it up in: [vdso], [heap], an object that has
+                   // no function symbols (stripped, and no MiniDebugInfo or debug file found)
+  UnknownAddress,  // the object (or perf map) has symbols but none contains the address
   ProcessGone,     // the process exited before its maps could be read
   NoAccess,        // the process exists but its maps are not readable (permissions)
+  Unreadable,      // a file maps it, but the file could not be opened (deleted and gone, access)
+  NoPerfMap,       // executable memory no file backs (JIT code), and the process wrote no perf map
 };
 
 struct NormalizedAddress {
@@ -30,6 +32,7 @@ struct NormalizedAddress {
   std::string name;
   uint64_t file_offset = 0;          // valid only when object != nullptr
   FrameMiss miss = FrameMiss::None;  // None, Unmapped, or NoSymbols for non-file memory
+  bool executable = false;           // the mapping holding the address may run code
 };
 
 NormalizedAddress normalize(const Process& process, uint64_t address);

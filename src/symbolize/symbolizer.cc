@@ -1,3 +1,12 @@
+// The symbolizer's back end: objects come from the shared ObjectStore, where libdwfl
+// (discover/debug_info.h) finds what stripped objects lack (debug files by build-id and
+// debuglink, MiniDebugInfo) and reads lines and inlined calls. Two things stay uscope's own:
+// - the address -> symbol lookup (SymbolTable, sorted once): libdwfl's dwfl_module_addrinfo
+//   scans the whole table per call, 3 ms a lookup in libjvm.so (bench/symbolize_bench);
+// - which of several aliases at one address is shown: libdwfl returns the first in table order
+//   (__libc_malloc for malloc's address in libc's debug file), users know malloc
+//   (SymbolTable::preferred_alias); and a size-0 symbol (assembly without .size) is extended to
+//   the next one within its section, where libdwfl would match it only at its own address.
 #include "symbolize/symbolizer.h"
 
 #include <elf.h>
@@ -13,13 +22,14 @@
 
 #include "discover/elf_file.h"
 #include "discover/symbol_table.h"
+#include "symbolize/perf_map.h"
 
 namespace uscope {
 
-struct Symbolizer::LoadedObject {
-  std::optional<ElfFile> elf;          // nullopt when the file could not be opened
-  std::optional<SymbolTable> symbols;  // nullopt when it had none we could read
-  std::string build_id;
+struct Symbolizer::ProcessState {
+  Process maps;
+  std::vector<std::shared_ptr<StoredObject>> held{};  // see remember()
+  std::optional<PerfMap> perf_map{};                  // the copy read last, if any
 };
 
 namespace {
@@ -58,18 +68,18 @@ const FunctionSymbol* find_function(const ElfFile& elf, const SymbolTable& table
   return table.preferred_alias(*found, addr);
 }
 
-// When a process has exited, /proc/PID/map_files and /proc/PID/root are gone with it, but the
-// file may still be reachable at its mapped path (same mount namespace). Only a file with the
-// same device and inode is the one that was mapped.
-std::optional<ElfFile> open_by_mapped_path(const MappedObject& o) {
-  if (o.deleted || o.path.empty() || o.path == o.open_path) return std::nullopt;
-  struct stat st;
-  if (::stat(o.path.c_str(), &st) != 0) return std::nullopt;
-  if (st.st_ino != o.inode || major(st.st_dev) != o.dev_major || minor(st.st_dev) != o.dev_minor)
-    return std::nullopt;
-  auto elf = ElfFile::open(o.path);
-  if (!elf) return std::nullopt;
-  return std::move(*elf);
+SymbolOrigin origin_of(SymbolSource s) {
+  switch (s) {
+    case SymbolSource::Symtab:
+      return SymbolOrigin::Symtab;
+    case SymbolSource::Dynsym:
+      return SymbolOrigin::Dynsym;
+    case SymbolSource::MiniDebugInfo:
+      return SymbolOrigin::MiniDebugInfo;
+    case SymbolSource::DebugFile:
+      return SymbolOrigin::DebugFile;
+  }
+  return SymbolOrigin::None;
 }
 
 std::vector<Frame> fill(std::span<const uint64_t> addresses, FrameMiss miss) {
@@ -88,6 +98,14 @@ uint64_t lookup_address(std::span<const uint64_t> addresses, size_t i, bool firs
   return is_return && addresses[i] > 0 ? addresses[i] - 1 : addresses[i];
 }
 
+// The perf map of `pid`, nullopt when it writes none or it cannot be read (a process gone, a
+// map in a mount namespace not reachable): either way there is nothing to name JIT code with.
+std::optional<PerfMap> read_perf_map(pid_t pid) {
+  auto map = PerfMap::read(pid);
+  if (!map || !*map) return std::nullopt;
+  return std::move(**map);
+}
+
 }  // namespace
 
 const char* to_string(FrameMiss miss) {
@@ -99,11 +117,15 @@ const char* to_string(FrameMiss miss) {
     case FrameMiss::NoSymbols:
       return "no symbols";
     case FrameMiss::UnknownAddress:
-      return "unknown address";
+      return "no symbol covers the address";
     case FrameMiss::ProcessGone:
       return "process gone";
     case FrameMiss::NoAccess:
       return "maps unreadable";
+    case FrameMiss::Unreadable:
+      return "object unreadable";
+    case FrameMiss::NoPerfMap:
+      return "JIT code without a perf map";
   }
   return "?";
 }
@@ -114,99 +136,162 @@ std::string Frame::describe() const {
         function_offset ? fmt::format("{}+{:#x}", function, function_offset) : function;
     return fmt::format("{} ({})", where, object);
   }
-  if (!object.empty()) return fmt::format("{:#x} ([unknown] in {})", address, object);
+  if (!object.empty())
+    return fmt::format("{:#x} ([unknown: {}] in {})", address, to_string(miss), object);
   return fmt::format("{:#x} [{}]", address, to_string(miss));
 }
 
-Symbolizer::Symbolizer(SymbolizerOptions options) : options_(std::move(options)) {}
+Symbolizer::Symbolizer(SymbolizerOptions options) : options_(std::move(options)) {
+  const bool defaults = options_.debug.debug_roots == DebugSearchPaths{}.debug_roots &&
+                        options_.debug.root_prefix.empty() &&
+                        options_.max_objects == ObjectStore::kDefaultMaxObjects;
+  store_ = options_.objects ? options_.objects
+           : defaults       ? ObjectStore::shared()
+                            : std::make_shared<ObjectStore>(options_.max_objects, options_.debug);
+}
 Symbolizer::Symbolizer(Symbolizer&&) noexcept = default;
 Symbolizer& Symbolizer::operator=(Symbolizer&&) noexcept = default;
 Symbolizer::~Symbolizer() = default;
 
-const Symbolizer::LoadedObject& Symbolizer::load(const MappedObject& object) {
-  ObjectKey key{object.dev_major, object.dev_minor, object.inode};
-  auto it = objects_.find(key);
-  if (it != objects_.end()) return *it->second;
-
-  // Failures are cached too: an object that cannot be opened now (permissions, deleted and
+std::shared_ptr<StoredObject> Symbolizer::load(const MappedObject& object) {
+  ObjectSlot& slot = objects_[ObjectKey{object.dev_major, object.dev_minor, object.inode}];
+  if (auto held = slot.object.lock()) return held;
+  // Failures are kept too: an object that cannot be opened now (permissions, deleted and
   // unreachable) will not become openable on the next frame, and retrying would cost a syscall
   // per frame of every stack through it.
-  auto loaded = std::make_unique<LoadedObject>();
-  if (auto elf = ElfFile::open(object.open_path, object.path)) {
-    loaded->elf = std::move(*elf);
-  } else {
-    loaded->elf = open_by_mapped_path(object);
+  if (slot.unreadable) return nullptr;
+  auto opened = store_->open(object.open_path, object.path);
+  if (!opened && !object.deleted && !object.path.empty() && object.path != object.open_path) {
+    // When a process has exited, /proc/PID/map_files and /proc/PID/root are gone with it, but
+    // the file may still be at its mapped path (same mount namespace). Only a file with the same
+    // device and inode is the one that was mapped.
+    struct stat st;
+    if (::stat(object.path.c_str(), &st) == 0 && st.st_ino == object.inode &&
+        major(st.st_dev) == object.dev_major && minor(st.st_dev) == object.dev_minor)
+      opened = store_->open(object.path, object.path);
   }
-  if (loaded->elf) {
-    loaded->build_id = loaded->elf->build_id().value_or("");
-    if (auto table = SymbolTable::load(*loaded->elf, options_.debug);
-        table && !table->functions().empty())
-      loaded->symbols = std::move(*table);
+  if (!opened) {
+    slot.unreadable = true;
+    return nullptr;
   }
-  return *objects_.emplace(key, std::move(loaded)).first->second;
+  slot.object = *opened;
+  return *opened;
 }
 
-Frame Symbolizer::resolve(const NormalizedAddress& n, uint64_t address, uint64_t lookup) {
+void Symbolizer::add_lines(Frame& f, StoredObject& object, uint64_t link_address) {
+  DebugInfo* debug = object.debug_info();
+  if (debug == nullptr) return;
+  std::optional<SourcePosition> pos = debug->source_at(link_address);
+  if (!pos) return;
+  f.file = std::move(pos->file);
+  f.line = pos->line;
+  for (auto& call : pos->inlined)
+    f.inlined.push_back({std::move(call.function), std::move(call.file), call.line});
+}
+
+Frame Symbolizer::resolve(const NormalizedAddress& n, uint64_t address, uint64_t lookup,
+                          ProcessState* state, bool& perf_map_reread) {
   Frame f;
   f.address = address;
   f.object = n.name;
   f.miss = n.miss;
-  if (n.object == nullptr) return f;
+  if (n.object == nullptr) {
+    if (n.miss != FrameMiss::NoSymbols || state == nullptr) return f;
+    // Memory no file backs: JIT code, named by the process's perf map. A miss re-reads the map
+    // once per call (the JIT may have written the line since); a process that exited keeps the
+    // copy read while it lived.
+    const PerfMapSymbol* sym = state->perf_map ? state->perf_map->find(lookup) : nullptr;
+    if (sym == nullptr && !perf_map_reread && process_alive(state->maps.pid())) {
+      perf_map_reread = true;
+      if (auto fresh = read_perf_map(state->maps.pid())) state->perf_map = std::move(fresh);
+      sym = state->perf_map ? state->perf_map->find(lookup) : nullptr;
+    }
+    if (sym == nullptr) {
+      if (state->perf_map)
+        f.miss = FrameMiss::UnknownAddress;
+      else if (n.executable && n.name == "[anon]")
+        f.miss = FrameMiss::NoPerfMap;
+      return f;
+    }
+    f.function = demangle(sym->name);
+    if (f.function != sym->name) f.mangled = sym->name;
+    f.function_offset = address - sym->start;
+    f.origin = SymbolOrigin::PerfMap;
+    f.miss = FrameMiss::None;
+    return f;
+  }
   // Report the offset of the address as given; the lookup address is at most one byte before.
   f.file_offset = n.file_offset + (address - lookup);
 
-  const LoadedObject& o = load(*n.object);
-  f.build_id = o.build_id;
-  if (!o.elf || !o.symbols) {
+  std::shared_ptr<StoredObject> o = load(*n.object);
+  if (!o) {
+    f.miss = FrameMiss::Unreadable;
+    return f;
+  }
+  f.build_id = o->build_id();
+  auto symbols = o->symbols();
+  if (!symbols || (*symbols)->functions().empty()) {
     f.miss = FrameMiss::NoSymbols;
     return f;
   }
-  std::optional<uint64_t> link = o.elf->offset_to_vaddr(n.file_offset);
-  const FunctionSymbol* fn = link ? find_function(*o.elf, *o.symbols, *link) : nullptr;
+  std::optional<uint64_t> link = o->elf().offset_to_vaddr(n.file_offset);
+  const FunctionSymbol* fn = link ? find_function(o->elf(), **symbols, *link) : nullptr;
   if (fn == nullptr) {
     f.miss = FrameMiss::UnknownAddress;
     return f;
   }
   f.function = fn->demangled;
+  // "memcpy@@GLIBC_2.14" is memcpy: a symbol version is no mangling.
+  if (std::string plain = fn->name.substr(0, fn->name.find('@')); plain != f.function)
+    f.mangled = std::move(plain);
   f.function_offset = (*link - fn->addr) + (address - lookup);
+  f.origin = origin_of(fn->source);
   f.miss = FrameMiss::None;
+  if (options_.lines) add_lines(f, *o, *link);
   return f;
+}
+
+Symbolizer::ProcessState* Symbolizer::cached(pid_t pid) {
+  auto it = processes_.find(pid);
+  return it == processes_.end() ? nullptr : it->second.get();
 }
 
 std::vector<Frame> Symbolizer::symbolize(pid_t pid, std::span<const uint64_t> addresses,
                                          bool first_is_ip) {
-  auto cached = processes_.find(pid);
+  ProcessState* state = cached(pid);
   bool refreshed = false;  // maps read during this call: re-reading again would change nothing
-  if (cached == processes_.end()) {
+  if (state == nullptr) {
     auto p = Process::open(pid);
     if (!p) {
       const bool gone =
           !process_alive(pid) || p.error().errnum == ESRCH || p.error().errnum == ENOENT;
       return fill(addresses, gone ? FrameMiss::ProcessGone : FrameMiss::NoAccess);
     }
-    cached = processes_.emplace(pid, std::move(*p)).first;
+    state = processes_.emplace(pid, std::make_unique<ProcessState>(ProcessState{std::move(*p)}))
+                .first->second.get();
     refreshed = true;
   }
 
   bool gone = false;  // a refresh found the process exited; its later misses say so too
+  bool perf_map_reread = false;
   std::vector<Frame> frames;
   frames.reserve(addresses.size());
   for (size_t i = 0; i < addresses.size(); ++i) {
     const uint64_t lookup = lookup_address(addresses, i, first_is_ip);
-    NormalizedAddress n = normalize(cached->second, lookup);
+    NormalizedAddress n = normalize(state->maps, lookup);
     if (n.miss == FrameMiss::Unmapped && !refreshed) {
       // Most likely a library dlopen()ed after the maps were cached. Earlier frames are already
       // copied out, so replacing the snapshot under them is safe.
       refreshed = true;
       if (auto p = Process::open(pid)) {
-        cached->second = std::move(*p);
-        n = normalize(cached->second, lookup);
+        state->maps = std::move(*p);
+        n = normalize(state->maps, lookup);
       } else {
         gone = !process_alive(pid);
       }
     }
     if (n.miss == FrameMiss::Unmapped && gone) n.miss = FrameMiss::ProcessGone;
-    frames.push_back(resolve(n, addresses[i], lookup));
+    frames.push_back(resolve(n, addresses[i], lookup, state, perf_map_reread));
   }
   return frames;
 }
@@ -219,16 +304,32 @@ std::vector<Frame> Symbolizer::symbolize(const Process& process,
                                          std::span<const uint64_t> addresses, bool first_is_ip) {
   std::vector<Frame> frames;
   frames.reserve(addresses.size());
+  ProcessState* state = cached(process.pid());
+  bool perf_map_reread = false;
   for (size_t i = 0; i < addresses.size(); ++i) {
     const uint64_t lookup = lookup_address(addresses, i, first_is_ip);
-    frames.push_back(resolve(normalize(process, lookup), addresses[i], lookup));
+    frames.push_back(
+        resolve(normalize(process, lookup), addresses[i], lookup, state, perf_map_reread));
   }
   return frames;
 }
 
 void Symbolizer::remember(pid_t pid) {
   if (processes_.contains(pid)) return;
-  if (auto p = Process::open(pid)) processes_.emplace(pid, std::move(*p));
+  auto p = Process::open(pid);
+  if (!p) return;
+  auto state = std::make_unique<ProcessState>(ProcessState{std::move(*p)});
+  // Opened now, while /proc/PID/map_files reaches them; held so that neither the process's exit
+  // nor the store's eviction loses them before its stacks are symbolized. A thousand processes
+  // of one binary hold one object.
+  for (const MappedObject& o : state->maps.objects()) {
+    const bool code = std::any_of(o.mappings.begin(), o.mappings.end(),
+                                  [](const Mapping& m) { return m.executable(); });
+    if (!code) continue;
+    if (auto object = load(o)) state->held.push_back(std::move(object));
+  }
+  state->perf_map = read_perf_map(pid);
+  processes_.emplace(pid, std::move(state));
 }
 
 void Symbolizer::forget(pid_t pid) {

@@ -15,12 +15,14 @@
 #include <vector>
 
 #include "discover/debug_info.h"
+#include "discover/object_store.h"
 #include "discover/process.h"
 #include "symbolize/normalize.h"
 
 namespace uscope {
 
-// Where a frame's name came from.
+// Where a frame's name came from. The four ELF sources are told apart per symbol
+// (discover/debug_info.cc: by which of libdwfl's files a symbol came from).
 enum class SymbolOrigin : uint8_t {
   None,           // not named (see Frame::miss)
   Symtab,         // the object's .symtab
@@ -56,8 +58,8 @@ struct Frame {
   int line = 0;
   std::vector<InlinedCall> inlined;
 
-  // "malloc+0x14 (/usr/lib/x86_64-linux-gnu/libc.so.6)", "0x7f12... ([unknown] in [vdso])",
-  // "0x10 [unmapped]".
+  // "malloc+0x14 (/usr/lib/x86_64-linux-gnu/libc.so.6)", a miss with its reason:
+  // "0x7f12... ([unknown: no symbols] in /usr/lib/libfoo.so)", "0x10 [unmapped]".
   std::string describe() const;
 };
 
@@ -68,7 +70,11 @@ struct SymbolizerOptions {
   // DWARF, which costs time and memory per object, so it is off unless asked for.
   bool lines = false;
   // Objects whose symbols stay cached; the least recently used beyond this are dropped.
-  size_t max_objects = 512;
+  size_t max_objects = ObjectStore::kDefaultMaxObjects;
+  // The object cache to use. Null: the process's shared store (ObjectStore::shared(), which the
+  // planner and `list` use too) when `debug` and `max_objects` are the defaults, else a store of
+  // this Symbolizer's own with them.
+  std::shared_ptr<ObjectStore> objects;
 };
 
 // Not thread-safe: one per consumer thread, or guard it.
@@ -92,14 +98,14 @@ class Symbolizer {
   std::vector<Frame> symbolize(const Process& process, std::span<const uint64_t> addresses,
                                bool first_is_ip);
 
-  // Reads and caches the maps of `pid` now, so that addresses of a process that exits before its
-  // events are symbolized still find their objects (whose symbols are read from the mapped path
-  // then). No-op when cached or unreadable.
+  // Reads and caches the maps of `pid` now, opens the objects its code maps and reads its perf
+  // map, so that addresses of a process that exits before its events are symbolized are still
+  // named. No-op when cached or unreadable.
   void remember(pid_t pid);
 
-  // Drops the cached maps of `pid`: call it when the process exits or exec()s, since the same
-  // PID then names different (or no) mappings. Objects' symbols stay cached; other processes
-  // map the same files.
+  // Drops the cached maps and perf map of `pid`: call it when the process exits or exec()s, since
+  // the same PID then names different (or no) mappings. Objects stay in the store; other
+  // processes map the same files.
   void forget(pid_t pid);
 
   // JIT code: addresses in memory no file backs are named from the process's perf map
@@ -108,16 +114,28 @@ class Symbolizer {
   // names it wrote while it lived.
 
  private:
-  struct LoadedObject;
+  // What was read from a process while it lived: its maps, the objects its code maps (held, so
+  // that they outlive the process and the store's eviction), and its perf map.
+  struct ProcessState;
+  // An object as the maps name it, found in the store on first use. A failed open is kept, so
+  // that an unreadable object costs one attempt, not one per frame.
+  struct ObjectSlot {
+    std::weak_ptr<StoredObject> object;
+    bool unreadable = false;
+  };
   // dev major, dev minor, inode: one file however many processes map it, under whatever path.
   using ObjectKey = std::tuple<uint32_t, uint32_t, uint64_t>;
 
-  const LoadedObject& load(const MappedObject& object);
-  Frame resolve(const NormalizedAddress& n, uint64_t address, uint64_t lookup);
+  std::shared_ptr<StoredObject> load(const MappedObject& object);
+  Frame resolve(const NormalizedAddress& n, uint64_t address, uint64_t lookup, ProcessState* state,
+                bool& perf_map_reread);
+  void add_lines(Frame& f, StoredObject& object, uint64_t link_address);
+  ProcessState* cached(pid_t pid);
 
   SymbolizerOptions options_;
-  std::unordered_map<pid_t, Process> processes_;
-  std::map<ObjectKey, std::unique_ptr<LoadedObject>> objects_;
+  std::shared_ptr<ObjectStore> store_;
+  std::unordered_map<pid_t, std::unique_ptr<ProcessState>> processes_;
+  std::map<ObjectKey, ObjectSlot> objects_;
 };
 
 // Human-readable name of a miss, as describe() prints it ("unmapped", "process gone", ...).

@@ -1,4 +1,4 @@
-// Separate debug file lookup (build-id, debuglink with CRC) and MiniDebugInfo / xz decoding.
+// Separate debug files (build-id, debuglink) and MiniDebugInfo, as libdwfl finds them.
 #include "discover/debug_info.h"
 #include "temp_dir.h"
 
@@ -90,14 +90,14 @@ TEST(debug_info, finds_debug_file_by_debuglink_in_dot_debug_and_under_root) {
   EXPECT_EQ(fs::canonical(*found), fs::canonical(dot_debug));
 }
 
-TEST(debug_info, rejects_debuglink_file_with_wrong_crc) {
+// libdwfl validates a debuglink candidate by the object's build-id when it has one (the CRC32
+// only without): a file of another build under the right name is rejected.
+TEST(debug_info, rejects_debuglink_file_of_another_build) {
   TempDir dir;
   const std::string bin = isolated_stripped(dir);
   auto elf = ElfFile::open(bin);
   ASSERT_TRUE(elf);
-  auto bytes = read_file(fixture("dbg.debug"));
-  bytes.push_back(0);  // same ELF, different CRC32
-  write_file(dir.str() + "/bin/dbg.debug", bytes);
+  write_file(dir.str() + "/bin/dbg.debug", read_file(fixture("hello_nopie")));
   EXPECT_FALSE(find_debug_file(*elf, roots({})));
   write_file(dir.str() + "/bin/dbg.debug", read_file(fixture("dbg.debug")));
   EXPECT_TRUE(find_debug_file(*elf, roots({})));
@@ -124,54 +124,50 @@ TEST(debug_info, applies_root_prefix) {
   EXPECT_EQ(find_debug_file(*elf, paths), in_container);
 }
 
-TEST(debug_info, opens_minidebuginfo) {
+TEST(debug_info, reads_minidebuginfo_symbols_through_libdwfl) {
   auto elf = ElfFile::open(fixture("mini_stripped"));
   ASSERT_TRUE(elf);
-  auto mini = open_minidebuginfo(*elf);
-  ASSERT_TRUE(mini) << mini.error().message;
-  ASSERT_TRUE(*mini);
-  const ElfFile& inner = **mini;
-  EXPECT_TRUE(inner.section(".symtab"));
-  auto syms = inner.symbols();
-  ASSERT_TRUE(syms);
-  EXPECT_TRUE(std::any_of(syms->begin(), syms->end(), [](const ElfSymbol& s) {
-    return s.name == "mini_local_helper" && s.kind == SymbolKind::Function;
-  }));
-  // The recipe leaves out what .dynsym already has.
-  EXPECT_FALSE(std::any_of(syms->begin(), syms->end(),
-                           [](const ElfSymbol& s) { return s.name == "mini_exported"; }));
-
-  auto plain = ElfFile::open(fixture("hello_pie"));
-  auto none = open_minidebuginfo(*plain);
-  ASSERT_TRUE(none);
-  EXPECT_FALSE(*none);
+  auto info = DebugInfo::open(*elf, roots({}));
+  ASSERT_TRUE(info) << info.error().message;
+  const auto syms = (*info)->symbols();
+  auto named = [&](const std::string& name) -> const ElfSymbol* {
+    for (const auto& s : syms)
+      if (s.name == name) return &s;
+    return nullptr;
+  };
+  const ElfSymbol* helper = named("mini_local_helper");
+  ASSERT_NE(helper, nullptr);
+  EXPECT_EQ(helper->kind, SymbolKind::Function);
+  EXPECT_EQ(helper->source, SymbolSource::MiniDebugInfo);
+  // .dynsym's own entries stay attributed to it.
+  const ElfSymbol* exported = named("mini_exported");
+  ASSERT_NE(exported, nullptr);
+  EXPECT_EQ(exported->source, SymbolSource::Dynsym);
+  EXPECT_FALSE((*info)->debug_file());
 }
 
-TEST(debug_info, xz_decompress_round_trips_and_is_bounded) {
-  TempDir dir;
-  std::vector<uint8_t> data(100000);
-  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<uint8_t>((i * 7919) >> 5);
-  write_file(dir.str() + "/d", data);
-  ASSERT_EQ(std::system(("xz -k " + dir.str() + "/d").c_str()), 0);
-  const auto xz = read_file(dir.str() + "/d.xz");
+TEST(debug_info, symbols_of_a_debug_file_say_so) {
+  auto elf = ElfFile::open(fixture("dbg_stripped"));
+  ASSERT_TRUE(elf);
+  auto info = DebugInfo::open(*elf, roots({fixture("debugroot")}));
+  ASSERT_TRUE(info) << info.error().message;
+  const auto syms = (*info)->symbols();
+  ASSERT_FALSE(syms.empty());
+  EXPECT_TRUE(std::all_of(syms.begin(), syms.end(),
+                          [](const ElfSymbol& s) { return s.source == SymbolSource::DebugFile; }));
+  EXPECT_EQ((*info)->debug_file(), build_id_path(fixture("debugroot"), *elf->build_id()));
+}
 
-  auto out = xz_decompress(xz);
-  ASSERT_TRUE(out) << out.error().message;
-  EXPECT_EQ(*out, data);
-
-  auto capped = xz_decompress(xz, 1000);
-  ASSERT_FALSE(capped);
-  EXPECT_EQ(capped.error().message, "xz: decompressed data exceeds the limit of 1000 bytes");
-
-  auto cut = xz_decompress(std::span<const uint8_t>(xz).first(xz.size() / 2));
-  ASSERT_FALSE(cut);
-  EXPECT_EQ(cut.error().message, "xz: truncated xz data");
-
-  const std::string text = "this is plain text, long enough to hold an xz stream header";
-  const std::vector<uint8_t> garbage(text.begin(), text.end());
-  auto bad = xz_decompress(garbage);
-  ASSERT_FALSE(bad);
-  EXPECT_EQ(bad.error().message, "xz: not xz data");
+TEST(debug_info, object_with_own_symtab_has_no_debug_file) {
+  auto elf = ElfFile::open(fixture("hello_pie"));
+  ASSERT_TRUE(elf);
+  auto info = DebugInfo::open(*elf, roots({}));
+  ASSERT_TRUE(info) << info.error().message;
+  const auto syms = (*info)->symbols();
+  EXPECT_TRUE(std::any_of(syms.begin(), syms.end(), [](const ElfSymbol& s) {
+    return s.name == "main" && s.source == SymbolSource::Symtab;
+  }));
+  EXPECT_FALSE((*info)->debug_file());
 }
 
 }  // namespace

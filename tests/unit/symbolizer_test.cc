@@ -100,6 +100,8 @@ TEST(symbolizer, resolves_own_function_from_symtab) {
   EXPECT_EQ(f.object, fs::read_symlink("/proc/self/exe").string());
   EXPECT_FALSE(f.build_id.empty());
   EXPECT_EQ(f.describe(), "uscope_symtest_target (" + f.object + ")");
+  EXPECT_EQ(f.origin, SymbolOrigin::Symtab);
+  EXPECT_EQ(f.mangled, "");
 }
 
 // The address of libc's own definition: under ASan, &malloc is its interceptor in libasan.
@@ -116,6 +118,9 @@ TEST(symbolizer, resolves_libc_function_by_runtime_address) {
   EXPECT_EQ(f.function, "malloc");
   EXPECT_EQ(f.function_offset, 0u);
   EXPECT_TRUE(f.object.ends_with("/libc.so.6")) << f.object;
+  // Debian's libc.so.6 has only .dynsym; libc6-dbg's debug file names it when installed.
+  EXPECT_TRUE(f.origin == SymbolOrigin::Dynsym || f.origin == SymbolOrigin::DebugFile)
+      << static_cast<int>(f.origin);
   EXPECT_FALSE(f.build_id.empty());
   EXPECT_NE(f.file_offset, 0u);
 }
@@ -172,7 +177,7 @@ TEST(symbolizer, names_memory_no_file_backs) {
     Frame f = s.symbolize(getpid(), vdso + 0x10);
     EXPECT_EQ(f.miss, FrameMiss::NoSymbols);
     EXPECT_EQ(f.object, "[vdso]");
-    EXPECT_EQ(f.describe(), fmt::format("{:#x} ([unknown] in [vdso])", vdso + 0x10));
+    EXPECT_EQ(f.describe(), fmt::format("{:#x} ([unknown: no symbols] in [vdso])", vdso + 0x10));
   }
   long page = sysconf(_SC_PAGESIZE);
   void* p = mmap(nullptr, page, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -181,6 +186,19 @@ TEST(symbolizer, names_memory_no_file_backs) {
   munmap(p, page);
   EXPECT_EQ(anon.miss, FrameMiss::NoSymbols);
   EXPECT_EQ(anon.object, "[anon]");
+}
+
+TEST(symbolizer, executable_anonymous_memory_without_perf_map_says_so) {
+  long page = sysconf(_SC_PAGESIZE);
+  void* p = mmap(nullptr, page, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(p, MAP_FAILED);
+  ASSERT_FALSE(fs::exists(fmt::format("/tmp/perf-{}.map", getpid())));
+  Symbolizer s;
+  Frame f = s.symbolize(getpid(), addr_of(p) + 4);
+  munmap(p, page);
+  EXPECT_EQ(f.miss, FrameMiss::NoPerfMap);
+  EXPECT_EQ(f.describe(), fmt::format("{:#x} ([unknown: JIT code without a perf map] in [anon])",
+                                      addr_of(p) + 4));
 }
 
 TEST(symbolizer, process_that_does_not_exist_is_process_gone) {
@@ -227,7 +245,7 @@ TEST(symbolizer, resolves_function_in_deleted_library) {
   Frame f = s.symbolize(getpid(), answer);
   EXPECT_EQ(f.object, lib.path.string());
   // Only /proc/PID/map_files reaches a deleted file, and it needs CAP_SYS_ADMIN.
-  if (f.miss == FrameMiss::NoSymbols) GTEST_SKIP() << "map_files not readable: " << f.describe();
+  if (f.miss == FrameMiss::Unreadable) GTEST_SKIP() << "map_files not readable: " << f.describe();
   ASSERT_EQ(f.miss, FrameMiss::None) << f.describe();
   EXPECT_EQ(f.function, "uscope_tiny_answer");
 }
@@ -265,7 +283,7 @@ TEST(symbolizer, looks_up_return_addresses_one_byte_earlier) {
   EXPECT_EQ(s.symbolize(getpid(), ip, true)[0].function, "uscope_symtest_target");
 }
 
-TEST(symbolizer, object_that_cannot_be_opened_is_no_symbols_with_its_name) {
+TEST(symbolizer, object_that_cannot_be_opened_is_unreadable_with_its_name) {
   TempDir dir;
   auto p = Process::from_maps(
       4242, "7f0000000000-7f0000002000 r-xp 00001000 fd:01 99999999 /nonexistent/libgone.so\n",
@@ -275,10 +293,11 @@ TEST(symbolizer, object_that_cannot_be_opened_is_no_symbols_with_its_name) {
   std::vector<uint64_t> addrs = {0x7f0000000010, 0x7f0000005000};
   auto frames = s.symbolize(*p, addrs, true);
   ASSERT_EQ(frames.size(), 2u);
-  EXPECT_EQ(frames[0].miss, FrameMiss::NoSymbols);
+  EXPECT_EQ(frames[0].miss, FrameMiss::Unreadable);
   EXPECT_EQ(frames[0].object, "/nonexistent/libgone.so");
   EXPECT_EQ(frames[0].file_offset, 0x1010u);
-  EXPECT_EQ(frames[0].describe(), "0x7f0000000010 ([unknown] in /nonexistent/libgone.so)");
+  EXPECT_EQ(frames[0].describe(),
+            "0x7f0000000010 ([unknown: object unreadable] in /nonexistent/libgone.so)");
   EXPECT_EQ(frames[1].miss, FrameMiss::Unmapped);
 }
 
@@ -289,4 +308,22 @@ TEST(symbolizer, forget_drops_cached_maps) {
   // Re-reads the maps and still resolves: forgetting is about the PID, not the objects.
   Frame f = s.symbolize(getpid(), libc_fn_addr("malloc"));
   EXPECT_EQ(f.function, "malloc");
+}
+
+TEST(symbolizer, shares_the_process_object_store_with_the_planner) {
+  // What the planner opened (through ObjectStore::shared()) is what the symbolizer finds: the
+  // test binary is not opened, nor its symbols read, a second time.
+  auto store = ObjectStore::shared();
+  auto exe = store->open("/proc/self/exe", fs::read_symlink("/proc/self/exe").string());
+  ASSERT_TRUE(exe) << exe.error().message;
+  auto planned = (*exe)->symbols();
+  ASSERT_TRUE(planned);
+  const size_t before = store->size();
+  Symbolizer s;
+  ASSERT_EQ(s.symbolize(getpid(), fn_addr(&uscope_symtest_target)).miss, FrameMiss::None);
+  EXPECT_EQ(store->size(), before);
+  auto again = store->open(fs::read_symlink("/proc/self/exe").string());
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->get(), exe->get());
+  EXPECT_EQ(*(*again)->symbols(), *planned);
 }
