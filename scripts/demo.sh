@@ -17,3 +17,6 @@ run build/uscope trace -M 6 -c "$demo 10 20" \
 run build/uscope trace -M 2 -c "$demo 5 20" 'r::price_of (retval > 150) "%s -> %ld", $entry(arg1), retval'
 run build/uscope count -c "$demo 40 1" 'process_*' 'price_of' 'c:str*'
 run build/uscope latency -c "$demo 40 1" 'process_order' 'price_of'
+# A CPU profile of the demo taking orders as fast as it can, as an interactive flame graph.
+run build/uscope profile -F 999 -c "$demo 200000000 0" -o build/demo-cpu.svg
+printf '\nflame graph: %s (open it in a browser)\n' "$PWD/build/demo-cpu.svg"
