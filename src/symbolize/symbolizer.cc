@@ -138,7 +138,7 @@ std::string Frame::describe() const {
   }
   if (!object.empty())
     return fmt::format("{:#x} ([unknown: {}] in {})", address, to_string(miss), object);
-  return fmt::format("{:#x} [{}]", address, to_string(miss));
+  return fmt::format("{:#x} [unknown: {}]", address, to_string(miss));
 }
 
 Symbolizer::Symbolizer(SymbolizerOptions options) : options_(std::move(options)) {

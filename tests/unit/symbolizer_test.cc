@@ -167,7 +167,7 @@ TEST(symbolizer, unmapped_address_is_a_miss_not_an_error) {
   EXPECT_EQ(f.miss, FrameMiss::Unmapped);
   EXPECT_EQ(f.object, "");
   EXPECT_EQ(f.function, "");
-  EXPECT_EQ(f.describe(), fmt::format("{:#x} [unmapped]", addr_of(p) + 8));
+  EXPECT_EQ(f.describe(), fmt::format("{:#x} [unknown: unmapped]", addr_of(p) + 8));
 }
 
 TEST(symbolizer, names_memory_no_file_backs) {
@@ -210,7 +210,7 @@ TEST(symbolizer, process_that_does_not_exist_is_process_gone) {
     EXPECT_EQ(frames[i].miss, FrameMiss::ProcessGone);
     EXPECT_EQ(frames[i].address, stack[i]);
   }
-  EXPECT_EQ(frames[0].describe(), "0x401000 [process gone]");
+  EXPECT_EQ(frames[0].describe(), "0x401000 [unknown: process gone]");
 }
 
 TEST(symbolizer, rereads_maps_for_library_dlopened_after_first_call) {
