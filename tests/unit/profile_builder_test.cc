@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "discover/process.h"
+#include "reaped_pid.h"
 #include "symbolize/frame_names.h"
 #include "symbolize/stack_cache.h"
 #include "symbolize/symbol_text.h"
@@ -154,20 +155,11 @@ TEST(profile_builder, inlined_calls_become_lines_innermost_first) {
   }
 }
 
-// A PID that certainly names no process: a child already reaped.
-pid_t reaped_pid() {
-  pid_t child = fork();
-  if (child == 0) _exit(0);
-  int status = 0;
-  waitpid(child, &status, 0);
-  return child;
-}
-
 TEST(profile_builder, unnamed_frames_say_why) {
   Symbolizer symbolizer;
   void* anon = mmap(nullptr, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   ASSERT_NE(anon, MAP_FAILED);
-  const pid_t gone = reaped_pid();
+  const pid_t gone = test::reaped_pid();
   std::vector<StackSample> samples = {user_sample(getpid(), {0x10, addr_of(anon) + 8}),
                                       user_sample(gone, {0x401000, 0x401100})};
   Profile p = build_profile(samples, symbolizer, nullptr);

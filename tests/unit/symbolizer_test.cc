@@ -1,4 +1,5 @@
 #include "symbolize/symbolizer.h"
+#include "reaped_pid.h"
 #include "temp_dir.h"
 
 #include <dlfcn.h>
@@ -59,15 +60,6 @@ uint64_t addr_of(const void* p) {
 template <class F>
 uint64_t fn_addr(F* f) {
   return reinterpret_cast<uint64_t>(f);
-}
-
-// A PID that certainly names no process: a child we have already reaped.
-pid_t reaped_pid() {
-  pid_t child = fork();
-  if (child == 0) _exit(0);
-  int status = 0;
-  waitpid(child, &status, 0);
-  return child;
 }
 
 using test::TempDir;
@@ -204,7 +196,7 @@ TEST(symbolizer, executable_anonymous_memory_without_perf_map_says_so) {
 TEST(symbolizer, process_that_does_not_exist_is_process_gone) {
   Symbolizer s;
   std::vector<uint64_t> stack = {0x401000, 0x402000};
-  auto frames = s.symbolize(reaped_pid(), stack, true);
+  auto frames = s.symbolize(test::reaped_pid(), stack, true);
   ASSERT_EQ(frames.size(), 2u);
   for (size_t i = 0; i < frames.size(); ++i) {
     EXPECT_EQ(frames[i].miss, FrameMiss::ProcessGone);
