@@ -123,6 +123,9 @@ TEST(profile_speedscope, writes_one_sampled_profile_per_process_root_first) {
       written(sample_profile(), OutputFormat::Speedscope, {.title = "uscope profile -p 42"}));
   EXPECT_EQ(j["$schema"], "https://www.speedscope.app/file-format-schema.json");
   EXPECT_EQ(j["name"], "uscope profile -p 42");
+  // Losses in a key of uscope's own, as pprof has them in its comments.
+  EXPECT_EQ(j["uscope"]["losses"]["user_stack_failed"], 2);
+  EXPECT_THAT(j["uscope"]["summary"].get<std::string>(), HasSubstr("lost: 2 user stacks"));
   const auto& frames = j["shared"]["frames"];
   auto name = [&](const nlohmann::json& index) { return frames.at(index.get<size_t>())["name"]; };
   ASSERT_EQ(j["profiles"].size(), 2u);
