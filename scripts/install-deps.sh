@@ -6,7 +6,7 @@ export DEBIAN_FRONTEND=noninteractive
 packages=(
   # build
   cmake g++ make pkg-config clang llvm bpftool libbpf-dev
-  libelf-dev libdw-dev libcapstone-dev liblzma-dev libiberty-dev zlib1g-dev
+  libelf-dev libdw-dev libcapstone-dev libiberty-dev zlib1g-dev
   libcli11-dev libfmt-dev nlohmann-json3-dev libexpected-dev libprotobuf-dev protobuf-compiler
   libgtest-dev libgmock-dev
   # pprof's profile.proto (compiled into the pprof output), libpng to check flame graph screenshots

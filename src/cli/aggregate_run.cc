@@ -13,7 +13,7 @@
 #include "collect/overhead_meter.h"
 #include "collect/trace_program.h"
 #include "sink/overhead_output.h"
-#include "symbolize/frame_names.h"
+#include "symbolize/symbol_text.h"
 #include "symbolize/symbolizer.h"
 
 namespace uscope::cli {
@@ -127,7 +127,7 @@ int run_aggregation(Session& session, const SessionOptions& so, const MapOptions
         return nullptr;
       }
       for (const Frame& f : symbolizer.symbolize(session.watch_pid(), *addrs, true))
-        it->second.push_back(stack_frame_text(f));
+        it->second.push_back(symbol_text(f));
     }
     return &it->second;
   };

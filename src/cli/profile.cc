@@ -49,6 +49,7 @@ struct ProfileOptions {
   bool kernel_only = false;
   bool lines = false;
   bool verbose = false;
+  size_t top = ProfileSinkOptions{}.top;
 };
 
 // Option combinations that cannot work, named before anything is opened.
@@ -156,6 +157,7 @@ struct ProfileRun {
 
   ProfileSinkOptions sink_options(const Profile& p) const {
     ProfileSinkOptions s;
+    s.top = options.top;
     std::string comm;
     if (!p.samples.empty() && p.process_count() == 1) comm = p.samples[0].comm;
     s.title = fmt::format("uscope profile {}{}", describe_target(options),
@@ -313,6 +315,9 @@ void add_profile_command(CLI::App& app, Run& run) {
                   ".speedscope.json .txt)");
   cmd->add_option("--format", o->format,
                   "text (the top functions; default), folded, pprof, svg or speedscope");
+  cmd->add_option("--top", o->top,
+                  fmt::format("Rows of the top table (default {})", ProfileSinkOptions{}.top))
+      ->check(CLI::PositiveNumber);
   cmd->add_flag("--threads", o->threads, "One stack per thread, not per process");
   cmd->add_flag("-U,--user-only", o->user_only, "Only user frames");
   cmd->add_flag("-K,--kernel-only", o->kernel_only, "Only kernel frames");

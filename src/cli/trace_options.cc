@@ -92,9 +92,18 @@ Result<void> EventSymbols::load_kernel_symbols() {
   if (k->size() == 0)
     fmt::print(stderr,
                "uscope: /proc/kallsyms shows no addresses (kernel.kptr_restrict): kernel symbols "
-               "will show as [unknown]\n");
+               "show as [unknown: no symbols] [kernel]\n");
   kernel_ = std::move(*k);
   return {};
+}
+
+Frame EventSymbols::kernel_frame(uint64_t address) const {
+  if (kernel_) return kernel_->frame(address);
+  Frame unknown;  // kallsyms not read: the frame still says why it has no name
+  unknown.address = address;
+  unknown.miss = FrameMiss::NoSymbols;
+  unknown.object = "kernel";
+  return unknown;
 }
 
 void EventSymbols::remember_process(pid_t pid) {
@@ -110,8 +119,7 @@ EventStacks EventSymbols::resolve(DecodedEvent& ev) {
     for (const auto& f : fields_[ev.header.probe_id]) {
       if (f.value >= ev.n_values) continue;
       DecodedValue& v = ev.values[f.value];
-      Frame frame = f.kernel ? (kernel_ ? kernel_->frame(v.number) : Frame{})
-                             : symbolizer_.symbolize(pid, v.number);
+      Frame frame = f.kernel ? kernel_frame(v.number) : symbolizer_.symbolize(pid, v.number);
       v.symbol = symbol_text(frame);
     }
   }
@@ -122,11 +130,7 @@ EventStacks EventSymbols::resolve(DecodedEvent& ev) {
   }
   if (kernel_stack_) {
     kernel_frames_.clear();
-    for (uint64_t a : ev.kernel_stack) {
-      Frame unknown;
-      unknown.address = a;
-      kernel_frames_.push_back(kernel_ ? kernel_->frame(a) : unknown);
-    }
+    for (uint64_t a : ev.kernel_stack) kernel_frames_.push_back(kernel_frame(a));
     stacks.kernel = &kernel_frames_;
   }
   return stacks;

@@ -41,7 +41,7 @@ class EventSymbols {
  public:
   EventSymbols(const TracePlan& plan, bool user_stack, bool kernel_stack);
   // Kernel symbols are read only when -K or a %K asks for them; a note on stderr when the kernel
-  // hides its addresses (kptr_restrict), since every kernel frame then shows as [unknown].
+  // hides its addresses (kptr_restrict), since every kernel frame then shows as unknown.
   Result<void> load_kernel_symbols();
   bool needs_kernel_symbols() const { return needs_kernel_; }
   // -p: the target's maps read while it surely lives (it may exit before its events are read).
@@ -51,6 +51,8 @@ class EventSymbols {
   EventStacks resolve(DecodedEvent& ev);
 
  private:
+  Frame kernel_frame(uint64_t address) const;
+
   struct SymbolField {
     size_t value;  // index into the event's values
     bool kernel;   // %K

@@ -169,6 +169,7 @@ Result<std::vector<std::pair<std::string, uint64_t>>> ProfileProgram::losses() c
   std::vector<std::pair<std::string, uint64_t>> out;
   for (auto [counter, name] : kLossNames) out.emplace_back(name, (*c)[counter]);
   out.emplace_back("stack_unreadable", unreadable_stacks_);
+  out.emplace_back("process_record_short", new_processes_ ? new_processes_->short_records : 0);
   return out;
 }
 

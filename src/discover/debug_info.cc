@@ -81,33 +81,6 @@ bool has_section_named(Elf* elf, const char* name) {
   return false;
 }
 
-SymbolBinding binding_of(unsigned char info) {
-  switch (GELF_ST_BIND(info)) {
-    case STB_LOCAL:
-      return SymbolBinding::Local;
-    case STB_WEAK:
-      return SymbolBinding::Weak;
-    case STB_GNU_UNIQUE:
-      return SymbolBinding::Unique;
-    default:
-      return SymbolBinding::Global;
-  }
-}
-
-SymbolKind kind_of(unsigned char info) {
-  switch (GELF_ST_TYPE(info)) {
-    case STT_FUNC:
-      return SymbolKind::Function;
-    case STT_GNU_IFUNC:
-      return SymbolKind::IndirectFunction;
-    case STT_OBJECT:
-    case STT_TLS:
-      return SymbolKind::Object;
-    default:
-      return SymbolKind::Other;
-  }
-}
-
 // The name an inlined call's DIE gives its function: the linkage name demangled (as the symbol
 // table would show it), else DW_AT_name; both followed through DW_AT_abstract_origin.
 std::string function_name(Dwarf_Die* die) {
@@ -227,8 +200,8 @@ std::vector<ElfSymbol> DebugInfo::symbols() {
     s.name = name;
     s.addr = addr - main_bias;
     s.size = sym.st_size;
-    s.binding = binding_of(sym.st_info);
-    s.kind = kind_of(sym.st_info);
+    s.binding = symbol_binding(sym.st_info);
+    s.kind = symbol_kind(sym.st_info);
     s.defined = shndx != SHN_UNDEF;
     if (from == main) {
       s.source = own;

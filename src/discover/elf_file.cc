@@ -54,34 +54,6 @@ std::string hex(std::span<const uint8_t> bytes) {
   return s;
 }
 
-SymbolBinding to_binding(unsigned char bind) {
-  switch (bind) {
-    case STB_LOCAL:
-      return SymbolBinding::Local;
-    case STB_WEAK:
-      return SymbolBinding::Weak;
-    case STB_GNU_UNIQUE:
-      return SymbolBinding::Unique;
-    default:
-      return SymbolBinding::Global;
-  }
-}
-
-SymbolKind to_kind(unsigned char type) {
-  switch (type) {
-    case STT_FUNC:
-      return SymbolKind::Function;
-    case STT_GNU_IFUNC:
-      return SymbolKind::IndirectFunction;
-    case STT_OBJECT:
-    case STT_TLS:
-    case STT_COMMON:
-      return SymbolKind::Object;
-    default:
-      return SymbolKind::Other;
-  }
-}
-
 // Explains why bytes that libelf would not accept as ELF are not an ELF file.
 std::string not_elf_reason(std::span<const uint8_t> head, uint64_t file_size) {
   if (file_size == 0) return "empty file, not an ELF file";
@@ -135,6 +107,34 @@ bool read_file_range(const std::string& path, uint64_t offset, uint64_t size,
 }
 
 }  // namespace
+
+SymbolBinding symbol_binding(unsigned char st_info) {
+  switch (GELF_ST_BIND(st_info)) {
+    case STB_LOCAL:
+      return SymbolBinding::Local;
+    case STB_WEAK:
+      return SymbolBinding::Weak;
+    case STB_GNU_UNIQUE:
+      return SymbolBinding::Unique;
+    default:
+      return SymbolBinding::Global;
+  }
+}
+
+SymbolKind symbol_kind(unsigned char st_info) {
+  switch (GELF_ST_TYPE(st_info)) {
+    case STT_FUNC:
+      return SymbolKind::Function;
+    case STT_GNU_IFUNC:
+      return SymbolKind::IndirectFunction;
+    case STT_OBJECT:
+    case STT_TLS:
+    case STT_COMMON:
+      return SymbolKind::Object;
+    default:
+      return SymbolKind::Other;
+  }
+}
 
 struct ElfFile::Impl {
   std::string path;
@@ -564,8 +564,8 @@ Result<std::vector<ElfSymbol>> ElfFile::symbols() const {
       if (name) e.name = name;
       e.addr = sym.st_value;
       e.size = sym.st_size;
-      e.binding = to_binding(GELF_ST_BIND(sym.st_info));
-      e.kind = to_kind(GELF_ST_TYPE(sym.st_info));
+      e.binding = symbol_binding(sym.st_info);
+      e.kind = symbol_kind(sym.st_info);
       e.source = source;
       e.defined = sym.st_shndx != SHN_UNDEF;
       out.push_back(std::move(e));

@@ -41,6 +41,10 @@ enum class SymbolKind { Function, IndirectFunction, Object, Other };
 // Where a symbol came from: the file's own tables, its MiniDebugInfo, or a separate debug file.
 enum class SymbolSource { Symtab, Dynsym, MiniDebugInfo, DebugFile };
 
+// A symbol's st_info as its binding and kind (libelf and libdwfl give the same Elf64_Sym).
+SymbolBinding symbol_binding(unsigned char st_info);
+SymbolKind symbol_kind(unsigned char st_info);
+
 struct ElfSymbol {
   std::string name;  // as in the table (mangled)
   uint64_t addr = 0;

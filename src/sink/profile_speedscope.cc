@@ -2,6 +2,8 @@
 // all profiles, one "sampled" profile per process (per thread with --threads) named
 // "comm (PID)", the busiest first so that speedscope opens it; speedscope switches between them.
 // Weights are sample counts (unit "none"): times derived from the frequency would be estimates.
+// The format has no place for losses: they go under a key of uscope's own, "uscope" (the summary
+// line and every cause), which speedscope ignores, so that the file never reads as complete.
 #include <fmt/core.h>
 
 #include <algorithm>
@@ -73,6 +75,9 @@ Result<void> write_speedscope(const Profile& profile, std::FILE* out,
                       {"name", options.title.empty() ? "uscope profile" : options.title},
                       {"activeProfileIndex", 0},
                       {"exporter", "uscope"}};
+  nlohmann::json losses = nlohmann::json::object();
+  for (const auto& [cause, n] : profile.losses) losses[cause] = n;
+  file["uscope"] = {{"summary", profile_summary(profile)}, {"losses", std::move(losses)}};
   std::string text = file.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   text += '\n';
   if (std::fwrite(text.data(), 1, text.size(), out) != text.size())

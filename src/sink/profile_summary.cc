@@ -11,19 +11,25 @@ namespace uscope {
 
 namespace {
 
-// Loss causes as a person reads them after their count; unknown causes keep their name.
+// Loss causes (ProfileProgram::losses()' stable names) as a person reads them after their count:
+// what was lost, then why. A cause not listed keeps its name, '_' read as ' '.
 std::string loss_text(std::string_view cause, uint64_t n) {
   struct Known {
-    std::string_view cause, text;
+    std::string_view cause, one, many, why;
   };
   static constexpr Known kKnown[] = {
-      {"user_stack_failed", "user stacks (failed)"},
-      {"kernel_stack_failed", "kernel stacks (failed)"},
-      {"stack_collided", "collided"},
-      {"map_full", "samples (map full)"},
+      {"user_stack_failed", "user stack", "user stacks", "walk failed"},
+      {"kernel_stack_failed", "kernel stack", "kernel stacks", "walk failed"},
+      {"user_stack_collided", "user stack", "user stacks", "collided"},
+      {"kernel_stack_collided", "kernel stack", "kernel stacks", "collided"},
+      {"stack_unreadable", "stack", "stacks", "unreadable"},
+      {"map_full", "sample", "samples", "count table full"},
+      {"process_record_lost", "process record", "process records", "ring full"},
+      {"process_record_short", "process record", "process records", "short"},
   };
   for (const auto& k : kKnown)
-    if (k.cause == cause) return fmt::format("{} {}", grouped(n), k.text);
+    if (k.cause == cause)
+      return fmt::format("{} {} ({})", grouped(n), n == 1 ? k.one : k.many, k.why);
   std::string text(cause);
   for (char& c : text)
     if (c == '_') c = ' ';

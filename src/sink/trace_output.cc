@@ -261,6 +261,10 @@ void append_json_frames(OutputBuffer& out, std::string_view key, const std::vect
     append_decimal(out, f.function_offset);
     append_key(out, "object");
     append_json_string(out, f.object);
+    if (const char* why = unknown_reason(f)) {
+      append_key(out, "unknown");
+      append_json_string(out, why);
+    }
     out.append('}');
   }
   out.append(']');

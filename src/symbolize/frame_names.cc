@@ -2,17 +2,10 @@
 
 #include <fmt/format.h>
 
-#include "symbolize/symbol_text.h"
-
 namespace uscope {
 
 std::string frame_name(const Frame& frame) {
   return frame.miss == FrameMiss::None && !frame.function.empty() ? frame.function
-                                                                  : unnamed_frame_text(frame);
-}
-
-std::string stack_frame_text(const Frame& frame) {
-  return frame.miss == FrameMiss::None && !frame.function.empty() ? symbol_text(frame)
                                                                   : unnamed_frame_text(frame);
 }
 

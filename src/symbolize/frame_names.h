@@ -1,7 +1,8 @@
 #pragma once
-// What a stack shows for a frame that has no name: why, in one short text with the object's file
-// name ("[unknown: libfoo.so has no symbols]", "[unknown in [vdso]]", "[unknown: process gone]"),
-// the same in `profile`, `trace -U` and `count --by ustack`. Never blank.
+// What a profile shows for a frame that has no name: why, in one short text with the object's
+// file name ("[unknown: libfoo.so has no symbols]", "[unknown in [vdso]]", "[unknown: process
+// gone]"), since a flame graph's frame is only its name. Never blank. Printed stacks (trace -U,
+// count --by ustack) keep bcc's "symbol [module]" form: symbol_text.h.
 #include <string>
 
 #include "symbolize/symbolizer.h"
@@ -10,9 +11,6 @@ namespace uscope {
 
 // The function's name when the frame has one, else why it has none.
 std::string frame_name(const Frame& frame);
-// A frame of a printed stack (trace -U, count --by ustack): "sym+0xoff [module]" as bcc prints
-// it, or why it has no name.
-std::string stack_frame_text(const Frame& frame);
 // Why a user frame has no name.
 std::string unnamed_frame_text(const Frame& frame);
 // Why a kernel frame (KernelSymbols::frame) has no name; `symbols_loaded` false when kallsyms

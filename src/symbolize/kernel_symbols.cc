@@ -103,6 +103,7 @@ Frame KernelSymbols::frame(uint64_t address) const {
   auto s = find(address);
   if (!s) {
     f.miss = symbols_.empty() ? FrameMiss::NoSymbols : FrameMiss::UnknownAddress;
+    f.object = "kernel";
     return f;
   }
   f.function = std::string(s->name);

@@ -28,8 +28,8 @@ class KernelSymbols {
 
   // The symbol at or below `address`; nullopt below the first one or with no symbols at all.
   std::optional<KernelSymbol> find(uint64_t address) const;
-  // As a stack frame: `object` is the module, or "kernel" for the image; unknown addresses have
-  // no object (symbol_text() prints "[unknown]").
+  // As a stack frame: `object` is the module, or "kernel" for the image and for unknown
+  // addresses (symbol_text() prints "[unknown: no symbols] [kernel]").
   Frame frame(uint64_t address) const;
   size_t size() const { return symbols_.size(); }
 

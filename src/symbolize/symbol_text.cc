@@ -17,11 +17,16 @@ std::string module_text(const std::string& object) {
 
 }  // namespace
 
+const char* unknown_reason(const Frame& frame) {
+  if (frame.miss != FrameMiss::None) return to_string(frame.miss);
+  return frame.function.empty() ? "no name" : nullptr;
+}
+
 std::string symbol_text(const Frame& frame) {
-  std::string where = frame.miss == FrameMiss::None
-                          ? fmt::format("{}+{:#x}", frame.function, frame.function_offset)
-                          : "[unknown]";
-  return where + module_text(frame.object);
+  if (const char* why = unknown_reason(frame))
+    return fmt::format("[unknown: {}]{}", why, module_text(frame.object));
+  return fmt::format("{}+{:#x}{}", frame.function, frame.function_offset,
+                     module_text(frame.object));
 }
 
 }  // namespace uscope

@@ -1,7 +1,8 @@
 #pragma once
-// Symbols as bcc's trace prints them, in -U/-K stacks and for %U/%K: "sym+0xoff [module]" with
-// the module's file name, "[unknown] [module]" when only the module is known, "[unknown]" else;
-// kernel frames (KernelSymbols::frame) name their module or "[kernel]".
+// Frames as bcc's trace prints them, in trace -U/-K stacks, %U/%K and count --by ustack:
+// "sym+0xoff [module]" with the module's file name; a frame without a name says why in place of
+// the symbol, "[unknown: no symbols] [libfoo.so]", "[unknown: process gone]". Kernel frames
+// (KernelSymbols::frame) name their module or "[kernel]".
 #include <string>
 
 #include "symbolize/symbolizer.h"
@@ -9,5 +10,8 @@
 namespace uscope {
 
 std::string symbol_text(const Frame& frame);
+// Why `frame` has no name ("no symbols", "process gone"); nullptr when it has one. trace --json
+// gives it as a frame's "unknown".
+const char* unknown_reason(const Frame& frame);
 
 }  // namespace uscope

@@ -1,12 +1,14 @@
 // The symbolizer's back end: objects come from the shared ObjectStore, where libdwfl
 // (discover/debug_info.h) finds what stripped objects lack (debug files by build-id and
-// debuglink, MiniDebugInfo) and reads lines and inlined calls. Two things stay uscope's own:
+// debuglink, MiniDebugInfo) and reads lines and inlined calls. Three things stay uscope's own:
 // - the address -> symbol lookup (SymbolTable, sorted once): libdwfl's dwfl_module_addrinfo
 //   scans the whole table per call, 3 ms a lookup in libjvm.so (bench/symbolize_bench);
 // - which of several aliases at one address is shown: libdwfl returns the first in table order
 //   (__libc_malloc for malloc's address in libc's debug file), users know malloc
 //   (SymbolTable::preferred_alias); and a size-0 symbol (assembly without .size) is extended to
-//   the next one within its section, where libdwfl would match it only at its own address.
+//   the next one within its section, where libdwfl would match it only at its own address;
+// - normalization (normalize.h, from /proc/PID/maps): libdwfl's dwfl_linux_proc_report makes a
+//   Dwfl per process with its own modules, where the store shares one object across processes.
 #include "symbolize/symbolizer.h"
 
 #include <elf.h>
@@ -138,7 +140,7 @@ std::string Frame::describe() const {
   }
   if (!object.empty())
     return fmt::format("{:#x} ([unknown: {}] in {})", address, to_string(miss), object);
-  return fmt::format("{:#x} [{}]", address, to_string(miss));
+  return fmt::format("{:#x} [unknown: {}]", address, to_string(miss));
 }
 
 Symbolizer::Symbolizer(SymbolizerOptions options) : options_(std::move(options)) {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -190,6 +191,18 @@ TEST(profile, lines_show_the_inlined_frame) {
   EXPECT_EQ(without.out.find(";mix"), std::string::npos) << without.out;
 }
 
+TEST(profile, top_sets_the_rows_of_the_table) {
+  USCOPE_REQUIRE_ROOT();
+  // main, outer, inner and the kernel's read path: more functions than one row shows.
+  auto r = uscope({"profile", "--top", "1", "-F", "199", "-c", hot_path("kernel", 300)});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto table = r.out.find("SELF%");  // after the fixture's own output
+  ASSERT_NE(table, std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("more functions; --top N shows more"), std::string::npos) << r.out;
+  EXPECT_EQ(std::count(r.out.begin() + static_cast<std::ptrdiff_t>(table), r.out.end(), '\n'), 3)
+      << r.out;  // header, 1 row, footer
+}
+
 TEST(profile, interval_rewrites_the_output_file) {
   USCOPE_REQUIRE_ROOT();
   std::string out = temp_path("interval.folded");
@@ -214,6 +227,7 @@ TEST(profile, bad_input_fails_with_its_reason) {
       {{"--format", "bogus", "-c", cmd}, "bogus"},
       {{"-d", "1"}, "-p PID, -c CMD or -a"},
       {{"-U", "-K", "-c", cmd}, "give one of them"},
+      {{"--top", "0", "-c", cmd}, "--top"},
   };
   for (const auto& c : cases) {
     std::vector<std::string> args = {"profile"};

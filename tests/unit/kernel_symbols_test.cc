@@ -25,7 +25,7 @@ TEST(kernel_symbols, finds_the_symbol_at_or_below_an_address) {
   EXPECT_FALSE(k.find(0x1000).has_value());
   EXPECT_EQ(symbol_text(k.frame(0xffffffff81001039ull)), "asm_exc_int3+0x39 [kernel]");
   EXPECT_EQ(symbol_text(k.frame(0xffffffffc0a01010ull)), "kvm_vcpu_ioctl+0x10 [kvm]");
-  EXPECT_EQ(symbol_text(k.frame(0x1000)), "[unknown]");
+  EXPECT_EQ(symbol_text(k.frame(0x1000)), "[unknown: no symbol covers the address] [kernel]");
 }
 
 TEST(kernel_symbols, hidden_addresses_give_no_symbols_rather_than_wrong_ones) {
@@ -33,7 +33,7 @@ TEST(kernel_symbols, hidden_addresses_give_no_symbols_rather_than_wrong_ones) {
   auto k = KernelSymbols::parse("0000000000000000 T _stext\n0000000000000000 T do_int3\n");
   EXPECT_EQ(k.size(), 0u);
   EXPECT_FALSE(k.find(0xffffffff81001000ull).has_value());
-  EXPECT_EQ(symbol_text(k.frame(0xffffffff81001000ull)), "[unknown]");
+  EXPECT_EQ(symbol_text(k.frame(0xffffffff81001000ull)), "[unknown: no symbols] [kernel]");
 }
 
 TEST(kernel_symbols, malformed_lines_are_skipped) {
@@ -56,12 +56,14 @@ TEST(symbol_text, user_frames_as_bcc_prints_them) {
   f.function_offset = 0;
   EXPECT_EQ(symbol_text(f), "start_thread+0x0 [libc.so.6]");
   f.miss = FrameMiss::UnknownAddress;
-  EXPECT_EQ(symbol_text(f), "[unknown] [libc.so.6]");
+  EXPECT_EQ(symbol_text(f), "[unknown: no symbol covers the address] [libc.so.6]");
+  f.miss = FrameMiss::NoSymbols;
+  EXPECT_EQ(symbol_text(f), "[unknown: no symbols] [libc.so.6]");
   f.object = "[vdso]";
-  EXPECT_EQ(symbol_text(f), "[unknown] [vdso]");
+  EXPECT_EQ(symbol_text(f), "[unknown: no symbols] [vdso]");
   f.object = "";
   f.miss = FrameMiss::Unmapped;
-  EXPECT_EQ(symbol_text(f), "[unknown]");
+  EXPECT_EQ(symbol_text(f), "[unknown: unmapped]");
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <string>
 
+#include "reaped_pid.h"
 #include "temp_dir.h"
 #include "util/unique_fd.h"
 
@@ -19,16 +20,6 @@ namespace fs = std::filesystem;
 using namespace uscope;
 
 namespace {
-
-// A PID that certainly names no process: a child we have already reaped. The kernel hands PIDs
-// out in increasing order, so it is not reused within a test.
-pid_t reaped_pid() {
-  pid_t child = fork();
-  if (child == 0) _exit(0);
-  int status = 0;
-  waitpid(child, &status, 0);
-  return child;
-}
 
 std::string read_link(const std::string& path) {
   std::error_code ec;
@@ -237,7 +228,7 @@ TEST(process, opens_own_process) {
   EXPECT_EQ(p->main_object()->path, read_link("/proc/self/exe"));
 
   // Code of this test is in the main object, and offsets round-trip through the mappings.
-  auto here = reinterpret_cast<uint64_t>(&reaped_pid);
+  auto here = reinterpret_cast<uint64_t>(&read_link);
   EXPECT_EQ(p->object_containing(here), p->main_object());
   auto off = p->main_object()->offset_of_address(here);
   ASSERT_TRUE(off);
@@ -257,7 +248,7 @@ TEST(process, opens_own_process) {
 }
 
 TEST(process, missing_pid_is_clear_error) {
-  pid_t pid = reaped_pid();
+  pid_t pid = test::reaped_pid();
   auto p = Process::open(pid);
   ASSERT_FALSE(p);
   EXPECT_EQ(p.error().message, fmt::format("no process with PID {}", pid));

@@ -85,7 +85,7 @@ TEST(profile_summary, names_samples_processes_losses_and_the_complete_share) {
   std::free(buf);
   EXPECT_EQ(line,
             "uscope: 12 samples from 2 processes in 10.0 s at 49 Hz; lost: 2 user stacks "
-            "(failed); complete stacks: 83.3% (reach _start/main/start_thread/clone3)\n");
+            "(walk failed); complete stacks: 83.3% (reach _start/main/start_thread/clone3)\n");
 }
 
 TEST(profile_summary, groups_digits_rounds_the_share_down_and_names_unknown_causes) {
@@ -98,13 +98,24 @@ TEST(profile_summary, groups_digits_rounds_the_share_down_and_names_unknown_caus
   s.count = 1;
   s.complete = false;
   p.samples.push_back(s);
-  p.losses = {{"stack_collided", 1234}, {"map_full", 0}, {"ring_overrun", 3}};
+  p.losses = {{"user_stack_collided", 1234}, {"map_full", 0}, {"ring_overrun", 3}};
   std::string line = written_summary(p);
   EXPECT_EQ(line,
-            "10,000 samples from 1 process; lost: 1,234 collided, 3 ring overrun; complete "
-            "stacks: 99.9% (reach _start/main/start_thread/clone3)");
+            "10,000 samples from 1 process; lost: 1,234 user stacks (collided), 3 ring overrun; "
+            "complete stacks: 99.9% (reach _start/main/start_thread/clone3)");
   p.user_frames = false;
   EXPECT_THAT(written_summary(p), HasSubstr("complete stacks: n/a (-K: no user frames)"));
+}
+
+TEST(profile_summary, reads_every_cause_the_profiler_counts) {
+  Profile p;
+  p.losses = {{"user_stack_failed", 1},     {"kernel_stack_failed", 2}, {"user_stack_collided", 3},
+              {"kernel_stack_collided", 1}, {"map_full", 1000},         {"process_record_lost", 2},
+              {"stack_unreadable", 1}};
+  EXPECT_THAT(written_summary(p),
+              HasSubstr("lost: 1 user stack (walk failed), 2 kernel stacks (walk failed), 3 user "
+                        "stacks (collided), 1 kernel stack (collided), 1,000 samples (count table "
+                        "full), 2 process records (ring full), 1 stack (unreadable); complete"));
 }
 
 TEST(profile_speedscope, writes_one_sampled_profile_per_process_root_first) {
@@ -112,6 +123,9 @@ TEST(profile_speedscope, writes_one_sampled_profile_per_process_root_first) {
       written(sample_profile(), OutputFormat::Speedscope, {.title = "uscope profile -p 42"}));
   EXPECT_EQ(j["$schema"], "https://www.speedscope.app/file-format-schema.json");
   EXPECT_EQ(j["name"], "uscope profile -p 42");
+  // Losses in a key of uscope's own, as pprof has them in its comments.
+  EXPECT_EQ(j["uscope"]["losses"]["user_stack_failed"], 2);
+  EXPECT_THAT(j["uscope"]["summary"].get<std::string>(), HasSubstr("lost: 2 user stacks"));
   const auto& frames = j["shared"]["frames"];
   auto name = [&](const nlohmann::json& index) { return frames.at(index.get<size_t>())["name"]; };
   ASSERT_EQ(j["profiles"].size(), 2u);

@@ -1,4 +1,5 @@
 #include "symbolize/symbolizer.h"
+#include "reaped_pid.h"
 #include "temp_dir.h"
 
 #include <dlfcn.h>
@@ -59,15 +60,6 @@ uint64_t addr_of(const void* p) {
 template <class F>
 uint64_t fn_addr(F* f) {
   return reinterpret_cast<uint64_t>(f);
-}
-
-// A PID that certainly names no process: a child we have already reaped.
-pid_t reaped_pid() {
-  pid_t child = fork();
-  if (child == 0) _exit(0);
-  int status = 0;
-  waitpid(child, &status, 0);
-  return child;
 }
 
 using test::TempDir;
@@ -167,7 +159,7 @@ TEST(symbolizer, unmapped_address_is_a_miss_not_an_error) {
   EXPECT_EQ(f.miss, FrameMiss::Unmapped);
   EXPECT_EQ(f.object, "");
   EXPECT_EQ(f.function, "");
-  EXPECT_EQ(f.describe(), fmt::format("{:#x} [unmapped]", addr_of(p) + 8));
+  EXPECT_EQ(f.describe(), fmt::format("{:#x} [unknown: unmapped]", addr_of(p) + 8));
 }
 
 TEST(symbolizer, names_memory_no_file_backs) {
@@ -204,13 +196,13 @@ TEST(symbolizer, executable_anonymous_memory_without_perf_map_says_so) {
 TEST(symbolizer, process_that_does_not_exist_is_process_gone) {
   Symbolizer s;
   std::vector<uint64_t> stack = {0x401000, 0x402000};
-  auto frames = s.symbolize(reaped_pid(), stack, true);
+  auto frames = s.symbolize(test::reaped_pid(), stack, true);
   ASSERT_EQ(frames.size(), 2u);
   for (size_t i = 0; i < frames.size(); ++i) {
     EXPECT_EQ(frames[i].miss, FrameMiss::ProcessGone);
     EXPECT_EQ(frames[i].address, stack[i]);
   }
-  EXPECT_EQ(frames[0].describe(), "0x401000 [process gone]");
+  EXPECT_EQ(frames[0].describe(), "0x401000 [unknown: process gone]");
 }
 
 TEST(symbolizer, rereads_maps_for_library_dlopened_after_first_call) {

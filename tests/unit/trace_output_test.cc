@@ -259,7 +259,7 @@ TEST(trace_output, text_event_with_stacks_as_bcc_prints_them) {
       "        ffffffff81001000 asm_exc_int3+0x39 [kernel]\n"
       "                  401234 work+0x4 [x]\n"
       "                  401000 main+0x0 [x]\n"
-      "            7f0000001000 [unknown] [libfoo.so]\n\n";
+      "            7f0000001000 [unknown: no symbol covers the address] [libfoo.so]\n\n";
   ASSERT_GE(s.size(), tail.size());
   EXPECT_EQ(s.substr(s.size() - tail.size()), tail);
   EXPECT_EQ(std::count(s.begin(), s.end(), '\n'), 6);
@@ -322,7 +322,10 @@ TEST(trace_output, json_lines_duration_stack_and_invalid_utf8) {
   f.object = "/usr/bin/x";
   f.function = "work";
   f.function_offset = 4;
-  std::vector<Frame> stack = {f};
+  Frame gone;
+  gone.address = 0x7f0000001000;
+  gone.miss = FrameMiss::ProcessGone;
+  std::vector<Frame> stack = {f, gone};
   t.event(decoded(ev, {text("a\xff\x01")}), EventStacks{&stack, nullptr});
   auto j = nlohmann::json::parse(std::string(out.since(0)));
   EXPECT_EQ(j["duration_ns"], 1500);
@@ -330,11 +333,15 @@ TEST(trace_output, json_lines_duration_stack_and_invalid_utf8) {
   EXPECT_EQ(j["message"], "a\\xff\\x01");
   EXPECT_EQ(j["values"][0], "a\xef\xbf\xbd\x01");
   ASSERT_TRUE(j["stack"].is_array());
-  ASSERT_EQ(j["stack"].size(), 1u);
+  ASSERT_EQ(j["stack"].size(), 2u);
   EXPECT_EQ(j["stack"][0]["address"], 0x401234);
   EXPECT_EQ(j["stack"][0]["function"], "work");
   EXPECT_EQ(j["stack"][0]["offset"], 4);
   EXPECT_EQ(j["stack"][0]["object"], "/usr/bin/x");
+  EXPECT_FALSE(j["stack"][0].contains("unknown"));
+  // A frame without a name says why, as the text's "[unknown: process gone]" does.
+  EXPECT_EQ(j["stack"][1]["function"], "");
+  EXPECT_EQ(j["stack"][1]["unknown"], "process gone");
 }
 
 TEST(trace_output, comm_of_full_length_is_not_overrun) {
