@@ -150,7 +150,6 @@ struct ElfFile::Impl {
   std::vector<uint64_t> segment_align;  // p_align of segments[i]
   bool pie = false;
   std::optional<std::string> build_id;
-  std::optional<Debuglink> debuglink;
 
   // libelf is not thread-safe, and section_data() decompresses in place.
   mutable std::mutex mu;
@@ -169,7 +168,6 @@ struct ElfFile::Impl {
   };
   DynamicFlags dynamic_flags() const;
   void find_build_id();
-  void find_debuglink();
   std::string err(std::string_view what) const { return fmt::format("{}: {}", display_path, what); }
 };
 
@@ -246,7 +244,6 @@ Result<void> ElfFile::Impl::load() {
   const DynamicFlags dyn = ehdr.e_type == ET_DYN ? dynamic_flags() : DynamicFlags{};
   pie = ehdr.e_type == ET_DYN && (dyn.df_1_pie || (has_interp && !dyn.soname));
   find_build_id();
-  find_debuglink();
   return {};
 }
 
@@ -284,34 +281,6 @@ void ElfFile::Impl::find_build_id() {
       return;
     }
   }
-}
-
-void ElfFile::Impl::find_debuglink() {
-  const ElfSection* sec = nullptr;
-  for (const auto& s : sections) {
-    if (s.name == ".gnu_debuglink") {
-      sec = &s;
-      break;
-    }
-  }
-  if (sec == nullptr) return;
-  auto data = data_locked(*sec);
-  if (!data) return;
-  // Layout: NUL-terminated file name, zero padding to a 4-byte boundary, CRC32 in file byte order.
-  const auto bytes = *data;
-  const auto* nul = static_cast<const uint8_t*>(std::memchr(bytes.data(), 0, bytes.size()));
-  if (nul == nullptr || nul == bytes.data()) return;
-  const size_t name_len = static_cast<size_t>(nul - bytes.data());
-  const size_t crc_off = (name_len + 1 + 3) & ~size_t{3};
-  if (crc_off + 4 > bytes.size()) return;
-  const uint8_t* c = bytes.data() + crc_off;
-  uint32_t crc = 0;
-  if (ehdr.e_ident[EI_DATA] == ELFDATA2MSB) {
-    crc = uint32_t{c[0]} << 24 | uint32_t{c[1]} << 16 | uint32_t{c[2]} << 8 | c[3];
-  } else {
-    crc = uint32_t{c[3]} << 24 | uint32_t{c[2]} << 16 | uint32_t{c[1]} << 8 | c[0];
-  }
-  debuglink = Debuglink{std::string(reinterpret_cast<const char*>(bytes.data()), name_len), crc};
 }
 
 Result<std::span<const uint8_t>> ElfFile::Impl::data_locked(const ElfSection& s) const {
@@ -531,9 +500,6 @@ uint64_t ElfFile::base_vaddr() const {
 
 std::optional<std::string> ElfFile::build_id() const {
   return impl_->build_id;
-}
-std::optional<Debuglink> ElfFile::debuglink() const {
-  return impl_->debuglink;
 }
 
 Result<std::vector<ElfSymbol>> ElfFile::symbols() const {

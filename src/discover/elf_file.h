@@ -1,5 +1,5 @@
 #pragma once
-// ELF model on elfutils' libelf: sections, segments, symbols, notes, build-id, debuglink and the
+// ELF model on elfutils' libelf: sections, segments, symbols, notes, build-id and the
 // virtual address <-> file offset mapping used to attach uprobes (the kernel wants file offsets).
 #include <libelf.h>
 
@@ -62,11 +62,6 @@ struct ElfNote {
   uint64_t section_addr = 0;      // sh_addr of the section holding the note (0 if from a segment)
 };
 
-struct Debuglink {
-  std::string filename;
-  uint32_t crc = 0;
-};
-
 class ElfFile {
  public:
   // Opens and parses `path` (may be a /proc/PID/root/... or /proc/PID/map_files/... path).
@@ -104,7 +99,6 @@ class ElfFile {
   uint64_t base_vaddr() const;
 
   std::optional<std::string> build_id() const;  // lowercase hex of NT_GNU_BUILD_ID
-  std::optional<Debuglink> debuglink() const;   // .gnu_debuglink
 
   // Every entry of .symtab and .dynsym (except the null entry 0), in table order; no filtering,
   // no demangling.

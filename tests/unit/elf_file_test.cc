@@ -237,23 +237,6 @@ TEST(elf_file, reads_build_id_like_readelf) {
   }
 }
 
-TEST(elf_file, reads_debuglink_name_and_crc) {
-  auto elf = ElfFile::open(fixture("dbg_stripped"));
-  ASSERT_TRUE(elf) << elf.error().message;
-  auto link = elf->debuglink();
-  ASSERT_TRUE(link);
-  EXPECT_EQ(link->filename, "dbg.debug");
-  // gzip's trailer holds the CRC32 of its input, little-endian: an independent CRC32.
-  const std::string trailer = command_output("gzip -c " + fixture("dbg.debug") + " | tail -c 8");
-  ASSERT_EQ(trailer.size(), 8u);
-  uint32_t crc = 0;
-  for (int i = 3; i >= 0; --i) crc = (crc << 8) | static_cast<uint8_t>(trailer[i]);
-  EXPECT_EQ(link->crc, crc);
-
-  auto plain = ElfFile::open(fixture("hello_pie"));
-  EXPECT_FALSE(plain->debuglink());
-}
-
 TEST(elf_file, reads_notes_from_sections_and_from_segments) {
   const std::string path = fixture("hello_pie");
   auto elf = ElfFile::open(path);
