@@ -223,17 +223,6 @@ def calibrate(res: dict, runs: int) -> str:
             f"      .trace_program_ns = {trace:.0f},")
 
 
-def write_markdown(path: Path, body: str) -> None:
-    block = f"{BEGIN_MARK}\n{body}\n{END_MARK}"
-    text = path.read_text()
-    if BEGIN_MARK in text and END_MARK in text:
-        head, rest = text.split(BEGIN_MARK, 1)
-        _, tail = rest.split(END_MARK, 1)
-        path.write_text(head + block + tail)
-    else:
-        path.write_text(text.rstrip("\n") + "\n\n" + block + "\n")
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--uscope", type=Path, default=R.ROOT / "build" / "uscope")
@@ -274,7 +263,7 @@ def main() -> int:
     body = table(a, res, mach)
     print(body)
     if a.markdown:
-        write_markdown(a.markdown, body)
+        R.write_marked_block(a.markdown, body, BEGIN_MARK, END_MARK)
         R.log(f"wrote {a.markdown}")
     return 0
 

@@ -261,6 +261,19 @@ def cleanup() -> None:
 # Helpers
 
 
+def write_marked_block(path: Path, body: str, begin: str, end: str) -> None:
+    """Replaces the text between `begin` and `end` in `path` (a script's own generated section of
+    docs/BENCHMARKS.md) with `body`, or appends the marked block when the markers are absent."""
+    block = f"{begin}\n{body}\n{end}"
+    text = path.read_text()
+    if begin in text and end in text:
+        head, rest = text.split(begin, 1)
+        _, tail = rest.split(end, 1)
+        path.write_text(head + block + tail)
+    else:
+        path.write_text(text.rstrip("\n") + "\n\n" + block + "\n")
+
+
 def med(xs: list[float]) -> float:
     return statistics.median(xs)
 
