@@ -98,6 +98,12 @@ enum uscope_opcode {
                     stored cut to cap bytes with TRACE_STR_TRUNCATED set (see below) */
   TOP_EMIT_COMM, /* append comm as a string */
   TOP_AGG_VALUE, /* pop; the value a TRACE_F_AGGREGATE recipe buckets (TRACE_AGG_LOG2/LINEAR) */
+  TOP_EMIT_GOIFACE, /* Go interface values (`%v`). a=0: pop data word, pop type word: one value.
+                       a=1: pop length, pop address of a slice of interfaces ([]any): at most b
+                       values. Appends a u32 count (TRACE_STR_TRUNCATED set when the slice had
+                       more), then per value its type word (u64), the kind byte of the runtime
+                       type descriptor (u8; 0 = nil or unreadable) and the value: a string kind as
+                       (u32 length, bytes), other kinds as the u64 they hold. */
   TOP_NUM_OPS
 };
 
@@ -118,6 +124,10 @@ struct uscope_op {
   32                      /* site in a function's prologue: its return address is at the \
                              entry rsp, and the frame-pointer walk would skip its caller */
 #define TRACE_F_KSTACK 64 /* capture the kernel stack into the event, after the user stack */
+/* Go code (calling_convention.h, CallKey::Goroutine): entry and return are keyed by goroutine, the
+ * g pointer in R14, and by the distance of rsp from the top of the goroutine's stack (g->stack.hi,
+ * the second word of g), which the runtime keeps when it copies a stack; not by thread and rsp. */
+#define TRACE_F_GOROUTINE 128
 
 /* In-kernel aggregation (count --by, hist, latency --by): the fields the recipe emits are not
  * sent but form the key of an `aggregates` row (with the recipe's agg_slot, and the user stack
@@ -218,10 +228,11 @@ enum uscope_counter {
 };
 
 struct uscope_entry_key {
-  __u64 pid_tgid;
-  __u64 sp;       /* rsp at function entry: tells recursive calls of one thread apart */
+  __u64 pid_tgid; /* the thread; TRACE_F_GOROUTINE: the g pointer */
+  __u64 sp; /* rsp at function entry: tells recursive calls of one thread apart; TRACE_F_GOROUTINE:
+               g->stack.hi minus rsp at entry */
   __u32 probe_id; /* tells apart functions entered at one rsp (tail calls) */
-  __u32 pad;
+  __u32 tgid;     /* TRACE_F_GOROUTINE: the process (g pointers repeat across processes); else 0 */
 };
 
 struct uscope_entry_value {

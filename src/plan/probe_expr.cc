@@ -63,6 +63,8 @@ std::string describe(const Expr& e) {
       return fmt::format("the member {}", e.text);
     case Expr::Op::Reg:
       return fmt::format("ctx->{}", e.text);
+    case Expr::Op::GoValue:
+      return fmt::format("a Go {}", e.text);
   }
   return "an expression";
 }

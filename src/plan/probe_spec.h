@@ -30,36 +30,46 @@ struct DeclaredParam {
   CType type;
   std::string name;
   int column = 0;
+  // Written Go's way, name then type: `main.work(i int, tag string)`, the type hint of a Go
+  // function without DWARF. The Go type as written ("string", "[]byte", "*net/http.Request");
+  // "" for a C declaration (`type` is then set).
+  std::string go_type{};
 };
 
 // An expression over what a probe can see. Kept small on purpose: everything here must be
 // evaluable by the one generic BPF program (no compiler at run time).
 struct Expr {
   enum class Op {
-    Arg,     // argN (1-based), `index`
-    Retval,  // retval (return probes)
-    Entry,   // $entry(argN): argument N saved at entry, read at return; `index`
-    Pid,     // $pid (thread group id)
-    Tid,     // $tid
-    Cpu,     // $cpu
-    Comm,    // $comm (string)
-    Uid,     // $uid
-    Int,     // integer literal, `value`
-    String,  // string literal, `text` (only as an operand of == / != against a string)
-    Str,     // str(ptr[, len]): NUL-terminated string at ptr, at most len bytes (len may be an
-             // expression such as arg2, or an integer); children[0] = ptr, children[1] = len
-    Deref,   // *ptr or *(u32*)ptr: reads `width` bytes at children[0], `is_signed`
-    Unary,   // `op_text` in {"-", "!", "~"}, children[0]
-    Binary,  // `op_text` in {"+","-","*","/","%","&","|","^","<<",">>",
-             //   "==","!=","<","<=",">",">=","&&","||"}, children[0], children[1]
-    Cast,    // (type)children[0]: `type`; scalars also set `width`/`is_signed` (truncate and
-             // extend like C); pointer casts only give the value a type for `->` and %s
-    Name,    // an identifier the language does not define: a parameter named by the spec's
-             // declared list or by DWARF, or `this`; `text`. The planner resolves it before
-             // compiling (it never reaches a recipe)
-    Member,  // children[0]->`text` (`index` = 1) or children[0].`text` (`index` = 0); resolved
-             // by the planner from DWARF or header types into a dereference at an offset
-    Reg,     // ctx->REG (bcc): a register at the probe, `text` = canonical name ("rdx", "rip")
+    Arg,      // argN (1-based), `index`
+    Retval,   // retval (return probes)
+    Entry,    // $entry(argN): argument N saved at entry, read at return; `index`. With a child
+              // (children[0], made by the planner, never parsed): that expression, evaluated at
+              // entry (registers, reads) and saved, e.g. a Go parameter's register in an r: probe
+    Pid,      // $pid (thread group id)
+    Tid,      // $tid
+    Cpu,      // $cpu
+    Comm,     // $comm (string)
+    Uid,      // $uid
+    Int,      // integer literal, `value`
+    String,   // string literal, `text` (only as an operand of == / != against a string)
+    Str,      // str(ptr[, len]): NUL-terminated string at ptr, at most len bytes (len may be an
+              // expression such as arg2, or an integer); children[0] = ptr, children[1] = len
+    Deref,    // *ptr or *(u32*)ptr: reads `width` bytes at children[0], `is_signed`
+    Unary,    // `op_text` in {"-", "!", "~"}, children[0]
+    Binary,   // `op_text` in {"+","-","*","/","%","&","|","^","<<",">>",
+              //   "==","!=","<","<=",">",">=","&&","||"}, children[0], children[1]
+    Cast,     // (type)children[0]: `type`; scalars also set `width`/`is_signed` (truncate and
+              // extend like C); pointer casts only give the value a type for `->` and %s
+    Name,     // an identifier the language does not define: a parameter named by the spec's
+              // declared list or by DWARF, or `this`; `text`. The planner resolves it before
+              // compiling (it never reaches a recipe)
+    Member,   // children[0]->`text` (`index` = 1) or children[0].`text` (`index` = 0); resolved
+              // by the planner from DWARF or header types into a dereference at an offset
+    Reg,      // ctx->REG (bcc): a register at the probe, `text` = canonical name ("rdx", "rip")
+    GoValue,  // a Go value that is more than one word, made by the planner from a parameter's Go
+              // type (never parsed): `text` = its Go type ("interface {}", "[]interface {}",
+              // "error"), children = its words (type and data of an interface; address and length
+              // of a slice). `%v` prints it (TOP_EMIT_GOIFACE)
   };
   Op op = Op::Int;
   int index = 0;
@@ -76,7 +86,7 @@ struct Expr {
 
 // One conversion of the format string, e.g. "%lu".
 struct FormatConversion {
-  char conv = 'd';        // one of d i u x X p s c
+  char conv = 'd';        // one of d i u x X p s c v (v: a value as Go's %v prints it)
   std::string length;     // "", "l", "ll", "h", "hh", "z"
   std::string flags;      // flags/width/precision as written, e.g. "-08"
   int column = 0;         // column of the '%' in the whole spec

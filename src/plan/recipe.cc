@@ -232,6 +232,8 @@ class RecipeBuilder {
       case Expr::Op::Member:
         // The planner resolves names and members (DWARF, declared parameters) before compiling.
         return at(e, fmt::format("'{}' was not resolved to an argument or a member", e.text));
+      case Expr::Op::GoValue:
+        return at(e, fmt::format("a Go {} is printed only with %v", e.text));
     }
     return at(e, "unsupported expression");
   }

@@ -76,6 +76,10 @@ struct MatchedSite {
   uint64_t function_size = 0;
   uint64_t ref_ctr_offset = 0;
   const UsdtLocation* usdt = nullptr;
+  // A copy of the function the compiler inlined into another (Go's inline tree, DWARF's inlined
+  // subroutines): the function it is inlined into ("main.fetch"); "" for a function's own code.
+  // `address` is the copy's first instruction; function_start/size are the outer function's.
+  std::string inlined_in{};
 };
 
 // The site at the start of function `f` (plus `offset`) in `o`, labelled `label`.

@@ -56,6 +56,8 @@ std::string sexpr(const Expr& e) {
       return "(" + std::string(e.index ? "->" : ".") + e.text + kids() + ")";
     case Expr::Op::Reg:
       return "ctx->" + e.text;
+    case Expr::Op::GoValue:
+      return "(go " + e.text + kids() + ")";
   }
   return "?";
 }

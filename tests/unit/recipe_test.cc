@@ -29,11 +29,12 @@ struct Op {
 
 const char* op_name(int code) {
   static const char* const kNames[] = {
-      "END",    "REG",   "CONST",  "PID",    "TID",  "CPU",      "UID",       "ENTRY",    "SAVE",
-      "DEREF",  "EXT",   "ADD",    "SUB",    "MUL",  "DIV",      "MOD",       "AND",      "OR",
-      "XOR",    "SHL",   "SHR",    "SAR",    "EQ",   "NE",       "LT",        "LE",       "GT",
-      "GE",     "SLT",   "SLE",    "SGT",    "SGE",  "LAND",     "LOR",       "NOT",      "NEG",
-      "BITNOT", "STREQ", "COMMEQ", "FILTER", "EMIT", "EMIT_STR", "EMIT_COMM", "AGG_VALUE"};
+      "END",  "REG",      "CONST",     "PID",       "TID",         "CPU",   "UID",    "ENTRY",
+      "SAVE", "DEREF",    "EXT",       "ADD",       "SUB",         "MUL",   "DIV",    "MOD",
+      "AND",  "OR",       "XOR",       "SHL",       "SHR",         "SAR",   "EQ",     "NE",
+      "LT",   "LE",       "GT",        "GE",        "SLT",         "SLE",   "SGT",    "SGE",
+      "LAND", "LOR",      "NOT",       "NEG",       "BITNOT",      "STREQ", "COMMEQ", "FILTER",
+      "EMIT", "EMIT_STR", "EMIT_COMM", "AGG_VALUE", "EMIT_GOIFACE"};
   static_assert(sizeof(kNames) / sizeof(kNames[0]) == TOP_NUM_OPS);
   return code >= 0 && code < TOP_NUM_OPS ? kNames[code] : "?";
 }

@@ -1,0 +1,83 @@
+#pragma once
+// Go's own function table, `.gopclntab`: every function's name, entry and end, its file:line
+// table and its inline tree (FUNCDATA_InlTree + PCDATA_InlTreeIndex). Go binaries keep it when
+// stripped (`-ldflags='-s -w'` drops .symtab and DWARF, never this: the runtime needs it for
+// tracebacks), so it is how uscope finds and names functions of stripped Go programs, and how it
+// sees functions the compiler inlined (net/http.Get, fmt.Println), which no symbol table lists.
+//
+// Hand-written because no packaged C/C++ library reads it (elfutils does not know Go; Go's own
+// debug/gosym is Go). Layouts: Go 1.16-1.17 (magic 0xfffffffa), 1.18-1.19 (0xfffffff0), 1.20+
+// (0xfffffff1). The pcHeader's textStart, not .text's address, is where entry offsets count from
+// (they differ in some binaries). Every offset read is bounds-checked: the bytes are untrusted
+// (fuzz/gopclntab_fuzz.cc).
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "discover/elf_file.h"
+#include "util/result.h"
+
+namespace uscope {
+
+struct GoFunction {
+  std::string name;    // as the runtime prints it: "net/http.(*Client).do", "main.Sum[...]"
+                       // (1.19 names generic shapes "main.Sum[go.shape.int_0]": kept as is)
+  uint64_t entry = 0;  // link-time address
+  uint64_t end = 0;    // first address past it
+  std::string file;    // source file of its entry, "" when unknown
+  int line = 0;        // line of its entry (0 unknown)
+};
+
+// One position of the code at a pc: the function that ran, innermost first for inlined code.
+struct GoFrame {
+  std::string function;
+  std::string file;
+  int line = 0;
+};
+
+// One copy of an inlined function inside another.
+struct GoInlinedCall {
+  std::string function;  // the inlined function: "net/http.Get"
+  std::string caller;    // the function whose code holds the copy: "main.fetch"
+  uint64_t caller_entry = 0;
+  // The copy's first instruction (the lowest pc whose inline tree position is this call or a
+  // call inlined into it): where an entry probe of the inlined function attaches.
+  uint64_t pc = 0;
+  std::string call_file;  // where the call is written in `caller` (or in the function it was
+  int call_line = 0;      // inlined into, for nested inlining)
+  int depth = 0;          // 1 = inlined directly into `caller`, 2 = into a function inlined there
+};
+
+class GoPclntab {
+ public:
+  // `data` is the section's bytes, `section_addr` its link-time address.
+  static Result<GoPclntab> parse(std::span<const uint8_t> data, uint64_t section_addr);
+  // The object's .gopclntab (found by section name, else through runtime.pclntab's bounds in
+  // .symtab); nullopt when the object has none (not Go).
+  static Result<std::optional<GoPclntab>> read(const ElfFile& elf);
+
+  GoPclntab(GoPclntab&&) noexcept;
+  GoPclntab& operator=(GoPclntab&&) noexcept;
+  ~GoPclntab();
+
+  uint64_t text_start() const;
+  const std::vector<GoFunction>& functions() const;  // sorted by entry
+  const GoFunction* containing(uint64_t pc) const;
+  // What ran at `pc`: the inlined calls innermost first, then the function itself, each with the
+  // file:line of `pc` in it (for an outer frame: the line of the call into the inner one). Empty
+  // when no function covers `pc`.
+  std::vector<GoFrame> frames_at(uint64_t pc) const;
+  // Every inlined copy of every function, decoded on first use and kept.
+  const std::vector<GoInlinedCall>& inlined_calls() const;
+
+  struct Impl;
+
+ private:
+  explicit GoPclntab(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace uscope
