@@ -221,15 +221,31 @@ TEST(site_table, latency_pairs_entry_and_return_halves_on_one_site) {
   EXPECT_EQ(r->sites[0].attach.offset, symbol_offset(kTargetLoop, "work") + 4);
 }
 
-TEST(site_table, latency_refuses_usdt_and_go) {
+TEST(site_table, latency_refuses_usdt) {
   Planner p(kTargetLoop);
   auto usdt = plan_latency(p.cache, specs_of({"u::prov:name"}, true), {});
   ASSERT_FALSE(usdt.has_value());
   EXPECT_EQ(usdt.error().message, "latency measures functions; 'u::prov:name' is a USDT probe");
+}
+
+// Go: one entry site and a return site per RET, all keyed by goroutine; no uretprobe.
+TEST(site_table, latency_on_go_times_every_ret) {
   Planner go(kGoWork);
   auto r = plan_latency(go.cache, specs_of({"main.work"}, true), {});
-  ASSERT_FALSE(r.has_value());
-  EXPECT_NE(r.error().message.find("is a Go program"), std::string::npos) << r.error().message;
+  ASSERT_TRUE(r.has_value()) << r.error().message;
+  ASSERT_EQ(r->functions.size(), 1u);
+  const auto& f = r->functions[0];
+  ASSERT_FALSE(f.return_cookies.empty());
+  expect_cookies_are_indexes(r->sites);
+  EXPECT_EQ(r->sites[f.entry_cookie].role, SiteRole::LatencyEntry);
+  EXPECT_EQ(r->recipes[f.entry_cookie].flags, TRACE_F_SAVE_ENTRY | TRACE_F_GOROUTINE);
+  for (uint64_t c : f.return_cookies) {
+    EXPECT_EQ(r->sites[c].role, SiteRole::LatencyReturn);
+    EXPECT_FALSE(r->sites[c].attach.retprobe);
+    EXPECT_NE(r->sites[c].attach.offset, r->sites[f.entry_cookie].attach.offset);
+    EXPECT_EQ(r->recipes[c].flags,
+              TRACE_F_RETURN | TRACE_F_NEEDS_ENTRY | TRACE_F_HISTOGRAM | TRACE_F_GOROUTINE);
+  }
 }
 
 // list's ENTRY PROBE SITE is where trace attaches a p: probe reading every argument and memory.
