@@ -74,6 +74,10 @@ struct GoField {
   GoTypeSource source = GoTypeSource::Dwarf;  // where the offset came from
 };
 
+// uscope's own table alone (the last resort of GoTypes): the fields `uscope http` reads, for the Go
+// versions it lists (go1.19 on amd64, checked against that release's DWARF and descriptors).
+std::vector<GoField> go_table_fields(const GoBuildInfo& info, std::string_view struct_type);
+
 class GoTypes {
  public:
   // `dwarf` may be null or without DWARF; `info` may be null (then the version table is unused).

@@ -71,6 +71,7 @@ struct GoPclntab::Impl {
   // inline trees), and the file bytes of the region they point into.
   uint64_t gofunc = 0;
   std::function<std::optional<std::span<const uint8_t>>(uint64_t, uint64_t)> read_at;
+  GoModuleData module;
   std::vector<GoFunction> functions;
   std::vector<FuncRecord> records;  // parallel to functions
   mutable std::optional<std::vector<GoInlinedCall>> inlined;
@@ -195,25 +196,26 @@ struct GoPclntab::Impl {
 
 namespace {
 
-// moduledata.gofunc, the base of FUNCDATA offsets (go1.18+): the moduledata is the one whose first
-// word points at the pclntab, found in .noptrdata (runtime.firstmoduledata; no symbol needed).
-uint64_t find_gofunc(const ElfFile& elf, uint64_t pclntab_addr, uint32_t magic,
-                     uint64_t text_start) {
-  if (magic == kMagic116) return 0;
+// The runtime's moduledata for this table: the one whose first word points at the pclntab, found in
+// .noptrdata (runtime.firstmoduledata; no symbol needed), as its words. Checked by its text start.
+// Word indices: text 22; types, etypes 35, 36; gofunc 38; typelinks 42, 43 (go1.18/1.19); go1.20
+// inserts covctr/ecovctr before `end`, moving the later ones by two.
+std::optional<std::vector<uint64_t>> find_moduledata(const ElfFile& elf, uint64_t pclntab_addr,
+                                                     uint32_t magic, uint64_t text_start) {
+  if (magic == kMagic116) return std::nullopt;
   auto sec = elf.section(".noptrdata");
-  if (!sec) return 0;
+  if (!sec) return std::nullopt;
   auto data = elf.section_data(*sec);
-  if (!data) return 0;
+  if (!data) return std::nullopt;
   Bytes b(*data);
-  // Word indices in moduledata: text at 22; gofunc at 38 (go1.18/1.19) or 40 (go1.20+, after
-  // covctr/ecovctr).
-  const uint64_t gofunc_word = magic == kMagic120 ? 40 : 38;
-  for (uint64_t off = 0; off + 8 * (gofunc_word + 1) <= b.size(); off += 8) {
-    if (b.u(off, 8) != pclntab_addr) continue;
-    if (b.u(off + 8 * 22, 8) != text_start) continue;
-    if (auto g = b.u(off + 8 * gofunc_word, 8); g && *g) return *g;
+  constexpr uint64_t kWords = 48;
+  for (uint64_t off = 0; off + 8 * kWords <= b.size(); off += 8) {
+    if (b.u(off, 8) != pclntab_addr || b.u(off + 8 * 22, 8) != text_start) continue;
+    std::vector<uint64_t> words(kWords);
+    for (uint64_t i = 0; i < kWords; ++i) words[i] = *b.u(off + 8 * i, 8);
+    return words;
   }
-  return 0;
+  return std::nullopt;
 }
 
 }  // namespace
@@ -315,7 +317,15 @@ Result<std::optional<GoPclntab>> GoPclntab::read(const ElfFile& elf) {
   auto t = parse(*data, sec->addr);
   if (!t) return fail("{}: {}", elf.display_path(), t.error().message);
   Impl& impl = *t->impl_;
-  impl.gofunc = find_gofunc(elf, sec->addr, impl.magic, impl.text_start);
+  if (auto md = find_moduledata(elf, sec->addr, impl.magic, impl.text_start)) {
+    const size_t shift = impl.magic == kMagic120 ? 2 : 0;
+    impl.module.types = (*md)[35 + shift];
+    impl.module.etypes = (*md)[36 + shift];
+    impl.gofunc = (*md)[38 + shift];
+    impl.module.typelinks = (*md)[42 + shift];
+    impl.module.ntypelinks = (*md)[43 + shift];
+    if (impl.module.types > impl.module.etypes) impl.module = {};
+  }
   // FUNCDATA points into the binary's read-only data: served from the file's bytes. The ElfFile
   // outlives the table in every user (both live in one StoredObject).
   impl.read_at = [&elf](uint64_t addr, uint64_t len) { return elf.allocated_bytes(addr, len); };
@@ -324,6 +334,9 @@ Result<std::optional<GoPclntab>> GoPclntab::read(const ElfFile& elf) {
 
 uint64_t GoPclntab::text_start() const {
   return impl_->text_start;
+}
+const GoModuleData& GoPclntab::module() const {
+  return impl_->module;
 }
 const std::vector<GoFunction>& GoPclntab::functions() const {
   return impl_->functions;

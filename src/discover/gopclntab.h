@@ -51,6 +51,14 @@ struct GoInlinedCall {
   int depth = 0;          // 1 = inlined directly into `caller`, 2 = into a function inlined there
 };
 
+// What the runtime's moduledata says of the program's types (go1.18+; zeros when unknown): the
+// range of type descriptors, whose nameOff/typeOff fields count from `types`, and the typelinks
+// (int32 offsets from `types`) that reflection starts from.
+struct GoModuleData {
+  uint64_t types = 0, etypes = 0;
+  uint64_t typelinks = 0, ntypelinks = 0;
+};
+
 class GoPclntab {
  public:
   // `data` is the section's bytes, `section_addr` its link-time address.
@@ -64,6 +72,7 @@ class GoPclntab {
   ~GoPclntab();
 
   uint64_t text_start() const;
+  const GoModuleData& module() const;  // read() finds it; parse() alone leaves it empty
   const std::vector<GoFunction>& functions() const;  // sorted by entry
   const GoFunction* containing(uint64_t pc) const;
   // What ran at `pc`: the inlined calls innermost first, then the function itself, each with the
