@@ -88,6 +88,54 @@ std::string tag_keyword(int tag) {
 
 // The lowest address of a function DIE: low_pc, or the first range of DW_AT_ranges (a function
 // split into hot and cold parts starts at its first range).
+// The pieces of a variable's location at `pc` (its DW_AT_location, an expression or a list): the
+// forms Go's compiler emits for parameters, registers with DW_OP_piece, or a frame slot. Anything
+// else gives no pieces (the caller then cannot read the value by location).
+std::vector<DwarfPiece> pieces_at(Dwarf_Die* var, Dwarf_Addr pc) {
+  std::vector<DwarfPiece> out;
+  Dwarf_Attribute attr;
+  if (!dwarf_attr(var, DW_AT_location, &attr)) return out;
+  Dwarf_Op* ops = nullptr;
+  size_t n = 0;
+  if (dwarf_getlocation_addr(&attr, pc, &ops, &n, 1) != 1 || ops == nullptr) return out;
+  DwarfPiece cur;
+  bool have = false;
+  for (size_t i = 0; i < n && out.size() < 16; ++i) {
+    const Dwarf_Op& op = ops[i];
+    if (op.atom >= DW_OP_reg0 && op.atom <= DW_OP_reg31) {
+      cur.reg = op.atom - DW_OP_reg0;
+      have = true;
+    } else if (op.atom == DW_OP_regx) {
+      cur.reg = static_cast<int>(op.number);
+      have = true;
+    } else if (op.atom == DW_OP_fbreg) {  // Go's frame base is the CFA
+      cur.reg = -1;
+      cur.cfa_offset = static_cast<int64_t>(op.number);
+      have = true;
+    } else if (op.atom == DW_OP_call_frame_cfa) {
+      cur.reg = -1;
+      cur.cfa_offset = 0;
+      have = true;
+    } else if (op.atom == DW_OP_consts && i + 1 < n && ops[i + 1].atom == DW_OP_plus && have &&
+               cur.reg == -1) {
+      cur.cfa_offset += static_cast<int64_t>(op.number);
+      ++i;
+    } else if (op.atom == DW_OP_plus_uconst && have && cur.reg == -1) {
+      cur.cfa_offset += static_cast<int64_t>(op.number);
+    } else if (op.atom == DW_OP_piece) {
+      cur.size = op.number;
+      if (!have) return {};  // an optimized-out piece: the value cannot be read whole
+      out.push_back(cur);
+      cur = {};
+      have = false;
+    } else {
+      return {};
+    }
+  }
+  if (have) out.push_back(cur);
+  return out;
+}
+
 std::optional<Dwarf_Addr> entry_address(Dwarf_Die* die) {
   Dwarf_Addr lo;
   if (dwarf_lowpc(die, &lo) == 0) return lo;
@@ -295,6 +343,8 @@ struct DwarfTypes::Impl {
         DwarfParam p;
         p.name = attr_string(&child, DW_AT_name);
         p.artificial = attr_flag(&child, DW_AT_artificial);
+        p.is_result = attr_flag(&child, DW_AT_variable_parameter);
+        if (out.low_pc) p.entry_pieces = pieces_at(&child, out.low_pc);
         if (auto t = type_die(&child))
           p.type = describe(*t, 0);
         else

@@ -47,11 +47,24 @@ struct ArgLocation {
   std::string reason;  // why not in an integer register, for errors
 };
 
+// One piece of a value's location at a pc, from its DWARF location expression (Go describes its
+// register-passed parameters so, a string as two registers).
+struct DwarfPiece {
+  int reg = -1;            // DWARF register number (x86-64: 0 rax, 1 rdx, 2 rcx, 3 rbx, 4 rsi,
+                           // 5 rdi, 6 rbp, 7 rsp, 8-15 r8-r15); -1: in memory
+  int64_t cfa_offset = 0;  // reg == -1: the value is at CFA + cfa_offset
+  uint64_t size = 0;       // DW_OP_piece size; 0: the whole value
+};
+
 struct DwarfParam {
   std::string name;  // "" for an unnamed parameter
   DwarfType type;
   bool artificial = false;  // C++ `this`
   ArgLocation location;
+  // Where the value is at the function's entry by its own location expression or list (what Go
+  // emits); empty when DWARF gives none that uscope reads.
+  std::vector<DwarfPiece> entry_pieces;
+  bool is_result = false;  // DW_AT_variable_parameter: a Go result, not a parameter
 };
 
 struct DwarfFunction {
