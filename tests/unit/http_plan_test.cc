@@ -1,0 +1,87 @@
+#include "plan/http_plan.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+
+namespace uscope {
+namespace {
+
+// net/http's layout in Go 1.19 (the fixture's DWARF).
+Result<GoField> go119(std::string_view type, std::string_view field) {
+  static const std::map<std::pair<std::string, std::string>, uint64_t> offsets = {
+      {{"net/http.Request", "Method"}, 0},
+      {{"net/http.Request", "URL"}, 16},
+      {{"net/url.URL", "Scheme"}, 0},
+      {{"net/url.URL", "Host"}, 40},
+      {{"net/url.URL", "Path"}, 56},
+      {{"net/http.response", "status"}, 136},
+      {{"net/http.Response", "StatusCode"}, 16}};
+  auto it = offsets.find({std::string(type), std::string(field)});
+  if (it == offsets.end()) return fail("no field {} in {}", field, type);
+  GoField f;
+  f.name = field;
+  f.offset = it->second;
+  f.source = GoTypeSource::TypeDescriptor;
+  return f;
+}
+
+TEST(http_plan, layout_names_each_offset_and_its_source) {
+  auto l = http_layout(go119, true, true);
+  ASSERT_TRUE(l) << l.error().message;
+  EXPECT_EQ(l->request_url, 16u);
+  EXPECT_EQ(l->url_path, 56u);
+  EXPECT_EQ(l->response_status, 136u);
+  EXPECT_EQ(l->client_status, 16u);
+  EXPECT_EQ(l->sources.size(), 7u);
+  EXPECT_EQ(l->sources[0].source, GoTypeSource::TypeDescriptor);
+}
+
+TEST(http_plan, server_only_layout_needs_no_client_types) {
+  auto lookup = [](std::string_view t, std::string_view f) -> Result<GoField> {
+    if (t == "net/http.Response") return fail("absent");
+    return go119(t, f);
+  };
+  EXPECT_TRUE(http_layout(lookup, true, false));
+  auto both = http_layout(lookup, true, true);
+  ASSERT_FALSE(both);
+  EXPECT_EQ(both.error().message,
+            "cannot place net/http.Response.StatusCode, which uscope http reads: absent");
+}
+
+// Every value is read at the return from what was saved at the entry, so no argument register
+// is read after the handler has reused it.
+void expect_registers_only_at_entry(const Expr& e, bool under_entry,
+                                    const std::set<std::string>& at_return) {
+  if (e.op == Expr::Op::Reg && !under_entry) EXPECT_TRUE(at_return.count(e.text)) << e.text;
+  for (const auto& c : e.children)
+    expect_registers_only_at_entry(c, under_entry || e.op == Expr::Op::Entry, at_return);
+}
+
+TEST(http_plan, server_probe_reads_method_path_status) {
+  auto l = http_layout(go119, true, true);
+  ProbeSpec s = http_probe(HttpSide::Server, *l);
+  EXPECT_EQ(s.kind, ProbeKind::Return);
+  EXPECT_EQ(s.function, "net/http.serverHandler.ServeHTTP");
+  ASSERT_EQ(s.args.size(), http_field::kServerFields);
+  ASSERT_EQ(s.conversions.size(), s.args.size());
+  EXPECT_EQ(s.format, "%s %s %d");
+  EXPECT_EQ(s.args[http_field::kServerMethod].op, Expr::Op::Str);
+  EXPECT_EQ(s.args[http_field::kServerPath].op, Expr::Op::Str);
+  EXPECT_EQ(s.args[http_field::kServerStatus].op, Expr::Op::Deref);
+  for (const auto& a : s.args) expect_registers_only_at_entry(a, false, {});
+}
+
+TEST(http_plan, client_probe_reads_results_at_the_return) {
+  auto l = http_layout(go119, true, true);
+  ProbeSpec s = http_probe(HttpSide::Client, *l);
+  EXPECT_EQ(s.function, "net/http.(*Client).do");
+  ASSERT_EQ(s.args.size(), http_field::kClientFields);
+  EXPECT_EQ(s.format, "%s %s %s %s %x %d %x");
+  // (*Response, error) are RAX and RBX/RCX at the return; RSP keeps a nil response unread.
+  for (const auto& a : s.args) expect_registers_only_at_entry(a, false, {"rax", "rbx", "rsp"});
+}
+
+}  // namespace
+}  // namespace uscope
