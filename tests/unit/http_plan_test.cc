@@ -54,7 +54,9 @@ TEST(http_plan, server_only_layout_needs_no_client_types) {
 // is read after the handler has reused it.
 void expect_registers_only_at_entry(const Expr& e, bool under_entry,
                                     const std::set<std::string>& at_return) {
-  if (e.op == Expr::Op::Reg && !under_entry) EXPECT_TRUE(at_return.count(e.text)) << e.text;
+  if (e.op == Expr::Op::Reg && !under_entry) {
+    EXPECT_TRUE(at_return.count(e.text)) << e.text;
+  }
   for (const auto& c : e.children)
     expect_registers_only_at_entry(c, under_entry || e.op == Expr::Op::Entry, at_return);
 }
