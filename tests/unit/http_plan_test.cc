@@ -16,7 +16,7 @@ Result<GoField> go119(std::string_view type, std::string_view field) {
       {{"net/url.URL", "Scheme"}, 0},
       {{"net/url.URL", "Host"}, 40},
       {{"net/url.URL", "Path"}, 56},
-      {{"net/http.response", "status"}, 136},
+      {{"net/http.response", "status"}, 120},
       {{"net/http.Response", "StatusCode"}, 16}};
   auto it = offsets.find({std::string(type), std::string(field)});
   if (it == offsets.end()) return fail("no field {} in {}", field, type);
@@ -32,7 +32,7 @@ TEST(http_plan, layout_names_each_offset_and_its_source) {
   ASSERT_TRUE(l) << l.error().message;
   EXPECT_EQ(l->request_url, 16u);
   EXPECT_EQ(l->url_path, 56u);
-  EXPECT_EQ(l->response_status, 136u);
+  EXPECT_EQ(l->response_status, 120u);
   EXPECT_EQ(l->client_status, 16u);
   EXPECT_EQ(l->sources.size(), 7u);
   EXPECT_EQ(l->sources[0].source, GoTypeSource::TypeDescriptor);
