@@ -409,6 +409,26 @@ static long step(__u32 i, void* unused) {
   return 0;
 }
 
+/* The per-call key of Go code (TRACE_F_GOROUTINE): the goroutine, which is R14 in Go's register
+ * ABI, and the depth of the entry rsp below the top of its stack, g->stack.hi (runtime.g starts
+ * with stack {lo, hi}). A goroutine runs on any thread, and the runtime copies its stack to a new
+ * place to grow or shrink it, keeping every frame's distance from the top: keying on the thread
+ * and the raw rsp would lose every call whose goroutine moved. `sp_delta` is rsp at the site minus
+ * rsp at entry. False when the stack bounds cannot be read. */
+static __always_inline int goroutine_key(struct scratch* s, __s32 sp_delta, __u32 probe_id,
+                                         struct uscope_entry_key* key) {
+  __u64 g = s->regs[UREG_R14];
+  __u64 hi = 0;
+  if (!g || bpf_probe_read_user(&hi, sizeof(hi), (const void*)(g + 8))) return 0;
+  __u64 sp = s->regs[UREG_RSP] - (__s64)sp_delta;
+  if (hi < sp) return 0; /* R14 is not this goroutine (assembly code of the runtime) */
+  key->pid_tgid = g;
+  key->sp = hi - sp;
+  key->probe_id = probe_id;
+  key->tgid = s->ev.tgid;
+  return 1;
+}
+
 /* Bucket b holds durations in [2^b, 2^(b+1)) ns; bucket 0 also holds 0. */
 static __always_inline __u32 log2_bucket(__u64 v) {
   __u32 b = 0;
@@ -506,8 +526,13 @@ static __always_inline int run(struct pt_regs* ctx) {
 
   __u32 flags = r->flags;
   if (flags & TRACE_F_RETURN) {
-    /* After `ret`, rsp is the entry rsp + 8 (the return address was popped). */
+    /* After `ret`, rsp is the entry rsp + 8 (the return address was popped). A Go return site is
+     * the RET itself, not yet run: rsp is the entry rsp. */
     struct uscope_entry_key key = {pid_tgid, s->regs[UREG_RSP] - 8, r->probe_id, 0};
+    if ((flags & TRACE_F_GOROUTINE) && !goroutine_key(s, 0, r->probe_id, &key)) {
+      count(ri, TC_NO_ENTRY);
+      return 0;
+    }
     struct uscope_entry_value* saved = bpf_map_lookup_elem(&entries, &key);
     if (saved) {
       __builtin_memcpy(s->slots, saved->slots, sizeof(s->slots));
@@ -545,9 +570,19 @@ static __always_inline int run(struct pt_regs* ctx) {
   if (flags & TRACE_F_SAVE_ENTRY) {
     struct uscope_entry_key key = {pid_tgid, s->regs[UREG_RSP] - (__s64)r->sp_delta, r->probe_id,
                                    0};
+    if ((flags & TRACE_F_GOROUTINE) && !goroutine_key(s, r->sp_delta, r->probe_id, &key)) {
+      count(ri, TC_ENTRY_SAVE_FAILED);
+      return 0;
+    }
     struct uscope_entry_value* v = (struct uscope_entry_value*)s->data; /* scratch space */
     v->ts = s->ev.ts;
     __builtin_memcpy(v->slots, s->slots, sizeof(v->slots));
+    if (flags & TRACE_F_GOROUTINE) {
+      /* An entry already recorded for this goroutine at this depth is this call's own, run again
+       * after morestack (or one whose return never ran: a panic). The later time is kept. */
+      if (!bpf_map_update_elem(&entries, &key, v, BPF_NOEXIST)) return 0;
+      count(ri, TC_ENTRY_REPEATED);
+    }
     if (bpf_map_update_elem(&entries, &key, v, BPF_ANY)) count(ri, TC_ENTRY_SAVE_FAILED);
     return 0;
   }

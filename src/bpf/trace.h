@@ -224,6 +224,9 @@ enum uscope_counter {
   TC_AGG_FULL,       /* TRACE_F_AGGREGATE: a new key found the `aggregates` map full: not counted */
   TC_STACK_COLLIDED, /* TRACE_F_AGG_USTACK: the stack's hash bucket held another stack; counted
                         under stack id -1 (also TC_STACK_FAILED), never under a wrong stack */
+  TC_ENTRY_REPEATED, /* TRACE_F_GOROUTINE: an entry of a call already recorded, which replaced it:
+                        Go re-runs a function's first instruction after growing the goroutine's
+                        stack (morestack). Not a new call */
   TRACE_NUM_COUNTERS
 };
 

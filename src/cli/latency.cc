@@ -102,14 +102,25 @@ int run_latency(const LatencyOptions& o) {
     for (uint32_t k = 0; k < plan->functions.size(); ++k) {
       const auto& f = plan->functions[k];
       const auto& entry = (*counters)[f.entry_cookie];
-      const auto& ret = (*counters)[f.return_cookie];
-      if (refused[k] || (entry.hits == 0 && ret.hits == 0)) continue;
-      auto hist = program->histogram(f.return_cookie);
-      if (!hist) {
-        read_error = hist.error();
-        return;
+      // Go functions return through several RET sites: their counters and histograms add up.
+      uint64_t ret_hits = 0, matched = 0, no_entry = 0;
+      std::vector<uint64_t> hist;
+      for (uint64_t cookie : f.return_cookies) {
+        const auto& ret = (*counters)[cookie];
+        ret_hits += ret.hits;
+        matched += ret.matched;
+        no_entry += ret.no_entry;
+        auto h = program->histogram(static_cast<uint32_t>(cookie));
+        if (!h) {
+          read_error = h.error();
+          return;
+        }
+        if (hist.size() < h->size()) hist.resize(h->size());
+        for (size_t i = 0; i < h->size(); ++i) hist[i] += (*h)[i];
       }
-      rows.push_back({f.label, f.object, std::move(*hist), entry.hits, ret.matched, ret.no_entry});
+      if (refused[k] || (entry.hits == 0 && ret_hits == 0)) continue;
+      rows.push_back({f.label, f.object, std::move(hist), entry.hits, matched, no_entry,
+                      entry.entry_repeated, entry.entry_save_failed});
     }
     if (!append_printed(out, [&](std::FILE* f) {
           for (const auto& row : rows) print_latency(row, output->format, f);

@@ -123,6 +123,7 @@ Result<std::vector<RecipeCounters>> TraceProgram::counters() const {
     c.no_entry = v[TC_NO_ENTRY];
     c.entry_save_failed = v[TC_ENTRY_SAVE_FAILED];
     c.matched = v[TC_MATCHED];
+    c.entry_repeated = v[TC_ENTRY_REPEATED];
     c.malformed = v[TC_MALFORMED];
     c.stack_failed = v[TC_STACK_FAILED];
     c.truncated = v[TC_TRUNCATED];

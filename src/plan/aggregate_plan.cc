@@ -1,5 +1,7 @@
 #include "plan/aggregate_plan.h"
 
+#include "plan/return_sites.h"
+
 namespace uscope {
 
 namespace {
@@ -13,6 +15,7 @@ PlannedSite planned_site(const MatchedSite& m, const SitePlacement& place, uint6
   s.attach.ref_ctr_offset = m.ref_ctr_offset;
   s.attach.cookie = cookie;
   s.attach.retprobe = retprobe;
+  s.attach.go_code = m.object->is_go;
   s.probe = probe;
   s.role = role;
   s.object = m.object->ref.display_path;
@@ -59,15 +62,36 @@ Result<LatencyPlan> plan_latency(ObjectCache& cache, std::span<const ProbeSpec> 
   LatencyPlan plan;
   for (const auto& m : *matched) {
     auto k = static_cast<uint32_t>(plan.functions.size());
+    const CallingConvention& cc = convention_of(*m.object);
+    if (cc.returns == ReturnSites::RetInstructions) {
+      // Go: the entry on the function's first instruction, a return half on each RET, all keyed
+      // by goroutine.
+      auto rets = place_return_instructions(m);
+      if (!rets) return tl::unexpected(rets.error());
+      auto entry = place_site(m, ProbeKind::Entry, SiteReads{}, false);
+      LatencyPlan::Function f{m.label, m.object->ref.display_path, plan.sites.size(), {}};
+      plan.recipes.push_back(latency_entry_recipe(k, entry.sp_delta, cc));
+      plan.sites.push_back(
+          planned_site(m, entry, f.entry_cookie, false, k, SiteRole::LatencyEntry));
+      for (const auto& place : *rets) {
+        f.return_cookies.push_back(plan.sites.size());
+        plan.recipes.push_back(latency_return_recipe(k, cc));
+        plan.sites.push_back(
+            planned_site(m, place, plan.sites.size(), false, k, SiteRole::LatencyReturn));
+      }
+      plan.functions.push_back(std::move(f));
+      continue;
+    }
     // Entry and return halves on one site: the kernel runs both on one trap. A return probe
     // only moves while rsp is unchanged, which is what lets the entry half key on the entry rsp.
     auto place = place_site(m, ProbeKind::Return, SiteReads{}, opts.move_sites);
-    LatencyPlan::Function f{m.label, m.object->ref.display_path, plan.sites.size(),
-                            plan.sites.size() + 1};
-    plan.recipes.push_back(latency_entry_recipe(k, place.sp_delta));
+    LatencyPlan::Function f{
+        m.label, m.object->ref.display_path, plan.sites.size(), {plan.sites.size() + 1}};
+    plan.recipes.push_back(latency_entry_recipe(k, place.sp_delta, cc));
     plan.sites.push_back(planned_site(m, place, f.entry_cookie, false, k, SiteRole::LatencyEntry));
-    plan.recipes.push_back(latency_return_recipe(k));
-    plan.sites.push_back(planned_site(m, place, f.return_cookie, true, k, SiteRole::LatencyReturn));
+    plan.recipes.push_back(latency_return_recipe(k, cc));
+    plan.sites.push_back(
+        planned_site(m, place, f.return_cookies[0], true, k, SiteRole::LatencyReturn));
     plan.functions.push_back(std::move(f));
   }
   return plan;

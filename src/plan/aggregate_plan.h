@@ -31,8 +31,10 @@ struct LatencyPlan {
   struct Function {
     std::string label;
     std::string object;
-    uint64_t entry_cookie = 0;   // LatencyEntry site: its counters count calls
-    uint64_t return_cookie = 0;  // LatencyReturn site: its counters and histogram time them
+    uint64_t entry_cookie = 0;  // LatencyEntry site: its counters count calls
+    // LatencyReturn sites (one, or one per RET for Go): their counters and histograms, summed,
+    // time the calls.
+    std::vector<uint64_t> return_cookies;
   };
   std::vector<uscope_recipe> recipes;  // index = bpf cookie
   std::vector<PlannedSite> sites;      // sites[i] runs recipes[i]; probe = index into functions
@@ -43,7 +45,8 @@ struct LatencyPlan {
 // anything is opened (and again by plan_latency).
 Result<void> check_latency_patterns(std::span<const ProbeSpec> patterns);
 
-// Fails for USDT patterns (latency times functions) and for Go functions (no return probes).
+// Fails for USDT patterns (latency times functions), and for Go functions whose returns cannot
+// all be found (return_sites.h).
 Result<LatencyPlan> plan_latency(ObjectCache& cache, std::span<const ProbeSpec> patterns,
                                  const AggregateOptions& opts);
 

@@ -12,6 +12,9 @@ struct AttachSite {
   uint64_t ref_ctr_offset = 0;  // file offset of a USDT semaphore, 0 = none
   uint64_t cookie = 0;          // bpf_get_attach_cookie() value: the site's index in uscope's maps
   bool retprobe = false;
+  // In a Go program: attach/ refuses a uretprobe here whatever asks for it (Go moves goroutine
+  // stacks under the return address a uretprobe rewrites, and the program crashes).
+  bool go_code = false;
   std::string display_path{};  // the path the user knows, for messages; "" = `path`
 };
 

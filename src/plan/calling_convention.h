@@ -40,4 +40,7 @@ const CallingConvention& sysv_convention();         // rdi rsi rdx rcx r8 r9; ra
 const CallingConvention& go_register_convention();  // rax rbx rcx rdi rsi r8 r9 r10 r11; same
 const CallingConvention& go_stack_convention();     // Go < 1.17: everything on the stack
 
+// The canonical name of a register ("rdi", "r14"), as site_cost.h's canonical_register() gives.
+const char* register_name(uscope_reg reg);
+
 }  // namespace uscope

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "plan/name_resolver.h"
+#include "plan/return_sites.h"
 
 namespace uscope {
 
@@ -204,7 +205,7 @@ Result<CompiledAggregate> compile_aggregate(const ProbeSpec& spec, const Aggrega
   }
   if (agg.latency) {
     r.flags |= TRACE_F_RETURN | TRACE_F_NEEDS_ENTRY | TRACE_F_HISTOGRAM;
-    if (!out.entry) out.entry = latency_entry_recipe(probe_id, site.sp_delta);
+    if (!out.entry) out.entry = latency_entry_recipe(probe_id, site.sp_delta, *site.cc);
   }
   return out;
 }
@@ -215,14 +216,26 @@ Result<AggregationPlan> plan_aggregation(ObjectCache& cache, std::span<const Pro
   for (const ProbeSpec& spec : specs) {
     auto matched = match_sites(cache, spec);
     if (!matched) return tl::unexpected(matched.error());
-    SiteReads reads = spec_reads(spec);
-    for (const AggregateKey& k : agg.keys)
-      if (k.kind != AggregateKey::Kind::UserStack)
-        collect_reads(k.expr, spec.kind, reads.registers, reads.memory);
-    if (agg.value) collect_reads(*agg.value, spec.kind, reads.registers, reads.memory);
     std::map<std::string, uint32_t> slot_of_label;
     for (const MatchedSite& m : *matched) {
+      const CallingConvention& cc = convention_of(*m.object);
+      SiteReads reads = spec_reads(spec, cc);
+      for (const AggregateKey& k : agg.keys)
+        if (k.kind != AggregateKey::Kind::UserStack)
+          collect_reads(k.expr, spec.kind, reads.registers, reads.memory, cc);
+      if (agg.value) collect_reads(*agg.value, spec.kind, reads.registers, reads.memory, cc);
       SitePlacement main_place = place_site(m, spec.kind, reads, move_sites);
+      // Code whose stacks move (Go) returns through uprobes on its RET instructions.
+      const bool ret_sites =
+          spec.kind == ProbeKind::Return && cc.returns == ReturnSites::RetInstructions;
+      std::vector<SitePlacement> returns;
+      if (ret_sites) {
+        auto placed = place_return_instructions(m);
+        if (!placed)
+          return fail("probe spec column {}: {}", spec.function_column, placed.error().message);
+        returns = std::move(*placed);
+        main_place = returns.front();
+      }
       if (main_place.cost.cost == SiteCost::Unprobeable) {
         plan.skipped.push_back({m.label, m.object->ref.display_path, main_place.cost.why});
         continue;
@@ -240,8 +253,13 @@ Result<AggregationPlan> plan_aggregation(ObjectCache& cache, std::span<const Pro
       auto add_site = [&](const uscope_recipe& r, const SitePlacement& place, bool retprobe,
                           SiteRole role) {
         PlannedSite s;
-        s.attach = {m.object->ref.open_path, place.offset, m.ref_ctr_offset,
-                    plan.recipes.size(),     retprobe,     m.object->ref.display_path};
+        s.attach.path = m.object->ref.open_path;
+        s.attach.offset = place.offset;
+        s.attach.ref_ctr_offset = m.ref_ctr_offset;
+        s.attach.cookie = plan.recipes.size();
+        s.attach.retprobe = retprobe;
+        s.attach.go_code = m.object->is_go;
+        s.attach.display_path = m.object->ref.display_path;
         s.probe = slot;
         s.role = role;
         s.object = m.object->ref.display_path;
@@ -256,7 +274,12 @@ Result<AggregationPlan> plan_aggregation(ObjectCache& cache, std::span<const Pro
         add_site(*compiled->entry, entry_place, false,
                  agg.latency ? SiteRole::LatencyEntry : SiteRole::SaveEntry);
       }
-      add_site(compiled->main, main_place, spec.kind == ProbeKind::Return, SiteRole::Aggregate);
+      if (ret_sites) {
+        for (const auto& place : returns)
+          add_site(compiled->main, place, false, SiteRole::Aggregate);
+      } else {
+        add_site(compiled->main, main_place, spec.kind == ProbeKind::Return, SiteRole::Aggregate);
+      }
     }
   }
   return plan;

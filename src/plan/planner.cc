@@ -3,6 +3,7 @@
 #include <map>
 
 #include "plan/name_resolver.h"
+#include "plan/return_sites.h"
 #include "util/names.h"
 
 namespace uscope {
@@ -38,10 +39,9 @@ SiteContext site_context(const MatchedSite& m, ProbeKind kind, const SitePlaceme
   ctx.usdt = m.usdt;
   ctx.site_addr = place.address;
   ctx.sp_delta = place.sp_delta;
-  ctx.go_abi = m.object->is_go;
-  // Before Go 1.17 arguments were on the stack; no build info (very old or stripped) is taken as
-  // the register ABI, the only one Go has used since 2021.
-  if (m.object->go && !m.object->go->register_abi()) ctx.go_stack_abi = m.object->go->version;
+  ctx.cc = &convention_of(*m.object);
+  if (ctx.cc == &go_stack_convention())
+    ctx.go_stack_abi = m.object->go ? m.object->go->version : std::string("an old Go");
   PlannedObject* obj = m.object;
   ctx.symbol_address = [obj](const std::string& name) -> std::optional<uint64_t> {
     if (!obj->symbol_addresses) {
@@ -86,8 +86,24 @@ Result<TracePlan> plan_trace(ObjectCache& cache, std::span<const ProbeSpec> spec
       auto resolved =
           resolve_names(spec, m.object->elf, m.object->dwarf, m.function_start, m.label);
       if (!resolved) return tl::unexpected(resolved.error());
-      const SiteReads reads = spec_reads(*resolved);
+      const CallingConvention& cc = convention_of(*m.object);
+      const SiteReads reads = spec_reads(*resolved, cc);
       SitePlacement main_place = place_site(m, spec.kind, reads, opts.move_sites);
+      // Code whose stacks move (Go) returns through uprobes on its RET instructions.
+      const bool ret_sites =
+          spec.kind == ProbeKind::Return && cc.returns == ReturnSites::RetInstructions;
+      std::vector<SitePlacement> returns;
+      if (ret_sites) {
+        auto placed = place_return_instructions(m);
+        if (!placed && glob) {
+          plan.skipped.push_back({m.label, m.object->ref.display_path, placed.error().message});
+          continue;
+        }
+        if (!placed)
+          return fail("probe spec column {}: {}", spec.function_column, placed.error().message);
+        returns = std::move(*placed);
+        main_place = returns.front();
+      }
       // A glob takes what it can probe; a function named exactly is attached or refused whole.
       if (glob && main_place.cost.cost == SiteCost::Unprobeable) {
         plan.skipped.push_back({m.label, m.object->ref.display_path, main_place.cost.why});
@@ -113,6 +129,7 @@ Result<TracePlan> plan_trace(ObjectCache& cache, std::span<const ProbeSpec> spec
         s.attach.ref_ctr_offset = m.ref_ctr_offset;
         s.attach.cookie = plan.recipes.size();
         s.attach.retprobe = retprobe;
+        s.attach.go_code = obj->is_go;
         s.probe = probe;
         s.role = role;
         s.object = obj->ref.display_path;
@@ -128,7 +145,11 @@ Result<TracePlan> plan_trace(ObjectCache& cache, std::span<const ProbeSpec> spec
       }
       // Entry halves of return probes emit nothing: only the event's recipe takes the stack.
       if (opts.kernel_stack) compiled->main.flags |= TRACE_F_KSTACK;
-      add_site(compiled->main, main_place, spec.kind == ProbeKind::Return, SiteRole::Event);
+      if (ret_sites) {
+        for (const auto& place : returns) add_site(compiled->main, place, false, SiteRole::Event);
+      } else {
+        add_site(compiled->main, main_place, spec.kind == ProbeKind::Return, SiteRole::Event);
+      }
     }
   }
   return plan;

@@ -10,12 +10,20 @@ namespace uscope {
 
 namespace {
 
-// SysV x86-64 integer argument registers, arg1..arg6.
-constexpr std::array<uscope_reg, 6> kSysvArgs = {UREG_RDI, UREG_RSI, UREG_RDX,
-                                                 UREG_RCX, UREG_R8,  UREG_R9};
-// Go's internal register ABI (Go 1.17+): the first six integer argument registers.
-constexpr std::array<uscope_reg, 6> kGoArgs = {UREG_RAX, UREG_RBX, UREG_RCX,
-                                               UREG_RDI, UREG_RSI, UREG_R8};
+// Two expressions that compute the same value (one entry slot serves both).
+bool same_expr(const Expr& a, const Expr& b) {
+  if (a.op != b.op || a.index != b.index || a.value != b.value || a.text != b.text ||
+      a.op_text != b.op_text || a.width != b.width || a.is_signed != b.is_signed ||
+      a.children.size() != b.children.size())
+    return false;
+  for (size_t i = 0; i < a.children.size(); ++i)
+    if (!same_expr(a.children[i], b.children[i])) return false;
+  return true;
+}
+
+uint32_t call_key_flags(const CallingConvention& cc) {
+  return cc.key == CallKey::Goroutine ? TRACE_F_GOROUTINE : 0u;
+}
 
 tl::unexpected<Error> at(const Expr& e, std::string_view what) {
   return fail("probe spec column {}: {}", e.column, what);
@@ -136,14 +144,15 @@ class RecipeBuilder {
     if (site_.kind == ProbeKind::Return)
       return at(
           e, fmt::format("arg{} is not preserved at return; use $entry(arg{})", e.index, e.index));
-    if (e.index < 1 || e.index > 6)
-      return at(e, "arg1..arg6 are the register arguments of a function");
     if (!site_.go_stack_abi.empty())
       return at(e, fmt::format("this program was built by {}, which passes arguments on the "
                                "stack (register arguments start with Go 1.17); argN is not "
                                "supported for it",
                                site_.go_stack_abi));
-    const auto& regs = site_.go_abi ? kGoArgs : kSysvArgs;
+    const auto regs = site_.cc->int_args;
+    if (e.index < 1 || static_cast<size_t>(e.index) > regs.size())
+      return at(e, fmt::format("arg1..arg{} are the register arguments of a function ({})",
+                               regs.size(), site_.cc->name));
     return push_reg(regs[static_cast<size_t>(e.index - 1)]);
   }
 
@@ -176,18 +185,31 @@ class RecipeBuilder {
         return arg(e);
       case Expr::Op::Retval:
         if (site_.kind != ProbeKind::Return) return at(e, "retval needs a return probe (r:)");
-        return push_reg(UREG_RAX);
+        if (site_.cc->int_results.empty())
+          return at(e, fmt::format("retval: {} returns results on the stack", site_.cc->name));
+        return push_reg(site_.cc->int_results[0]);
       case Expr::Op::Entry: {
         if (site_.kind != ProbeKind::Return) return at(e, "$entry() needs a return probe (r:)");
+        // What the entry half saves: argN, or the expression the planner gave (a Go parameter).
+        Expr saved;
+        if (!e.children.empty()) {
+          saved = e.children[0];
+        } else {
+          const size_t n = site_.cc->int_args.size();
+          if (e.index < 1 || static_cast<size_t>(e.index) > n)
+            return at(e, fmt::format("$entry() takes arg1..arg{} ({})", n, site_.cc->name));
+          saved.op = Expr::Op::Arg;
+          saved.index = e.index;
+          saved.column = e.column;
+        }
         int slot = -1;
-        for (size_t i = 0; i < entry_args.size(); ++i)
-          if (entry_args[i] == e.index) slot = static_cast<int>(i);
+        for (size_t i = 0; i < entry_values.size(); ++i)
+          if (same_expr(entry_values[i], saved)) slot = static_cast<int>(i);
         if (slot < 0) {
-          if (entry_args.size() == TRACE_ENTRY_SLOTS)
+          if (entry_values.size() == TRACE_ENTRY_SLOTS)
             return at(e, fmt::format("at most {} $entry() values per probe", TRACE_ENTRY_SLOTS));
-          if (e.index < 1 || e.index > 6) return at(e, "$entry() takes arg1..arg6");
-          slot = static_cast<int>(entry_args.size());
-          entry_args.push_back(e.index);
+          slot = static_cast<int>(entry_values.size());
+          entry_values.push_back(std::move(saved));
         }
         return op(TOP_ENTRY, static_cast<uint8_t>(slot), 0, 0, 1);
       }
@@ -283,7 +305,7 @@ class RecipeBuilder {
     return op(TOP_EMIT_STR, 1, 0, kMaxStringBytes, 0, 2);
   }
 
-  std::vector<int> entry_args;  // argN saved at entry, by slot
+  std::vector<Expr> entry_values;  // what the entry half saves, by slot (evaluated at entry)
   std::vector<OutputField> fields;
 
  private:
@@ -352,34 +374,39 @@ Result<CompiledProbe> compile_probe(const ProbeSpec& spec, const SiteContext& si
   if (site.capture_stack) out.main.flags |= TRACE_F_STACK;
   if (site.kind == ProbeKind::Entry && spec.offset == 0) out.main.flags |= TRACE_F_AT_ENTRY;
   if (site.kind == ProbeKind::Return) out.main.flags |= TRACE_F_RETURN;
-  if (!b.entry_args.empty()) {
+  if (site.kind == ProbeKind::Return) out.main.flags |= call_key_flags(*site.cc);
+  if (!b.entry_values.empty()) {
     out.main.flags |= TRACE_F_NEEDS_ENTRY;
     uscope_recipe entry{};
     entry.probe_id = probe_id;
     entry.sp_delta = site.sp_delta;
-    entry.flags = TRACE_F_SAVE_ENTRY;
-    for (size_t slot = 0; slot < b.entry_args.size(); ++slot) {
-      auto reg = (site.go_abi ? kGoArgs : kSysvArgs)[static_cast<size_t>(b.entry_args[slot] - 1)];
-      entry.ops[entry.n_ops++] = uscope_op{TOP_REG, static_cast<uint8_t>(reg), 0, 0, 0};
-      entry.ops[entry.n_ops++] = uscope_op{TOP_SAVE, static_cast<uint8_t>(slot), 0, 0, 0};
+    entry.flags = TRACE_F_SAVE_ENTRY | call_key_flags(*site.cc);
+    SiteContext at_entry = site;
+    at_entry.kind = ProbeKind::Entry;
+    RecipeBuilder eb(entry, at_entry);
+    for (size_t slot = 0; slot < b.entry_values.size(); ++slot) {
+      if (auto r = eb.value(b.entry_values[slot]); !r) return tl::unexpected(r.error());
+      if (auto r = eb.op(TOP_SAVE, static_cast<uint8_t>(slot), 0, 0, 0, 1); !r)
+        return tl::unexpected(r.error());
     }
     out.entry = entry;
   }
   return out;
 }
 
-uscope_recipe latency_entry_recipe(uint32_t probe_id, int32_t sp_delta) {
+uscope_recipe latency_entry_recipe(uint32_t probe_id, int32_t sp_delta,
+                                   const CallingConvention& cc) {
   uscope_recipe r{};
   r.probe_id = probe_id;
   r.sp_delta = sp_delta;
-  r.flags = TRACE_F_SAVE_ENTRY;
+  r.flags = TRACE_F_SAVE_ENTRY | call_key_flags(cc);
   return r;
 }
 
-uscope_recipe latency_return_recipe(uint32_t probe_id) {
+uscope_recipe latency_return_recipe(uint32_t probe_id, const CallingConvention& cc) {
   uscope_recipe r{};
   r.probe_id = probe_id;
-  r.flags = TRACE_F_RETURN | TRACE_F_NEEDS_ENTRY | TRACE_F_HISTOGRAM;
+  r.flags = TRACE_F_RETURN | TRACE_F_NEEDS_ENTRY | TRACE_F_HISTOGRAM | call_key_flags(cc);
   return r;
 }
 

@@ -8,6 +8,7 @@
 
 #include "bpf/trace.h"
 #include "discover/usdt.h"
+#include "plan/calling_convention.h"
 #include "plan/probe_spec.h"
 #include "util/result.h"
 
@@ -27,9 +28,8 @@ struct SiteContext {
   uint64_t site_addr = 0;              // link-time address of the probed instruction
   int32_t sp_delta = 0;                // rsp at the site minus rsp at function entry
   bool capture_stack = false;
-  // Go 1.17+ register ABI: integer arguments in RAX, RBX, RCX, RDI, RSI, R8, R9, ... instead of
-  // SysV's RDI, RSI, RDX, RCX, R8, R9. (Go before 1.17 passed them on the stack; not handled.)
-  bool go_abi = false;
+  // Which registers argN and retval are, and what keys a return to its entry (SysV, Go).
+  const CallingConvention* cc = &sysv_convention();
   std::string go_stack_abi;  // Go version when it predates the register ABI: argN is refused
   // Link-time address of a symbol named in a USDT operand ("foo(%rip)"); nullopt if unknown.
   std::function<std::optional<uint64_t>(const std::string&)> symbol_address;
@@ -48,8 +48,11 @@ Result<CompiledProbe> compile_probe(const ProbeSpec& spec, const SiteContext& si
 
 // Recipes for `latency`: the entry half records the time keyed by (thread, entry rsp), the return
 // half adds the duration to the recipe's log2 histogram.
-uscope_recipe latency_entry_recipe(uint32_t probe_id, int32_t sp_delta);
-uscope_recipe latency_return_recipe(uint32_t probe_id);
+// Under a Go convention (CallKey::Goroutine) both halves key by goroutine (TRACE_F_GOROUTINE).
+uscope_recipe latency_entry_recipe(uint32_t probe_id, int32_t sp_delta,
+                                   const CallingConvention& cc = sysv_convention());
+uscope_recipe latency_return_recipe(uint32_t probe_id,
+                                    const CallingConvention& cc = sysv_convention());
 
 // Index into uscope_reg of a canonical x86-64 register name ("rdi", "rip"), or -1.
 int trace_register(const std::string& name);

@@ -581,6 +581,19 @@ Result<EntrySitePlan> plan_entry_site(std::span<const uint8_t> function_code,
   return keep(stop);
 }
 
+Result<std::vector<ReturnInstruction>> return_instructions(std::span<const uint8_t> code,
+                                                           uint64_t addr) {
+  auto s = sweep(code, addr);
+  if (!s) return tl::unexpected(s.error());
+  if (!s->complete)
+    return fail("cannot decode the instruction at {}, so its return instructions are not all known",
+                at(s->stopped_at));
+  std::vector<ReturnInstruction> out;
+  for (const auto& d : s->insns)
+    if (d.id == X86_INS_RET) out.push_back({addr + d.offset, d.cls});
+  return out;
+}
+
 std::vector<uint64_t> direct_branch_targets(std::span<const uint8_t> code, uint64_t addr) {
   std::vector<uint64_t> out;
   auto cs = open_capstone();

@@ -89,6 +89,16 @@ Result<EntrySitePlan> plan_entry_site(std::span<const uint8_t> function_code,
 // sorted and unique. Bytes that do not decode are stepped over one at a time.
 std::vector<uint64_t> direct_branch_targets(std::span<const uint8_t> code, uint64_t addr);
 
+// The RET instructions of the function whose code is `code` (at `addr`), each with its class: where
+// return probes go in code whose stacks move (Go), instead of a uretprobe. Fails when the linear
+// sweep cannot decode the whole function (a RET past the failure would be missed).
+struct ReturnInstruction {
+  uint64_t addr = 0;
+  SiteClass cls;
+};
+Result<std::vector<ReturnInstruction>> return_instructions(std::span<const uint8_t> code,
+                                                           uint64_t addr);
+
 // "rdi" for "edi"/"di"/"dil"/"rdi", likewise for every general-purpose register; any other name
 // is returned unchanged. Exposed for the planner, which names registers the same way.
 std::string canonical_register(std::string_view name);

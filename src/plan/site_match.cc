@@ -9,10 +9,6 @@ namespace uscope {
 
 namespace {
 
-std::string spec_where(const ProbeSpec& spec, const PlannedObject& o) {
-  return spec.target.empty() ? o.ref.display_path : spec.target;
-}
-
 Result<std::vector<MatchedSite>> match_usdt(ObjectCache& cache, PlannedObject& o,
                                             const ProbeSpec& spec) {
   auto probes = cache.usdt(o);
@@ -161,11 +157,6 @@ Result<const std::vector<UsdtProbe>*> ObjectCache::usdt(PlannedObject& o) {
 Result<std::vector<MatchedSite>> match_sites(ObjectCache& cache, const ProbeSpec& spec) {
   auto obj = cache.get(spec.target);
   if (!obj) return fail("probe spec column 3: {}", obj.error().message);
-  if ((*obj)->is_go && spec.kind == ProbeKind::Return)
-    return fail(
-        "probe spec column 1: {} is a Go program: return probes (uretprobes) crash Go "
-        "code when its stack moves; use an entry probe (p:)",
-        spec_where(spec, **obj));
   return spec.kind == ProbeKind::Usdt ? match_usdt(cache, **obj, spec)
                                       : match_functions(cache, **obj, spec);
 }

@@ -8,8 +8,6 @@ namespace uscope {
 
 namespace {
 
-constexpr const char* kSysvArgRegs[] = {"rdi", "rsi", "rdx", "rcx", "r8", "r9"};
-
 void add_unique(std::vector<std::string>& v, const std::string& s) {
   if (std::find(v.begin(), v.end(), s) == v.end()) v.push_back(s);
 }
@@ -17,7 +15,9 @@ void add_unique(std::vector<std::string>& v, const std::string& s) {
 }  // namespace
 
 SiteReads all_argument_reads() {
-  return {{std::begin(kSysvArgRegs), std::end(kSysvArgRegs)}, true};
+  SiteReads r{{}, true};
+  for (uscope_reg reg : sysv_convention().int_args) r.registers.push_back(register_name(reg));
+  return r;
 }
 
 Result<EntrySitePlan> plan_function_entry(const ElfFile& elf, uint64_t addr, uint64_t size,
@@ -94,14 +94,18 @@ SitePlacement listed_usdt_site(PlannedObject& o, const UsdtProbe& p, const UsdtL
   return place_site(usdt_site(o, p, loc), ProbeKind::Usdt, SiteReads{}, true);
 }
 
-void collect_reads(const Expr& e, ProbeKind kind, std::vector<std::string>& regs, bool& memory) {
+void collect_reads(const Expr& e, ProbeKind kind, std::vector<std::string>& regs, bool& memory,
+                   const CallingConvention& cc) {
+  auto arg_reg = [&](int index) {
+    if (index >= 1 && static_cast<size_t>(index) <= cc.int_args.size())
+      add_unique(regs, register_name(cc.int_args[static_cast<size_t>(index - 1)]));
+  };
   switch (e.op) {
     case Expr::Op::Arg:
-      if (kind != ProbeKind::Usdt && e.index >= 1 && e.index <= 6)
-        add_unique(regs, kSysvArgRegs[e.index - 1]);
+      if (kind != ProbeKind::Usdt) arg_reg(e.index);
       break;
     case Expr::Op::Entry:
-      if (e.index >= 1 && e.index <= 6) add_unique(regs, kSysvArgRegs[e.index - 1]);
+      if (e.children.empty()) arg_reg(e.index);  // else its child says what it reads
       break;
     case Expr::Op::Deref:
     case Expr::Op::Str:
@@ -115,19 +119,19 @@ void collect_reads(const Expr& e, ProbeKind kind, std::vector<std::string>& regs
       // Not resolved yet (a parameter, perhaps a member behind it): it may be any argument, and
       // a member is read from memory. Conservative, so a site is never moved past a clobber.
       if (kind != ProbeKind::Usdt)
-        for (const char* r : kSysvArgRegs) add_unique(regs, r);
+        for (uscope_reg r : cc.int_args) add_unique(regs, register_name(r));
       if (e.op == Expr::Op::Member) memory = true;
       break;
     default:
       break;
   }
-  for (const auto& c : e.children) collect_reads(c, kind, regs, memory);
+  for (const auto& c : e.children) collect_reads(c, kind, regs, memory, cc);
 }
 
-SiteReads spec_reads(const ProbeSpec& spec) {
+SiteReads spec_reads(const ProbeSpec& spec, const CallingConvention& cc) {
   SiteReads r;
-  if (spec.predicate) collect_reads(*spec.predicate, spec.kind, r.registers, r.memory);
-  for (const auto& a : spec.args) collect_reads(a, spec.kind, r.registers, r.memory);
+  if (spec.predicate) collect_reads(*spec.predicate, spec.kind, r.registers, r.memory, cc);
+  for (const auto& a : spec.args) collect_reads(a, spec.kind, r.registers, r.memory, cc);
   return r;
 }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "discover/elf_file.h"
+#include "plan/calling_convention.h"
 #include "plan/probe_spec.h"
 #include "plan/site_cost.h"
 #include "plan/site_match.h"
@@ -55,8 +56,10 @@ SitePlacement listed_entry_site(PlannedObject& o, const FunctionSymbol& f);
 SitePlacement listed_usdt_site(PlannedObject& o, const UsdtProbe& p, const UsdtLocation& loc);
 
 // Registers an expression reads (canonical names) and whether it dereferences memory.
-void collect_reads(const Expr& e, ProbeKind kind, std::vector<std::string>& regs, bool& memory);
+// argN are `cc`'s argument registers.
+void collect_reads(const Expr& e, ProbeKind kind, std::vector<std::string>& regs, bool& memory,
+                   const CallingConvention& cc = sysv_convention());
 // Everything a spec's predicate and arguments read.
-SiteReads spec_reads(const ProbeSpec& spec);
+SiteReads spec_reads(const ProbeSpec& spec, const CallingConvention& cc = sysv_convention());
 
 }  // namespace uscope

@@ -47,7 +47,9 @@ uint64_t histogram_percentile(std::span<const uint64_t> buckets, double p) {
 }
 
 void print_latency(const LatencyRow& row, OutputFormat format, std::FILE* out) {
-  uint64_t unmatched = row.entries > row.matched ? row.entries - row.matched : 0;
+  const uint64_t not_calls = row.entries_repeated + row.entries_not_recorded;
+  uint64_t unmatched =
+      row.entries > row.matched + not_calls ? row.entries - row.matched - not_calls : 0;
   if (format == OutputFormat::Json) {
     nlohmann::json buckets = nlohmann::json::array();
     for (size_t b = 0; b < row.buckets.size(); ++b)
@@ -63,6 +65,8 @@ void print_latency(const LatencyRow& row, OutputFormat format, std::FILE* out) {
                               {"entries", row.entries},
                               {"entries_without_return", unmatched},
                               {"returns_without_entry", row.returns_without_entry},
+                              {"entries_repeated", row.entries_repeated},
+                              {"entries_not_recorded", row.entries_not_recorded},
                               {"p50_ns_upper", histogram_percentile(row.buckets, 0.5)},
                               {"p99_ns_upper", histogram_percentile(row.buckets, 0.99)},
                               {"buckets", buckets}}
@@ -98,8 +102,18 @@ void print_latency(const LatencyRow& row, OutputFormat format, std::FILE* out) {
                "recursion deeper than the kernel's 64 return probes\n",
                unmatched);
   if (row.returns_without_entry)
-    fmt::print(out, "  {} returns without a recorded entry (entry table full)\n",
+    fmt::print(out,
+               "  {} returns without a recorded entry (called before the probes were attached, "
+               "or the entry table was full)\n",
                row.returns_without_entry);
+  if (row.entries_repeated)
+    fmt::print(out,
+               "  {} entry hits were not calls: Go re-ran the function's first instruction after "
+               "growing the goroutine's stack\n",
+               row.entries_repeated);
+  if (row.entries_not_recorded)
+    fmt::print(out, "  {} entries not recorded (the goroutine's stack bounds were unreadable)\n",
+               row.entries_not_recorded);
   std::fflush(out);
 }
 

@@ -28,6 +28,10 @@ struct LatencyRow {
   uint64_t entries = 0;           // entry probe hits
   uint64_t matched = 0;           // returns matched with their entry
   uint64_t returns_without_entry = 0;
+  // Go: entry hits that were not calls (the first instruction re-run after the runtime grew the
+  // goroutine's stack), and entries the BPF side could not record (stack bounds unreadable).
+  uint64_t entries_repeated = 0;
+  uint64_t entries_not_recorded = 0;
 };
 
 // Approximate percentile from log2 buckets: the upper bound of the bucket holding it.

@@ -147,7 +147,8 @@ TEST(aggregate_output, latency_text_histogram_and_unmatched_lines) {
             "        32 -> 63         : 4          |****************************************|\n"
             "  2 entries without a return: still running at exit, the thread exited, or "
             "recursion deeper than the kernel's 64 return probes\n"
-            "  1 returns without a recorded entry (entry table full)\n");
+            "  1 returns without a recorded entry (called before the probes were attached, or the "
+            "entry table was full)\n");
 }
 
 TEST(aggregate_output, latency_text_bucket_zero_starts_at_zero) {

@@ -101,7 +101,7 @@ TEST(recipe_interpreter, go_register_abi_reads_rax_rbx_rcx_rdi_rsi_r8) {
   in.regs[UREG_RSI] = 50;
   in.regs[UREG_R8] = 60;
   SiteContext go;
-  go.go_abi = true;
+  go.cc = &go_register_convention();
   auto e = run(R"(p::f "%d %d %d %d %d %d", arg1, arg2, arg3, arg4, arg5, arg6)", in, go);
   EXPECT_EQ(numbers(e), (std::vector<uint64_t>{10, 20, 30, 40, 50, 60}));
 }
@@ -331,7 +331,7 @@ TEST(recipe_interpreter, entry_values_reach_the_return_probe) {
 
 TEST(recipe_interpreter, go_entry_values_are_saved_from_go_registers) {
   SiteContext go;
-  go.go_abi = true;
+  go.cc = &go_register_convention();
   CompiledProbe c = compile(R"(r::f "%d", $entry(arg2))", go);
   ASSERT_TRUE(c.entry.has_value());
   RecipeInput in;

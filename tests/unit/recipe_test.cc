@@ -135,7 +135,7 @@ TEST(recipe, maps_arg1_to_arg6_to_sysv_registers) {
 
 TEST(recipe, maps_go_abi_arguments_to_rax_rbx_rcx_rdi_rsi_r8) {
   SiteContext site;
-  site.go_abi = true;
+  site.cc = &go_register_convention();
   auto c = compile_ok(R"(p::f "%d %d %d %d %d %d", arg1, arg2, arg3, arg4, arg5, arg6)", site);
   EXPECT_EQ(ops(c.main),
             (std::vector<Op>{reg(UREG_RAX), kEmit, reg(UREG_RBX), kEmit, reg(UREG_RCX), kEmit,
@@ -144,7 +144,7 @@ TEST(recipe, maps_go_abi_arguments_to_rax_rbx_rcx_rdi_rsi_r8) {
 
 TEST(recipe, refuses_arguments_of_go_before_the_register_abi) {
   SiteContext site;
-  site.go_abi = true;
+  site.cc = &go_register_convention();
   site.go_stack_abi = "go1.16.15";
   auto msg = compile_error(R"(p::f "%d", arg1)", site);
   EXPECT_NE(msg.find("go1.16.15"), std::string::npos) << msg;
@@ -561,7 +561,7 @@ TEST(recipe, string_sizes_shrink_until_the_largest_payload_fits) {
 
 TEST(recipe, go_entry_values_are_saved_from_go_argument_registers) {
   SiteContext site;
-  site.go_abi = true;
+  site.cc = &go_register_convention();
   auto c = compile_ok(R"(r::f "%d", $entry(arg2))", site);
   ASSERT_TRUE(c.entry.has_value());
   EXPECT_EQ(ops(*c.entry), (std::vector<Op>{reg(UREG_RBX), {TOP_SAVE, 0, 0, 0}}));

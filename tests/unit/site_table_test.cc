@@ -195,7 +195,7 @@ TEST(site_table, latency_pairs_entry_and_return_halves_on_one_site) {
   for (uint32_t k = 0; k < 2; ++k) {
     const auto& f = r->functions[k];
     const PlannedSite& entry = r->sites[f.entry_cookie];
-    const PlannedSite& ret = r->sites[f.return_cookie];
+    const PlannedSite& ret = r->sites[f.return_cookies.at(0)];
     EXPECT_EQ(entry.role, SiteRole::LatencyEntry);
     EXPECT_EQ(ret.role, SiteRole::LatencyReturn);
     EXPECT_EQ(entry.probe, k);
@@ -206,9 +206,9 @@ TEST(site_table, latency_pairs_entry_and_return_halves_on_one_site) {
     EXPECT_EQ(entry.label, f.label);
     EXPECT_EQ(f.object, kTargetLoop);
     EXPECT_EQ(find_cookie(r->sites, k, SiteRole::LatencyEntry), f.entry_cookie);
-    EXPECT_EQ(find_cookie(r->sites, k, SiteRole::LatencyReturn), f.return_cookie);
+    EXPECT_EQ(find_cookie(r->sites, k, SiteRole::LatencyReturn), f.return_cookies.at(0));
     const auto& er = r->recipes[f.entry_cookie];
-    const auto& rr = r->recipes[f.return_cookie];
+    const auto& rr = r->recipes[f.return_cookies.at(0)];
     EXPECT_EQ(er.flags, static_cast<uint32_t>(TRACE_F_SAVE_ENTRY));
     EXPECT_EQ(er.probe_id, k);
     EXPECT_EQ(er.sp_delta, entry.placement.sp_delta);
