@@ -53,8 +53,9 @@ std::string http_json_line(const HttpExchange& x) {
 }
 
 std::string http_text_summary(const HttpRed& red, const HttpLosses& l, std::string_view stop) {
-  std::string out = fmt::format("uscope http: {}; {} requests on {} routes\n", stop,
-                                red.exchanges(), red.routes().size());
+  const size_t n_routes = red.routes().size();
+  std::string out = fmt::format("uscope http: {}; {} requests on {} route{}\n", stop,
+                                red.exchanges(), n_routes, n_routes == 1 ? "" : "s");
   if (red.exchanges()) {
     out += fmt::format("{:<6} {:<7} {:>7} {:>7} {:>11} {:>11} {:>11} {:>11}  {}\n", "SIDE",
                        "METHOD", "COUNT", "ERRORS", "P50", "P90", "P99", "MAX", "ROUTE");
