@@ -120,7 +120,7 @@ int run_http(const HttpCommandOptions& o) {
   EventDecoder decoder(plan->trace);
   HttpRed red;
   DecodedEvent decoded;
-  uint64_t read_events = 0, output_dropped = 0, not_http = 0;
+  uint64_t read_events = 0, output_dropped = 0, not_http = 0, status_unknown = 0;
   auto on_event = [&](const uscope_event& ev, std::span<const uint8_t> payload) {
     ++read_events;
     if (!decoder.decode(ev, payload, decoded)) return;  // counted as malformed
@@ -134,6 +134,7 @@ int run_http(const HttpCommandOptions& o) {
       return;
     }
     red.add(*x);
+    if (x->status == kHttpStatusUnknown) ++status_unknown;
     if (!out.has_room()) {
       ++output_dropped;
       return;
@@ -175,6 +176,7 @@ int run_http(const HttpCommandOptions& o) {
   for (const auto& c : *counters) emitted += c.emitted;
   if (emitted > read_events) losses.output_dropped += emitted - read_events;
   losses.output_dropped += output_dropped;
+  losses.status_unknown = status_unknown;
   const std::string stop = describe(why);
   // The summary is what -d asks for: on the output, after the lines.
   out.append(output->json() ? http_json_summary(red, losses, stop)

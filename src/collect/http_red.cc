@@ -35,7 +35,8 @@ std::optional<HttpExchange> http_exchange(HttpSide side, const DecodedEvent& ev)
     x.url = x.path;
     auto status = static_cast<int64_t>(field(ev, f::kServerStatus)->number);
     // A handler that wrote nothing has not set the status: net/http answers 200 after it returns.
-    x.status = status == 0 ? 200 : static_cast<int>(status);
+    // -1: the ResponseWriter was not net/http's HTTP/1 *response (http_probe).
+    x.status = status == 0 ? 200 : status < 0 ? kHttpStatusUnknown : static_cast<int>(status);
     return x;
   }
   x.method = field(ev, f::kClientMethod)->text;

@@ -14,6 +14,9 @@
 
 namespace uscope {
 
+// The status of a request served through a ResponseWriter other than HTTP/1's (HTTP/2): not read.
+inline constexpr int kHttpStatusUnknown = -1;
+
 struct HttpExchange {
   HttpSide side = HttpSide::Server;
   uint64_t ts_ns = 0;  // bpf_ktime_get_ns() at the return
@@ -105,6 +108,7 @@ struct HttpLosses {
   uint64_t entry_save_failed = 0;  // entries not recorded (entries map full)
   uint64_t malformed = 0;          // events that could not be decoded
   uint64_t truncated = 0;          // exchanges with a string cut short
+  uint64_t status_unknown = 0;     // served through another ResponseWriter (HTTP/2): no status
   uint64_t output_dropped = 0;     // read but not written out at the stop
   uint64_t total() const {
     return ring_lost + no_entry + entry_save_failed + malformed + output_dropped;

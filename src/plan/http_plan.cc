@@ -96,6 +96,7 @@ Result<HttpLayout> http_layout(const GoFieldLookup& lookup, bool server, bool cl
       {client, "net/url.URL", "Host", &l.url_host},
       {true, "net/url.URL", "Path", &l.url_path},
       {server, "net/http.response", "status", &l.response_status},
+      {server, "net/http.response", "req", &l.response_req},
       {client, "net/http.Response", "StatusCode", &l.client_status},
   };
   for (const auto& n : needs)
@@ -119,8 +120,16 @@ ProbeSpec http_probe(HttpSide side, const HttpLayout& l) {
   if (server) {
     add_arg(spec, go_string_at(url, l.url_path), 's');
     // rw's data word: the *response whose status WriteHeader set (0: nothing written yet, which
-    // the server answers with 200 after the handler returns).
-    add_arg(spec, word_at(at_entry(reg("rcx")), l.response_status), 'd');
+    // the server answers with 200 after the handler returns). Another ResponseWriter (HTTP/2's
+    // *http2responseWriter) keeps its status elsewhere: rw is taken for a *response only when
+    // its `req` is this request, and the status is then status, else -1:
+    // (is_response * (status + 1)) - 1. No type address is needed, so stripped and PIE binaries
+    // check alike.
+    const Expr rw = at_entry(reg("rcx"));
+    Expr is_response = binary("==", word_at(rw, l.response_req), req);
+    Expr status = binary("+", word_at(rw, l.response_status), integer(1));
+    add_arg(spec, binary("-", binary("*", std::move(is_response), std::move(status)), integer(1)),
+            'd');
     return spec;
   }
   add_arg(spec, go_string_at(url, l.url_scheme), 's');

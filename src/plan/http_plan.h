@@ -44,6 +44,7 @@ struct HttpLayout {
   uint64_t url_host = 0;         // net/url.URL.Host
   uint64_t url_path = 0;         // net/url.URL.Path
   uint64_t response_status = 0;  // net/http.response.status (int, the server's ResponseWriter)
+  uint64_t response_req = 0;     // net/http.response.req (*Request)
   uint64_t client_status = 0;    // net/http.Response.StatusCode (int)
   std::vector<HttpFieldOffset> sources;
 };
@@ -56,7 +57,8 @@ using GoFieldLookup = std::function<Result<GoField>(std::string_view type, std::
 Result<HttpLayout> http_layout(const GoFieldLookup& lookup, bool server, bool client);
 
 // The probe of one side. Output fields, in order:
-//   server: method (string), path (string), status (u64)
+//   server: method (string), path (string), status (u64; -1 when rw is not net/http's *response,
+//           e.g. an HTTP/2 ResponseWriter, whose status is elsewhere)
 //   client: method, scheme, host, path (strings), response pointer (u64), status (u64; read only
 //           through a non-nil response), error type word (u64; non-zero = an error)
 ProbeSpec http_probe(HttpSide side, const HttpLayout& layout);

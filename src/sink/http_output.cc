@@ -14,6 +14,7 @@ const char* side_name(HttpSide s) {
 
 std::string status_text(const HttpExchange& x) {
   if (x.failed) return x.status ? fmt::format("{}+err", x.status) : "error";
+  if (x.status == kHttpStatusUnknown) return "?";
   return std::to_string(x.status);
 }
 
@@ -83,6 +84,8 @@ std::string http_text_summary(const HttpRed& red, const HttpLosses& l, std::stri
   add(l.output_dropped, "not written (output too slow at the stop)");
   add(l.read_errors, "fields unreadable (shown empty or 0)");
   add(l.truncated, "with a string cut short");
+  add(l.status_unknown,
+      "without a status (not an HTTP/1 ResponseWriter: HTTP/2?), not counted as errors");
   out += losses.empty() ? "uscope http: nothing lost\n"
                         : fmt::format("uscope http: requests missing or incomplete: {}\n", losses);
   return out;
@@ -120,7 +123,8 @@ std::string http_json_summary(const HttpRed& red, const HttpLosses& l, std::stri
                         {"malformed", l.malformed},
                         {"output_dropped", l.output_dropped},
                         {"read_errors", l.read_errors},
-                        {"truncated_strings", l.truncated}}}};
+                        {"truncated_strings", l.truncated},
+                        {"status_unknown", l.status_unknown}}}};
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 

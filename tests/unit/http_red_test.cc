@@ -164,6 +164,9 @@ TEST(http_exchange, server_event_fields) {
   EXPECT_EQ(x->duration_ns, 1234u);
   ev.values[2] = num(404);
   EXPECT_EQ(http_exchange(HttpSide::Server, ev)->status, 404);
+  ev.values[2] = num(static_cast<uint64_t>(-1));  // not an HTTP/1 *response
+  EXPECT_EQ(http_exchange(HttpSide::Server, ev)->status, kHttpStatusUnknown);
+  EXPECT_FALSE(http_exchange(HttpSide::Server, ev)->error());
   ev.n_values = 2;
   EXPECT_FALSE(http_exchange(HttpSide::Server, ev));
 }
