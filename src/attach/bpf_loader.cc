@@ -109,6 +109,15 @@ UprobeProgram::UprobeProgram(bpf_program* single, bpf_program* multi, bool want_
       links_(target.tgid > 0 ? target.tgid : -1) {}
 
 Result<void> UprobeProgram::attach(const std::vector<AttachSite>& sites, bool skip_refused) {
+  // The last line of defence: whatever planned it, no uretprobe goes into Go code, whose runtime
+  // moves goroutine stacks under the return address a uretprobe rewrites, and crashes.
+  for (const auto& s : sites)
+    if (s.retprobe && s.go_code)
+      return fail(
+          "refusing a return probe (uretprobe) at {}+{:#x}: it is Go code, and the Go runtime "
+          "moves goroutine stacks under the return address a uretprobe rewrites, which crashes "
+          "the program; Go return probes are uprobes on the function's RET instructions",
+          shown_path(s), s.offset);
   links_.set_skip_refused(skip_refused);
   return multi_ ? links_.attach_multi(multi_prog_, sites) : links_.attach_each(single_, sites);
 }

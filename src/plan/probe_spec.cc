@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdint>
 #include <limits>
 #include <optional>
@@ -77,6 +78,24 @@ bool is_cxx_name_char(char c) {
   return c == ':' || c == '<' || c == '>' || c == ',' || c == '~';
 }
 
+// The end of a Go method receiver starting at `text[i]` == '(': "(*Store)" or "(Store)" in
+// "main.(*Store).Get", "(*List[...])" for a generic type: right after a '.', closed before
+// another '.'. npos when `text[i]` opens something else (a parameter list, a predicate).
+size_t go_receiver_end(std::string_view text, size_t i) {
+  if (i == 0 || text[i - 1] != '.' || i >= text.size() || text[i] != '(')
+    return std::string_view::npos;
+  size_t j = i + 1;
+  if (j < text.size() && text[j] == '*') ++j;
+  if (j >= text.size() ||
+      !(is_ident_char(text[j]) && !std::isdigit(static_cast<unsigned char>(text[j]))))
+    return std::string_view::npos;
+  while (j < text.size() && (is_ident_char(text[j]) || text[j] == '[' || text[j] == ']' ||
+                             text[j] == '.' || text[j] == ','))
+    ++j;
+  if (j + 1 < text.size() && text[j] == ')' && text[j + 1] == '.') return j + 1;
+  return std::string_view::npos;
+}
+
 Result<void> check_name(const Field& f, std::string_view name, ProbeKind kind) {
   bool usdt = kind == ProbeKind::Usdt;
   size_t pos = f.pos;
@@ -88,9 +107,17 @@ Result<void> check_name(const Field& f, std::string_view name, ProbeKind kind) {
     char c = name[i];
     auto u = static_cast<unsigned char>(c);
     if (f.quoted && !usdt && u >= 0x20 && u != 0x7f) continue;  // a demangled signature
-    // '.', '$' and '@' occur in real symbols: foo.cold, memcpy@GLIBC_2.14.
-    if (is_ident_char(c) || (!usdt && (c == '.' || c == '$' || c == '@' || is_cxx_name_char(c))))
+    // '.', '$' and '@' occur in real symbols: foo.cold, memcpy@GLIBC_2.14; '/' in Go's
+    // package paths: net/http.Get.
+    if (is_ident_char(c) ||
+        (!usdt && (c == '.' || c == '$' || c == '@' || c == '/' || is_cxx_name_char(c))))
       continue;
+    if (!usdt && c == '(') {  // a Go receiver: main.(*Store).Get
+      if (size_t end = go_receiver_end(name, i); end != std::string_view::npos) {
+        i = end - 1;
+        continue;
+      }
+    }
     // trace takes globs too (bpftrace's uprobe:libc:str*): each function matched is a probe.
     if (is_glob_char(c)) continue;
     return spec_error(
@@ -139,7 +166,13 @@ Result<size_t> split_fields(std::string_view text, size_t p, std::vector<Field>&
       return p;
     }
     size_t q = p;
-    while (q < text.size() && !is_space(text[q]) && text[q] != '(' && text[q] != '"') {
+    while (q < text.size() && !is_space(text[q]) && text[q] != '"') {
+      if (text[q] == '(') {
+        size_t end = go_receiver_end(text, q);
+        if (end == std::string_view::npos) break;  // a parameter list or a predicate
+        q = end;
+        continue;
+      }
       if (text[q] == ':') {
         if (q + 1 < text.size() && text[q + 1] == ':') {
           q += 2;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "plan/probe_parse.h"
 #include "util/names.h"
 
 namespace uscope {
@@ -102,12 +103,65 @@ MatchedSite usdt_site(PlannedObject& o, const UsdtProbe& p, const UsdtLocation& 
   return m;
 }
 
+GoNamePattern go_name_pattern(std::string_view name) {
+  GoNamePattern out;
+  std::string rest;  // the name without its Go parts: what may still hold glob characters
+  for (size_t i = 0; i < name.size();) {
+    // A receiver: ".(*T)." or ".(T)." (T may carry type arguments).
+    if (name[i] == '(' && i > 0 && name[i - 1] == '.') {
+      size_t close = name.find(')', i);
+      if (close != std::string_view::npos && close + 1 < name.size() && name[close + 1] == '.') {
+        out.go = true;
+        for (size_t k = i; k <= close; ++k) {
+          if (name[k] == '*' || name[k] == '[' || name[k] == ']') out.glob += '\\';
+          out.glob += name[k];
+        }
+        i = close + 1;
+        continue;
+      }
+    }
+    // Type arguments of a generic instantiation: "Sum[go.shape.int_0]", or "Sum[...]" for all.
+    if (name[i] == '[' && i > 0 && (probe_detail::is_ident_char(name[i - 1]) || name[i - 1] == ')')) {
+      size_t close = name.find(']', i);
+      if (close != std::string_view::npos) {
+        std::string_view args = name.substr(i + 1, close - i - 1);
+        if (args == "...") {
+          out.go = out.any_instantiation = true;
+          out.glob += "\\[*\\]";
+          i = close + 1;
+          continue;
+        }
+        if (args.find('.') != std::string_view::npos) {
+          out.go = true;
+          out.glob += "\\[";
+          for (char c : args) {
+            if (c == '*' || c == '?' || c == '[') out.glob += '\\';
+            out.glob += c;
+          }
+          out.glob += "\\]";
+          i = close + 1;
+          continue;
+        }
+      }
+    }
+    if (name[i] == '/') out.go = true;
+    out.glob += name[i];
+    rest += name[i];
+    ++i;
+  }
+  out.glob_chars = has_glob_chars(rest);
+  return out;
+}
+
 bool is_function_glob(std::string_view name) {
+  if (auto go = go_name_pattern(name); go.go) return go.glob_chars || go.any_instantiation;
   // A demangled signature ("ns::f(char const*)") is a name, never a glob.
   return has_glob_chars(name) && name.find('(') == std::string_view::npos;
 }
 
 std::vector<const FunctionSymbol*> functions_named(const SymbolTable& syms, std::string_view name) {
+  if (auto go = go_name_pattern(name); go.go)
+    return go.glob_chars || go.any_instantiation ? syms.match(go.glob) : syms.find(name);
   if (is_function_glob(name)) return syms.match(name);
   return syms.find(name);  // "ns::f" names every overload, "ns::f(int)" one
 }

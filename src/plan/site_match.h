@@ -92,6 +92,18 @@ MatchedSite usdt_site(PlannedObject& o, const UsdtProbe& p, const UsdtLocation& 
 // and demangled names, else an exact name, else every overload of a C++ name without its
 // parameter list ("ns::f" names "ns::f(int)" and "ns::f(char const*)").
 std::vector<const FunctionSymbol*> functions_named(const SymbolTable& syms, std::string_view name);
+// A Go function name as a glob: Go names hold characters globs use, in a receiver
+// ("main.(*Store).Get") and in the type arguments of a generic instantiation
+// ("main.Sum[go.shape.int_0]"); those are made literal, and "[...]" matches every instantiation
+// ("main.Sum[...]"). `go` is false for a name with none of Go's forms (no receiver, type
+// arguments or '/').
+struct GoNamePattern {
+  bool go = false;
+  bool any_instantiation = false;  // "[...]"
+  bool glob_chars = false;         // glob characters outside the Go parts: "net/http.*"
+  std::string glob;                // for glob_match (fnmatch with backslash escapes)
+};
+GoNamePattern go_name_pattern(std::string_view name);
 // Whether a function name in a spec is a glob: '*', '?' or '[' outside a quoted signature.
 bool is_function_glob(std::string_view name);
 

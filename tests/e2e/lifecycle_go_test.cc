@@ -6,7 +6,11 @@
 
 #include <chrono>
 
+#include <fmt/format.h>
+
+#include "collect/trace_program.h"
 #include "e2e_support.h"
+#include "plan/recipe.h"
 
 namespace uscope::e2e {
 namespace {
@@ -43,16 +47,20 @@ TEST(go, entry_probe_reads_go_register_abi_arguments) {
   EXPECT_NE(r.err.find("49 filtered out"), std::string::npos) << r.err;
 }
 
-TEST(go, return_probes_are_refused) {
+// Return probes on Go are uprobes on RET instructions: gowork's work(i, "gopher") returns
+// i*2+6, and latency times exactly the calls the program makes.
+TEST(go, return_probes_use_ret_instructions) {
   USCOPE_REQUIRE_ROOT();
-  for (const auto& args : std::vector<std::vector<std::string>>{
-           {"trace", "-c", fixture("go/gowork") + " 5", "r::main.work"},
-           {"latency", "-c", fixture("go/gowork") + " 5", "main.work"}}) {
-    auto r = uscope(args);
-    EXPECT_EQ(r.exit_code, 1) << r.err;
-    EXPECT_NE(r.err.find("is a Go program"), std::string::npos) << r.err;
-    EXPECT_TRUE(bpf_links_of_programs("trace_").empty());
-  }
+  auto r = uscope(
+      {"trace", "-c", fixture("go/gowork") + " 5", "r::main.work \"%d %d\", $entry(arg1), retval"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (int i = 0; i < 5; ++i)
+    EXPECT_NE(r.out.find(fmt::format("main.work        {} {}\n", i, i * 2 + 6)), std::string::npos)
+        << r.out;
+  auto l = uscope({"latency", "--json", "-c", fixture("go/gowork") + " 7", "main.work"});
+  ASSERT_EQ(l.exit_code, 0) << l.err;
+  EXPECT_NE(l.out.find("\"calls\":7,"), std::string::npos) << l.out;
+  EXPECT_TRUE(bpf_links_of_programs("trace_").empty());
 }
 
 TEST(go, count_counts_go_functions) {
@@ -60,6 +68,24 @@ TEST(go, count_counts_go_functions) {
   auto r = uscope({"count", "-c", fixture("go/gowork") + " 321", "main.*"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("main.work          321"), std::string::npos) << r.out;
+}
+
+// The attach layer refuses a uretprobe in Go code whatever planned it.
+TEST(go, attach_refuses_a_uretprobe_in_go_code) {
+  USCOPE_REQUIRE_ROOT();
+  std::vector<uscope_recipe> recipes = {latency_return_recipe(0)};
+  auto program = TraceProgram::load(recipes, TargetFilter{}, false);
+  ASSERT_TRUE(program.has_value()) << program.error().message;
+  AttachSite site;
+  site.path = fixture("go/gowork");
+  site.offset = 0x1000;  // refused before the kernel sees it
+  site.retprobe = true;
+  site.go_code = true;
+  auto r = program->attach({site});
+  ASSERT_FALSE(r.has_value());
+  EXPECT_NE(r.error().message.find("refusing a return probe (uretprobe)"), std::string::npos)
+      << r.error().message;
+  EXPECT_TRUE(bpf_links_of_programs("trace_").empty());
 }
 
 }  // namespace

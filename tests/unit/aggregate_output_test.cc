@@ -207,7 +207,7 @@ TEST(aggregate_output, latency_json_fields) {
   EXPECT_EQ(j, nlohmann::json::parse(R"({
     "kind": "latency", "function": "work", "object": "/usr/bin/x",
     "calls": 7, "entries": 9, "entries_without_return": 2, "returns_without_entry": 1,
-    "p50_ns_upper": 63, "p99_ns_upper": 63,
+    "entries_repeated": 0, "entries_not_recorded": 0, "p50_ns_upper": 63, "p99_ns_upper": 63,
     "buckets": [{"low_ns": 0, "high_ns": 1, "count": 1},
                 {"low_ns": 8, "high_ns": 15, "count": 2},
                 {"low_ns": 32, "high_ns": 63, "count": 4}]})"));

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "discover/elf_file.h"
+#include "plan/site_cost.h"
 #include "tool_output.h"
 
 namespace uscope {
@@ -355,14 +356,37 @@ TEST(planner, glob_over_fixture_takes_each_function_once) {
   EXPECT_EQ(both->size(), r->size());
 }
 
-TEST(planner, go_return_probe_is_refused) {
+// Go moves goroutine stacks under a rewritten return address: a return probe is a uprobe on each
+// RET of the function, keyed by goroutine, never a uretprobe.
+TEST(planner, go_return_probe_is_a_uprobe_on_every_ret) {
   Planner p(kGoWork);
-  auto r = plan(p, {R"(r::main.work "%d", retval)"});
-  ASSERT_FALSE(r.has_value());
-  EXPECT_EQ(r.error().message,
-            "probe spec column 1: " + kGoWork +
-                " is a Go program: return probes (uretprobes) crash Go code when its stack "
-                "moves; use an entry probe (p:)");
+  auto r = plan(p, {R"(r::main.work "%d %d", retval, $entry(arg2))"});
+  ASSERT_TRUE(r.has_value()) << r.error().message;
+  auto w = elf_symbol(kGoWork, "main.work");
+  ASSERT_TRUE(w.has_value());
+  auto rets = return_instructions(ElfFile::open(kGoWork)->code_bytes(w->addr, w->size), w->addr);
+  ASSERT_TRUE(rets.has_value()) << rets.error().message;
+  ASSERT_FALSE(rets->empty());
+  ASSERT_EQ(r->sites.size(), 1 + rets->size());
+  EXPECT_EQ(r->sites[0].role, SiteRole::SaveEntry);
+  EXPECT_EQ(r->sites[0].attach.offset, w->offset);
+  EXPECT_EQ(r->recipes[0].flags, TRACE_F_SAVE_ENTRY | TRACE_F_GOROUTINE);
+  // The entry half saves arg2 from Go's second argument register.
+  EXPECT_EQ(ops(r->recipes[0]),
+            (std::vector<OpView>{{TOP_REG, UREG_RBX, 0, 0}, {TOP_SAVE, 0, 0, 0}}));
+  for (size_t i = 0; i < rets->size(); ++i) {
+    const PlannedSite& s = r->sites[1 + i];
+    EXPECT_EQ(s.role, SiteRole::Event);
+    EXPECT_FALSE(s.attach.retprobe);
+    EXPECT_TRUE(s.attach.go_code);
+    EXPECT_EQ(s.placement.address, (*rets)[i].addr);
+    EXPECT_EQ(s.attach.offset, w->offset + ((*rets)[i].addr - w->addr));
+    EXPECT_TRUE(r->recipes[1 + i].flags & TRACE_F_GOROUTINE);
+    EXPECT_TRUE(r->recipes[1 + i].flags & TRACE_F_RETURN);
+    // retval is Go's first result register.
+    EXPECT_EQ(ops(r->recipes[1 + i]).front(), (OpView{TOP_REG, UREG_RAX, 0, 0}));
+  }
+  for (const auto& s : r->sites) EXPECT_FALSE(s.attach.retprobe);
 }
 
 TEST(planner, go_entry_probe_reads_go_abi_registers_at_function_start) {

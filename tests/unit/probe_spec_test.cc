@@ -147,6 +147,33 @@ TEST(probe_spec, parses_probe_heads) {
   EXPECT_EQ(parse_ok("malloc").function_column, 1);
 }
 
+// Go names: package paths with '/', method receivers, generic instantiations; a receiver's '('
+// is not a parameter list, a '(' after the name still is.
+TEST(probe_spec, parses_go_names) {
+  expect_heads(
+      {
+          {"p::net/http.Get", ProbeKind::Entry, "", "", "net/http.Get", 0},
+          {"r:./app:main.(*Store).Get", ProbeKind::Return, "./app", "", "main.(*Store).Get", 0},
+          {"p:./app:net/http.(*Client).do", ProbeKind::Entry, "./app", "", "net/http.(*Client).do",
+           0},
+          {"p::main.Store.String", ProbeKind::Entry, "", "", "main.Store.String", 0},
+          {"p::main.(Store).String", ProbeKind::Entry, "", "", "main.(Store).String", 0},
+          {"p::main.Sum[...]", ProbeKind::Entry, "", "", "main.Sum[...]", 0},
+          {"p::main.Sum[go.shape.int_0]", ProbeKind::Entry, "", "", "main.Sum[go.shape.int_0]", 0},
+          {"p::main.(*List[...]).Push", ProbeKind::Entry, "", "", "main.(*List[...]).Push", 0},
+          {"p::vendor/golang.org/x/net/http2/hpack.(*Decoder).Write", ProbeKind::Entry, "", "",
+           "vendor/golang.org/x/net/http2/hpack.(*Decoder).Write", 0},
+          {"p::main.(*Store).*", ProbeKind::Entry, "", "", "main.(*Store).*", 0},
+      },
+      false);
+  expect_heads({{"./app:net/http.*", ProbeKind::Entry, "./app", "", "net/http.*", 0},
+                {"./app:main.(*Store).Get", ProbeKind::Entry, "./app", "", "main.(*Store).Get", 0}},
+               true);
+  ProbeSpec s = parse_ok(R"(p::main.(*Store).Get (arg1 > 0) "%d", arg1)");
+  EXPECT_EQ(s.function, "main.(*Store).Get");
+  EXPECT_EQ(predicate_of(R"(p::main.(*Store).Get (arg1 > 0) "%d", arg1)"), "(> arg1 0)");
+}
+
 TEST(probe_spec, parses_usdt_probes_with_and_without_provider) {
   expect_heads(
       {

@@ -4,6 +4,7 @@
 // its halves; list's entry site is trace's. Offsets are checked against the ELF symbol table.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 #include <string>
 #include <string_view>
@@ -12,6 +13,7 @@
 #include "discover/elf_file.h"
 #include "plan/aggregate_plan.h"
 #include "plan/planner.h"
+#include "util/names.h"
 
 namespace uscope {
 namespace {
@@ -221,15 +223,69 @@ TEST(site_table, latency_pairs_entry_and_return_halves_on_one_site) {
   EXPECT_EQ(r->sites[0].attach.offset, symbol_offset(kTargetLoop, "work") + 4);
 }
 
-TEST(site_table, latency_refuses_usdt_and_go) {
+TEST(site_table, go_names_are_literal_where_globs_would_read_them) {
+  auto p = go_name_pattern("main.(*Store).Get");
+  EXPECT_TRUE(p.go);
+  EXPECT_FALSE(p.glob_chars);
+  EXPECT_FALSE(is_function_glob("main.(*Store).Get"));
+  EXPECT_TRUE(is_function_glob("main.(*Store).*"));
+  EXPECT_TRUE(glob_match(go_name_pattern("main.(*Store).*").glob, "main.(*Store).Get"));
+  EXPECT_FALSE(glob_match(go_name_pattern("main.(*Store).*").glob, "main.(Store).Get"));
+  EXPECT_TRUE(is_function_glob("main.Sum[...]"));
+  EXPECT_TRUE(glob_match(go_name_pattern("main.Sum[...]").glob, "main.Sum[go.shape.int_0]"));
+  EXPECT_FALSE(glob_match(go_name_pattern("main.Sum[...]").glob, "main.Sumx"));
+  EXPECT_FALSE(is_function_glob("main.Sum[go.shape.int_0]"));
+  EXPECT_TRUE(is_function_glob("net/http.*"));
+  EXPECT_FALSE(go_name_pattern("str[a-z]*").go);  // a C glob keeps its character class
+  EXPECT_TRUE(is_function_glob("str[a-z]*"));
+}
+
+// Go names in real symbols: a receiver, every instantiation of a generic function.
+TEST(site_table, go_names_select_go_functions) {
+  Planner go(fixture("go/gohttp_server"));
+  auto obj = go.cache.get("");
+  ASSERT_TRUE(obj.has_value());
+  auto syms = go.cache.symbols(**obj);
+  ASSERT_TRUE(syms.has_value());
+  auto names = [&](std::string_view n) {
+    std::vector<std::string> out;
+    for (const auto* f : functions_named(**syms, n)) out.push_back(f->name);
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  EXPECT_EQ(names("main.(*Store).Get"), std::vector<std::string>{"main.(*Store).Get"});
+  EXPECT_EQ(names("main.Sum[...]"),
+            (std::vector<std::string>{"main.Sum[go.shape.float64_0]", "main.Sum[go.shape.int_0]"}));
+  EXPECT_EQ(names("main.Sum[go.shape.int_0]"),
+            std::vector<std::string>{"main.Sum[go.shape.int_0]"});
+  EXPECT_FALSE(names("net/http.(*response).*").empty());
+}
+
+TEST(site_table, latency_refuses_usdt) {
   Planner p(kTargetLoop);
   auto usdt = plan_latency(p.cache, specs_of({"u::prov:name"}, true), {});
   ASSERT_FALSE(usdt.has_value());
   EXPECT_EQ(usdt.error().message, "latency measures functions; 'u::prov:name' is a USDT probe");
+}
+
+// Go: one entry site and a return site per RET, all keyed by goroutine; no uretprobe.
+TEST(site_table, latency_on_go_times_every_ret) {
   Planner go(kGoWork);
   auto r = plan_latency(go.cache, specs_of({"main.work"}, true), {});
-  ASSERT_FALSE(r.has_value());
-  EXPECT_NE(r.error().message.find("is a Go program"), std::string::npos) << r.error().message;
+  ASSERT_TRUE(r.has_value()) << r.error().message;
+  ASSERT_EQ(r->functions.size(), 1u);
+  const auto& f = r->functions[0];
+  ASSERT_FALSE(f.return_cookies.empty());
+  expect_cookies_are_indexes(r->sites);
+  EXPECT_EQ(r->sites[f.entry_cookie].role, SiteRole::LatencyEntry);
+  EXPECT_EQ(r->recipes[f.entry_cookie].flags, TRACE_F_SAVE_ENTRY | TRACE_F_GOROUTINE);
+  for (uint64_t c : f.return_cookies) {
+    EXPECT_EQ(r->sites[c].role, SiteRole::LatencyReturn);
+    EXPECT_FALSE(r->sites[c].attach.retprobe);
+    EXPECT_NE(r->sites[c].attach.offset, r->sites[f.entry_cookie].attach.offset);
+    EXPECT_EQ(r->recipes[c].flags,
+              TRACE_F_RETURN | TRACE_F_NEEDS_ENTRY | TRACE_F_HISTOGRAM | TRACE_F_GOROUTINE);
+  }
 }
 
 // list's ENTRY PROBE SITE is where trace attaches a p: probe reading every argument and memory.
