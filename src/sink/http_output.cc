@@ -78,7 +78,7 @@ std::string http_text_summary(const HttpRed& red, const HttpLosses& l, std::stri
     if (n) losses += fmt::format("{}{} {}", losses.empty() ? "" : ", ", n, what);
   };
   add(l.ring_lost, "lost (ring buffer full)");
-  add(l.no_entry, "returns without a recorded entry (requests in flight at the attach)");
+  add(l.no_entry, "returns without a recorded entry (calls begun before the probes were all in)");
   add(l.entry_save_failed, "entries not recorded (entries map full)");
   add(l.malformed, "events malformed");
   add(l.output_dropped, "not written (output too slow at the stop)");

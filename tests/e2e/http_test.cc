@@ -115,7 +115,8 @@ TEST(http, json_summary_with_duration) {
   EXPECT_EQ(s["routes"][0]["statuses"]["500"], 5);
   EXPECT_EQ(s["routes"][1]["route"], base + "/hello");
   EXPECT_EQ(s["routes"][1]["errors"], 0);
-  EXPECT_EQ(s["losses"]["ring_lost"], 0);
+  // Probes in before the command started: every call has its entry, nothing is missing.
+  for (const auto& [cause, n] : s["losses"].items()) EXPECT_EQ(n, 0) << cause;
 }
 
 TEST(http, client_under_load_and_connection_refused) {
