@@ -119,14 +119,15 @@ TEST(http, json_summary_with_duration) {
   for (const auto& [cause, n] : s["losses"].items()) EXPECT_EQ(n, 0) << cause;
 }
 
-TEST(http, client_under_load_and_connection_refused) {
+// `uscope http -p` attached to a client that keeps calling the server.
+void client_under_load(const std::string& client_name) {
   USCOPE_REQUIRE_ROOT();
   const int port = free_port();
   GatedProcess server({fixture("go/gohttp_server"), std::to_string(port)});
   server.start();
   ASSERT_TRUE(server.wait_for_line("listening on"));
   const std::string base = "http://127.0.0.1:" + std::to_string(port);
-  RunningCommand client({fixture("go/gohttp_client_stripped"), base, "0", "/hello"});
+  RunningCommand client({fixture("go/" + client_name), base, "0", "/hello"});
   auto tracer = RunningCommand::uscope({"http", "-p", std::to_string(client.pid())});
   ASSERT_TRUE(wait_for_links(tracer.pid(), "trace_"));
   EXPECT_TRUE(tracer.wait_for_output("client GET        200"));
@@ -135,19 +136,37 @@ TEST(http, client_under_load_and_connection_refused) {
   auto r = tracer.finish();
   client.signal(SIGKILL);
   ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_GT(matching_lines(r.out, "client GET +200 +[0-9.]+ m?s  " + base + "/hello"), 0u) << r.out;
   EXPECT_TRUE(
       std::regex_search(r.out, std::regex("client GET +[0-9]+ +0 .*  " + base + "/hello\n")))
       << r.out;
+  EXPECT_TRUE(bpf_links_of_programs("trace_").empty());
+}
 
-  // Nothing listens on port 1: every call fails.
-  auto refused = uscope({"http", "-c", fixture("go/gohttp_client") + " http://127.0.0.1:1 3"});
-  ASSERT_EQ(refused.exit_code, 0) << refused.err;
-  EXPECT_EQ(matching_lines(refused.out, "client GET +error +[0-9.]+ m?s  http://127.0.0.1:1/hello"),
-            3u)
-      << refused.out;
+TEST(http, client_under_load) {
+  client_under_load("gohttp_client");
+}
+TEST(http, client_under_load_stripped) {
+  client_under_load("gohttp_client_stripped");
+}
+
+// Nothing listens on port 1: every call fails, and each is an error.
+void connection_refused(const std::string& client_name) {
+  USCOPE_REQUIRE_ROOT();
+  auto r = uscope({"http", "-c", fixture("go/" + client_name) + " http://127.0.0.1:1 3"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(matching_lines(r.out, "client GET +error +[0-9.]+ m?s  http://127.0.0.1:1/hello"), 3u)
+      << r.out;
   EXPECT_TRUE(
-      std::regex_search(refused.out, std::regex("client GET +3 +3 .*  http://127.0.0.1:1/hello\n")))
-      << refused.out;
+      std::regex_search(r.out, std::regex("client GET +3 +3 .*  http://127.0.0.1:1/hello\n")))
+      << r.out;
+}
+
+TEST(http, client_connection_refused) {
+  connection_refused("gohttp_client");
+}
+TEST(http, client_connection_refused_stripped) {
+  connection_refused("gohttp_client_stripped");
 }
 
 TEST(http, refuses_what_is_not_a_go_http_program) {
