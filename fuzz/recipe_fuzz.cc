@@ -90,7 +90,8 @@ void run_compiled(std::string_view spec_text, std::string_view usdt_args, std::s
   site.kind = spec->kind;
   site.site_addr = 0x1130;
   if (spec->kind == ProbeKind::Usdt) site.usdt = &loc;
-  site.go_abi = !bytes.empty() && (bytes[0] & 1);
+  site.cc = !bytes.empty() && (bytes[0] & 1) ? &uscope::go_register_convention()
+                                             : &uscope::sysv_convention();
   site.capture_stack = !bytes.empty() && (bytes[0] & 2);
   site.symbol_address = [](const std::string& name) -> std::optional<uint64_t> {
     if (name.empty() || name[0] == '_') return std::nullopt;

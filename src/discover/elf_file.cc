@@ -569,4 +569,19 @@ std::span<const uint8_t> ElfFile::code_bytes(uint64_t addr, uint64_t len) const 
   return {};
 }
 
+std::optional<std::span<const uint8_t>> ElfFile::allocated_bytes(uint64_t addr,
+                                                                 uint64_t len) const {
+  if (!vaddr_to_offset(addr)) return std::nullopt;
+  for (const auto& s : sections()) {
+    if (!(s.flags & SHF_ALLOC) || s.type == SHT_NOBITS) continue;
+    if (addr < s.addr || addr - s.addr >= s.size) continue;
+    auto bytes = section_data(s);
+    if (!bytes) return std::nullopt;
+    const uint64_t start = addr - s.addr;
+    if (start > bytes->size() || len > bytes->size() - start) return std::nullopt;
+    return bytes->subspan(start, len);
+  }
+  return std::nullopt;
+}
+
 }  // namespace uscope

@@ -39,7 +39,7 @@ enum class SymbolBinding { Local, Global, Weak, Unique };
 // implementation at load time (glibc's strlen, memcpy, ...).
 enum class SymbolKind { Function, IndirectFunction, Object, Other };
 // Where a symbol came from: the file's own tables, its MiniDebugInfo, or a separate debug file.
-enum class SymbolSource { Symtab, Dynsym, MiniDebugInfo, DebugFile };
+enum class SymbolSource { Symtab, Dynsym, MiniDebugInfo, DebugFile, Gopclntab };
 
 // A symbol's st_info as its binding and kind (libelf and libdwfl give the same Elf64_Sym).
 SymbolBinding symbol_binding(unsigned char st_info);
@@ -91,6 +91,10 @@ class ElfFile {
   // Up to `len` bytes of code at link-time address `addr`, from the executable section holding
   // it; empty when no executable section does.
   std::span<const uint8_t> code_bytes(uint64_t addr, uint64_t len) const;
+
+  // Exactly `len` bytes at link-time address `addr` from the file-backed contents of one
+  // allocated section (data, read-only data, code); nullopt when no section holds them all.
+  std::optional<std::span<const uint8_t>> allocated_bytes(uint64_t addr, uint64_t len) const;
 
   // PT_LOAD based translation; nullopt when the address/offset is in no loaded segment.
   std::optional<uint64_t> vaddr_to_offset(uint64_t vaddr) const;

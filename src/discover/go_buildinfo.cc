@@ -262,19 +262,8 @@ Result<std::optional<GoBuildInfo>> read_go_buildinfo(const ElfFile& elf) {
 
   // Go <= 1.17 points at string headers in .data and string bytes in .rodata: serve them from the
   // file-backed bytes of the allocated section holding the whole range.
-  const GoReadAt read_at = [&elf](uint64_t addr,
-                                  uint64_t len) -> std::optional<std::span<const uint8_t>> {
-    if (!elf.vaddr_to_offset(addr)) return std::nullopt;
-    for (const auto& s : elf.sections()) {
-      if (!(s.flags & SHF_ALLOC) || s.type == SHT_NOBITS) continue;
-      if (addr < s.addr || addr - s.addr >= s.size) continue;
-      auto bytes = elf.section_data(s);
-      if (!bytes) return std::nullopt;
-      const uint64_t start = addr - s.addr;
-      if (start > bytes->size() || len > bytes->size() - start) return std::nullopt;
-      return bytes->subspan(start, len);
-    }
-    return std::nullopt;
+  const GoReadAt read_at = [&elf](uint64_t addr, uint64_t len) {
+    return elf.allocated_bytes(addr, len);
   };
   auto info = parse_go_buildinfo(*data, sec->addr, read_at);
   if (!info) return with_context(elf.display_path(), info.error());

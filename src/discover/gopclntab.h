@@ -55,8 +55,8 @@ class GoPclntab {
  public:
   // `data` is the section's bytes, `section_addr` its link-time address.
   static Result<GoPclntab> parse(std::span<const uint8_t> data, uint64_t section_addr);
-  // The object's .gopclntab (found by section name, else through runtime.pclntab's bounds in
-  // .symtab); nullopt when the object has none (not Go).
+  // The object's .gopclntab section; nullopt when the object has none (not Go). The table reads
+  // inline trees from `elf` later: `elf` must outlive it.
   static Result<std::optional<GoPclntab>> read(const ElfFile& elf);
 
   GoPclntab(GoPclntab&&) noexcept;

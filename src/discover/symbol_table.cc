@@ -11,7 +11,9 @@
 #include <cstdlib>
 #include <string_view>
 #include <tuple>
+
 #include <vector>
+#include "discover/gopclntab.h"
 
 #include "util/names.h"
 
@@ -30,6 +32,8 @@ int source_rank(SymbolSource s) {
       return 2;
     case SymbolSource::Dynsym:
       return 3;
+    case SymbolSource::Gopclntab:
+      return 4;
   }
   return 4;
 }
@@ -55,6 +59,21 @@ void collect(const ElfFile& owner, const std::vector<ElfSymbol>& symbols,
     f.binding = s.binding;
     f.source = force_source.value_or(s.source);
     f.ifunc = s.kind == SymbolKind::IndirectFunction;
+    out.push_back(std::move(f));
+  }
+}
+
+void collect_go(const ElfFile& owner, const GoPclntab& table, std::vector<FunctionSymbol>& out) {
+  for (const auto& g : table.functions()) {
+    auto offset = owner.vaddr_to_offset(g.entry);
+    if (!offset) continue;
+    FunctionSymbol f;
+    f.name = g.name;
+    f.addr = g.entry;
+    f.offset = *offset;
+    f.size = g.end - g.entry;
+    f.binding = SymbolBinding::Global;
+    f.source = SymbolSource::Gopclntab;
     out.push_back(std::move(f));
   }
 }
@@ -255,6 +274,11 @@ Result<SymbolTable> SymbolTable::load(const ElfFile& elf, DebugInfo* debug) {
   // each symbol says which. A broken debug file or .gnu_debugdata yields none, never an error:
   // it must not hide the symbols the object itself has.
   if (debug != nullptr && !has_own_symtab(elf)) collect(elf, debug->symbols(), std::nullopt, all);
+  // A stripped Go program (-ldflags='-s -w') still has its own function table.
+  if (!has_own_symtab(elf)) {
+    auto go = GoPclntab::read(elf);
+    if (go && *go) collect_go(elf, **go, all);
+  }
 
   std::sort(all.begin(), all.end(), [](const FunctionSymbol& a, const FunctionSymbol& b) {
     return std::forward_as_tuple(a.addr, a.name, source_rank(a.source)) <

@@ -33,6 +33,8 @@ const char* source_name(SymbolSource s) {
       return "minidebuginfo";
     case SymbolSource::DebugFile:
       return "debugfile";
+    case SymbolSource::Gopclntab:
+      return "gopclntab";
   }
   return "?";
 }

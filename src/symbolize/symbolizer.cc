@@ -80,6 +80,8 @@ SymbolOrigin origin_of(SymbolSource s) {
       return SymbolOrigin::MiniDebugInfo;
     case SymbolSource::DebugFile:
       return SymbolOrigin::DebugFile;
+    case SymbolSource::Gopclntab:
+      return SymbolOrigin::Gopclntab;
   }
   return SymbolOrigin::None;
 }

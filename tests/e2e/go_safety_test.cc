@@ -26,17 +26,16 @@ uint64_t calls_in(const std::string& line) {
 }
 
 // With -c the probes are in place before the program starts: every call is timed, exactly once,
-// and the program prints what it prints untraced.
-TEST(go_safety, latency_times_every_call_of_a_stack_growing_program) {
-  USCOPE_REQUIRE_ROOT();
+// and the program prints what it prints untraced. `binary` with or without symbols and DWARF.
+void expect_every_call_timed(const std::string& binary) {
   const std::string args = " 40 16 200";
-  auto plain = run({kStack, "40", "16", "200"});
+  auto plain = run({binary, "40", "16", "200"});
   ASSERT_EQ(plain.exit_code, 0);
   const std::string expected = lines_with(plain.out, "calls=").at(0);
   const uint64_t calls = calls_in(expected);
   ASSERT_GT(calls, 100000u);
 
-  auto r = uscope({"latency", "--json", "-c", kStack + args, kStack + ":main.grow"}, 180);
+  auto r = uscope({"latency", "--json", "-c", binary + args, binary + ":main.grow"}, 180);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(lines_with(r.out, "calls=").at(0), expected) << "the traced program's output changed";
   auto row = latency_row(r.out);
@@ -50,6 +49,17 @@ TEST(go_safety, latency_times_every_call_of_a_stack_growing_program) {
   EXPECT_EQ(row["entries"].get<uint64_t>() - row["entries_repeated"].get<uint64_t>(), calls);
   EXPECT_GT(row["entries_repeated"].get<uint64_t>(), 0u) << "no stack growth: not a safety test";
   EXPECT_TRUE(bpf_links_of_programs("trace_").empty());
+}
+
+TEST(go_safety, latency_times_every_call_of_a_stack_growing_program) {
+  USCOPE_REQUIRE_ROOT();
+  expect_every_call_timed(kStack);
+}
+
+// Stripped (-ldflags='-s -w'): main.grow is found through .gopclntab.
+TEST(go_safety, latency_times_every_call_of_a_stripped_program) {
+  USCOPE_REQUIRE_ROOT();
+  expect_every_call_timed(fixture("go/gostack_stripped"));
 }
 
 // Attached to the program while it runs (goroutines mid-call, stacks being moved), for many

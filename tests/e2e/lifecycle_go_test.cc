@@ -70,6 +70,23 @@ TEST(go, count_counts_go_functions) {
   EXPECT_NE(r.out.find("main.work          321"), std::string::npos) << r.out;
 }
 
+// Stripped Go (no .symtab, no DWARF): functions come from .gopclntab, Go names included.
+TEST(go, stripped_programs_are_listed_and_traced_through_gopclntab) {
+  USCOPE_REQUIRE_ROOT();
+  auto l = uscope({"list", fixture("go/gohttp_server_stripped"), "main.(*Store).*"});
+  ASSERT_EQ(l.exit_code, 0) << l.err;
+  EXPECT_NE(l.out.find(" main.(*Store).Get\n"), std::string::npos) << l.out;
+  auto g = uscope({"list", "--json", fixture("go/gohttp_server_stripped"), "main.Sum[...]"});
+  ASSERT_EQ(g.exit_code, 0) << g.err;
+  // The runtime's table names every instantiation "main.Sum[...]" (.symtab adds the shape).
+  EXPECT_EQ(lines_with(g.out, "\"name\":\"main.Sum[...]\"").size(), 2u) << g.out;
+  EXPECT_NE(g.out.find("gopclntab"), std::string::npos) << g.out;
+  auto r = uscope({"trace", "-c", fixture("go/gowork_stripped") + " 4",
+                   "r::main.work \"%d %d\", $entry(arg1), retval"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("main.work        3 12\n"), std::string::npos) << r.out;
+}
+
 // The attach layer refuses a uretprobe in Go code whatever planned it.
 TEST(go, attach_refuses_a_uretprobe_in_go_code) {
   USCOPE_REQUIRE_ROOT();
