@@ -21,6 +21,7 @@ void add_count_command(CLI::App& app, Run& run);
 void add_latency_command(CLI::App& app, Run& run);
 void add_hist_command(CLI::App& app, Run& run);
 void add_profile_command(CLI::App& app, Run& run);
+void add_http_command(CLI::App& app, Run& run);
 
 // Prints "uscope: <message>" to stderr and returns `code`.
 int report_error(const std::string& message, int code = kExitFailure);

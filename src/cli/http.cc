@@ -1,0 +1,215 @@
+// `uscope http`: Beyla-style RED for Go net/http servers and clients. Every request a line
+// (method, URL, status, duration), and at the end a summary per route (count, errors, p50, p90,
+// p99). Go return probes on serverHandler.ServeHTTP and (*Client).do, planned as trace probes
+// (plan/http_plan.h); struct offsets from the binary (DWARF, type descriptors, uscope's table).
+#include <fmt/core.h>
+
+#include <chrono>
+#include <memory>
+#include <optional>
+
+#include "cli/command.h"
+#include "cli/session.h"
+#include "collect/event_decoder.h"
+#include "collect/http_red.h"
+#include "collect/trace_program.h"
+#include "discover/go_types.h"
+#include "plan/http_plan.h"
+#include "sink/http_output.h"
+#include "util/output_buffer.h"
+
+namespace uscope::cli {
+
+namespace {
+
+struct HttpCommandOptions {
+  SessionOptions session;
+  bool server_only = false;
+  bool client_only = false;
+  bool no_move = false;
+};
+
+// Offsets of the binary's net/http types, GoTypes opened the first time one is asked for (after
+// the planner has checked that the binary is Go and uses net/http).
+class HttpTypes {
+ public:
+  HttpTypes(ObjectCache& cache, std::string target) : cache_(cache), target_(std::move(target)) {}
+  Result<GoField> field(std::string_view type, std::string_view name) {
+    if (!types_) {
+      auto obj = cache_.get(target_);
+      if (!obj) return tl::unexpected(obj.error());
+      PlannedObject& o = **obj;
+      if (!o.dwarf) {
+        auto dwarf = DwarfTypes::open(o.elf);
+        if (!dwarf) return tl::unexpected(dwarf.error());
+        o.dwarf = std::move(*dwarf);
+      }
+      auto types = GoTypes::open(o.elf, o.dwarf.get(), o.go ? &*o.go : nullptr);
+      if (!types) return tl::unexpected(types.error());
+      types_ = std::move(*types);
+    }
+    return types_->field(type, name);
+  }
+
+ private:
+  ObjectCache& cache_;
+  std::string target_;
+  std::unique_ptr<GoTypes> types_;
+};
+
+HttpLosses losses_of(const std::vector<RecipeCounters>& counters) {
+  HttpLosses l;
+  for (const auto& c : counters) {
+    l.ring_lost += c.lost;
+    l.read_errors += c.read_errors;
+    l.no_entry += c.no_entry;
+    l.entry_save_failed += c.entry_save_failed;
+    l.malformed += c.malformed;
+    l.truncated += c.truncated;
+  }
+  return l;
+}
+
+constexpr auto kStopDrain = std::chrono::milliseconds(20);
+constexpr auto kStopFlush = std::chrono::milliseconds(50);
+constexpr auto kStalledOutput = std::chrono::seconds(1);
+constexpr size_t kBatchEvents = 512;
+
+int run_http(const HttpCommandOptions& o) {
+  if (!o.session.pid && o.session.command.empty())
+    return report_error("uscope http needs a Go program: -p PID or -c 'COMMAND'", kExitUsage);
+  if (o.server_only && o.client_only)
+    return report_error("--server and --client each leave the other out: give at most one",
+                        kExitUsage);
+  auto output = open_output(o.session.output);
+  if (!output) return output.error();
+  auto session = Session::open(o.session);
+  if (!session) return report_error(session.error().message);
+  ObjectCache cache((*session)->context());
+  HttpTypes types(cache, "");
+  HttpPlanOptions popts;
+  popts.server = !o.client_only;
+  popts.client = !o.server_only;
+  popts.move_sites = !o.no_move;
+  auto plan = plan_http(
+      cache, [&](std::string_view t, std::string_view f) { return types.field(t, f); }, popts);
+  if (!plan) return report_error(plan.error().message);
+  if (o.session.verbose) {
+    for (const auto& s : plan->layout.sources)
+      fmt::print(stderr, "uscope: {}.{} at offset {} (from {})\n", s.type, s.field, s.offset,
+                 go_type_source_name(s.source));
+    print_sites(plan->trace.sites, plan->trace.skipped);
+  }
+
+  auto program =
+      TraceProgram::load(plan->trace.recipes, (*session)->target_filter(), !o.session.no_multi);
+  if (!program) return report_error(program.error().message);
+  std::vector<AttachSite> sites;
+  for (const auto& s : plan->trace.sites) sites.push_back(s.attach);
+  if (auto r = program->attach(sites); !r)
+    return report_error((*session)->explain_attach_failure(r.error(), sites).message);
+  {
+    bool server = false, client = false;
+    for (auto side : plan->side_of_probe) (side == HttpSide::Server ? server : client) = true;
+    fmt::print(stderr, "uscope: watching net/http {}{}{}; Ctrl-C to stop\n",
+               server ? "server requests" : "", server && client ? " and " : "",
+               client ? "client calls" : "");
+  }
+
+  OutputBuffer out(output->fd());
+  EventDecoder decoder(plan->trace);
+  HttpRed red;
+  DecodedEvent decoded;
+  uint64_t read_events = 0, output_dropped = 0, not_http = 0, status_unknown = 0;
+  auto on_event = [&](const uscope_event& ev, std::span<const uint8_t> payload) {
+    ++read_events;
+    if (!decoder.decode(ev, payload, decoded)) return;  // counted as malformed
+    if (ev.probe_id >= plan->side_of_probe.size()) {
+      ++not_http;
+      return;
+    }
+    auto x = http_exchange(plan->side_of_probe[ev.probe_id], decoded);
+    if (!x) {
+      ++not_http;
+      return;
+    }
+    red.add(*x);
+    if (x->status == kHttpStatusUnknown) ++status_unknown;
+    if (!out.has_room()) {
+      ++output_dropped;
+      return;
+    }
+    out.append(output->json() ? http_json_line(*x) : http_text_line(*x));
+  };
+  if (auto r = program->open_events(on_event); !r) return report_error(r.error().message);
+  if (!output->json()) out.append(http_text_header());
+  if (auto r = (*session)->start(); !r) return report_error(r.error().message);
+
+  EventLoop::Callbacks cb;
+  cb.data_fd = program->events_epoll_fd();
+  std::optional<Error> read_error;
+  cb.drain = [&] {
+    auto r = program->consume(kBatchEvents);
+    if (!r) read_error = r.error();
+    return r && r->more_pending;
+  };
+  cb.output = &out;
+  cb.data_poll = std::chrono::milliseconds(TraceProgram::kPollPeriodMs);
+  cb.done = [&] { return read_error.has_value(); };
+  StopReason why = (*session)->run(cb);
+  program->detach();
+
+  // What the ring holds is read: all of it when the target ended, else within a short deadline.
+  using clock = std::chrono::steady_clock;
+  const bool read_all = why == StopReason::TargetExited || why == StopReason::TargetExeced;
+  auto drain_until = clock::now() + kStopDrain;
+  while (why != StopReason::OutputClosed) {
+    if (!out.has_room() && !out.flush_until(clock::now() + kStalledOutput)) break;
+    if ((!read_all && clock::now() >= drain_until) || !cb.drain()) break;
+  }
+  if (read_error) return report_error(read_error->message);
+  auto counters = program->counters();
+  if (!counters) return report_error("cannot read the event counters: " + counters.error().message);
+  HttpLosses losses = losses_of(*counters);
+  losses.malformed += decoder.malformed() + program->short_records() + not_http;
+  uint64_t emitted = 0;
+  for (const auto& c : *counters) emitted += c.emitted;
+  if (emitted > read_events) losses.output_dropped += emitted - read_events;
+  losses.output_dropped += output_dropped;
+  losses.status_unknown = status_unknown;
+  const std::string stop = describe(why);
+  // The summary is what -d asks for: on the output, after the lines.
+  out.append(output->json() ? http_json_summary(red, losses, stop)
+                            : http_text_summary(red, losses, stop));
+  if (read_all)
+    while (out.pending() && out.flush_until(clock::now() + kStalledOutput)) {
+    }
+  else
+    out.flush_until(clock::now() + kStopFlush);
+  if (out.pending()) {
+    uint64_t lines = 0;
+    for (char c : out.drop_pending()) lines += c == '\n';
+    fmt::print(stderr, "uscope: {} lines not written (the output did not take them in time)\n",
+               lines);
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void add_http_command(CLI::App& app, Run& run) {
+  auto opts = std::make_shared<HttpCommandOptions>();
+  auto* cmd = app.add_subcommand(
+      "http", "RED of Go net/http servers and clients: every request, and per route at the end");
+  add_session_options(cmd, opts->session, false, false);
+  cmd->add_flag("--server", opts->server_only, "Only the server side (requests served)");
+  cmd->add_flag("--client", opts->client_only, "Only the client side (requests made)");
+  cmd->add_flag("--no-move", opts->no_move, "Always probe a function's first instruction");
+  cmd->footer(
+      "Routes: a path segment with a digit (or longer than 40 bytes) counts as '*' "
+      "(/items/42 -> /items/*). Errors: 5xx answers; for clients also calls that failed. "
+      "Percentiles within 1.6% (log-linear histogram).");
+  cmd->callback([&run, opts] { run = [opts] { return run_http(*opts); }; });
+}
+
+}  // namespace uscope::cli

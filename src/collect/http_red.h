@@ -1,0 +1,118 @@
+#pragma once
+// `uscope http`'s model: one HTTP exchange per event of the server or client probe
+// (plan/http_plan.h), and RED per route (rate: count, errors, duration percentiles). Pure: no
+// BPF, no target; the sink formats what this holds.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "collect/decoded_event.h"
+#include "plan/http_plan.h"
+
+namespace uscope {
+
+// The status of a request served through a ResponseWriter other than HTTP/1's (HTTP/2): not read.
+inline constexpr int kHttpStatusUnknown = -1;
+
+struct HttpExchange {
+  HttpSide side = HttpSide::Server;
+  uint64_t ts_ns = 0;  // bpf_ktime_get_ns() at the return
+  uint32_t pid = 0, tid = 0;
+  std::string method;   // "GET"
+  std::string url;      // server: the path ("/items/apple"); client: scheme://host/path
+  std::string path;     // the path alone (the route is made from it)
+  int status = 0;       // 0: none (a client call that failed)
+  bool failed = false;  // client: the call returned an error
+  bool cut = false;     // a string was longer than what was read (shown with "…")
+  uint64_t duration_ns = 0;
+  // An error: a server answered 5xx; a client call returned an error or a 5xx response.
+  bool error() const { return failed || status >= 500; }
+};
+
+// The exchange an event of `side`'s probe holds; nullopt for an event without its fields
+// (malformed: counted by the decoder).
+std::optional<HttpExchange> http_exchange(HttpSide side, const DecodedEvent& ev);
+
+// The route a path is counted under. Beyla's heuristic, not the mux's pattern (net/http of Go
+// 1.19 keeps no pattern on the request): a segment with a digit in it (ids, hashes, dates) or
+// longer than 40 bytes becomes "*", the query is never part of a path; "/items/42" and
+// "/items/43" are "/items/*", "/items/apple" stays.
+std::string http_route(std::string_view path);
+
+// Durations in a log-linear histogram: exact below 64 ns, then 64 buckets per power of two, so a
+// percentile is within 1/64 (1.6%) of the true value and memory stays bounded (at most ~3,700
+// buckets per route, held sparsely) whatever the request rate. Min and max are exact.
+class DurationHistogram {
+ public:
+  void add(uint64_t ns);
+  uint64_t count() const { return count_; }
+  uint64_t min() const { return count_ ? min_ : 0; }
+  uint64_t max() const { return max_; }
+  uint64_t sum() const { return sum_; }
+  // The q-quantile (0 < q <= 1) by the nearest-rank method: the bucket's midpoint, clamped to
+  // [min, max]; 0 when empty.
+  uint64_t quantile(double q) const;
+
+  static uint32_t bucket_of(uint64_t ns);
+  static uint64_t bucket_low(uint32_t bucket);   // smallest value in the bucket
+  static uint64_t bucket_high(uint32_t bucket);  // largest value in the bucket
+
+ private:
+  std::map<uint32_t, uint64_t> buckets_;
+  uint64_t count_ = 0, min_ = 0, max_ = 0, sum_ = 0;
+};
+
+struct HttpRouteKey {
+  HttpSide side = HttpSide::Server;
+  std::string method;
+  std::string route;  // server: http_route(path); client: scheme://host + http_route(path)
+  auto operator<=>(const HttpRouteKey&) const = default;
+};
+
+struct HttpRouteStats {
+  HttpRouteKey key;
+  uint64_t count = 0;
+  uint64_t errors = 0;
+  std::map<int, uint64_t> statuses;  // status -> count (0: no response)
+  DurationHistogram durations;
+};
+
+// RED per route. Past `max_routes` distinct routes, new ones are counted under the route
+// "(other routes)" of their side and method, and overflowed() says how many exchanges were.
+class HttpRed {
+ public:
+  static constexpr size_t kDefaultMaxRoutes = 1000;
+  static constexpr std::string_view kOtherRoutes = "(other routes)";
+  explicit HttpRed(size_t max_routes = kDefaultMaxRoutes) : max_routes_(max_routes) {}
+  void add(const HttpExchange& x);
+  // Sorted by side (servers first), then route, then method.
+  std::vector<const HttpRouteStats*> routes() const;
+  uint64_t exchanges() const { return exchanges_; }
+  uint64_t overflowed() const { return overflowed_; }
+
+ private:
+  size_t max_routes_;
+  std::map<HttpRouteKey, HttpRouteStats> routes_;
+  uint64_t exchanges_ = 0;
+  uint64_t overflowed_ = 0;
+};
+
+// What the session lost, each cause on its own (the summary and the JSON say all of them).
+struct HttpLosses {
+  uint64_t ring_lost = 0;          // ring buffer full: exchange never seen
+  uint64_t read_errors = 0;        // a field's memory unreadable (shown empty or 0)
+  uint64_t no_entry = 0;           // returns without a recorded entry (attached mid-request)
+  uint64_t entry_save_failed = 0;  // entries not recorded (entries map full)
+  uint64_t malformed = 0;          // events that could not be decoded
+  uint64_t truncated = 0;          // exchanges with a string cut short
+  uint64_t status_unknown = 0;     // served through another ResponseWriter (HTTP/2): no status
+  uint64_t output_dropped = 0;     // read but not written out at the stop
+  uint64_t total() const {
+    return ring_lost + no_entry + entry_save_failed + malformed + output_dropped;
+  }
+};
+
+}  // namespace uscope

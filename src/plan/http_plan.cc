@@ -1,0 +1,209 @@
+#include "plan/http_plan.h"
+
+#include <fmt/core.h>
+
+#include <utility>
+
+#include "plan/site_match.h"
+
+namespace uscope {
+
+namespace {
+
+Expr leaf(Expr::Op op) {
+  Expr e;
+  e.op = op;
+  return e;
+}
+
+Expr reg(const char* name) {
+  Expr e = leaf(Expr::Op::Reg);
+  e.text = name;
+  return e;
+}
+
+Expr integer(int64_t v) {
+  Expr e = leaf(Expr::Op::Int);
+  e.value = v;
+  return e;
+}
+
+Expr binary(const char* op, Expr a, Expr b) {
+  Expr e = leaf(Expr::Op::Binary);
+  e.op_text = op;
+  e.children = {std::move(a), std::move(b)};
+  return e;
+}
+
+// `child` evaluated at the function's entry and saved for its return (a Go parameter's register
+// is reused by then).
+Expr at_entry(Expr child) {
+  Expr e = leaf(Expr::Op::Entry);
+  e.children = {std::move(child)};
+  return e;
+}
+
+// The 8-byte word at `base` + `offset`.
+Expr word_at(Expr base, uint64_t offset) {
+  Expr e = leaf(Expr::Op::Deref);
+  e.width = 8;
+  e.children = {offset ? binary("+", std::move(base), integer(static_cast<int64_t>(offset)))
+                       : std::move(base)};
+  return e;
+}
+
+// The Go string (pointer, length) at `base` + `offset`.
+Expr go_string_at(const Expr& base, uint64_t offset) {
+  Expr e = leaf(Expr::Op::Str);
+  e.children = {word_at(base, offset), word_at(base, offset + 8)};
+  return e;
+}
+
+void add_arg(ProbeSpec& spec, Expr e, char conv) {
+  FormatConversion c;
+  c.conv = conv;
+  if (!spec.format.empty()) spec.format += ' ';
+  c.format_pos = spec.format.size();
+  c.format_len = 2;
+  spec.format += fmt::format("%{}", conv);
+  spec.conversions.push_back(c);
+  spec.args.push_back(std::move(e));
+}
+
+}  // namespace
+
+Result<HttpLayout> http_layout(const GoFieldLookup& lookup, bool server, bool client) {
+  HttpLayout l;
+  auto place = [&](const char* type, const char* field, uint64_t& out) -> Result<void> {
+    auto f = lookup(type, field);
+    if (!f)
+      return fail("cannot place {}.{}, which uscope http reads: {}", type, field,
+                  f.error().message);
+    out = f->offset;
+    l.sources.push_back({type, field, f->offset, f->source});
+    return {};
+  };
+  struct Need {
+    bool wanted;
+    const char* type;
+    const char* field;
+    uint64_t* out;
+  };
+  const Need needs[] = {
+      {true, "net/http.Request", "Method", &l.request_method},
+      {true, "net/http.Request", "URL", &l.request_url},
+      {client, "net/url.URL", "Scheme", &l.url_scheme},
+      {client, "net/url.URL", "Host", &l.url_host},
+      {true, "net/url.URL", "Path", &l.url_path},
+      {server, "net/http.response", "status", &l.response_status},
+      {server, "net/http.response", "req", &l.response_req},
+      {client, "net/http.Response", "StatusCode", &l.client_status},
+  };
+  for (const auto& n : needs)
+    if (n.wanted)
+      if (auto r = place(n.type, n.field, *n.out); !r) return tl::unexpected(r.error());
+  return l;
+}
+
+ProbeSpec http_probe(HttpSide side, const HttpLayout& l) {
+  ProbeSpec spec;
+  spec.kind = ProbeKind::Return;
+  // Go register ABI (calling_convention.h): serverHandler.ServeHTTP(sh RAX, rw RBX/RCX, req RDI);
+  // (*Client).do(c RAX, req RBX) returning (*Response RAX, error RBX/RCX).
+  const bool server = side == HttpSide::Server;
+  spec.function = server ? kHttpServerFunction : kHttpClientFunction;
+  spec.text = fmt::format("http {} probe on {}", server ? "server" : "client", spec.function);
+  const Expr req = at_entry(reg(server ? "rdi" : "rbx"));
+  // req.URL read at the entry: one saved word serves every URL field.
+  const Expr url = at_entry(word_at(reg(server ? "rdi" : "rbx"), l.request_url));
+  add_arg(spec, go_string_at(req, l.request_method), 's');
+  if (server) {
+    add_arg(spec, go_string_at(url, l.url_path), 's');
+    // rw's data word: the *response whose status WriteHeader set (0: nothing written yet, which
+    // the server answers with 200 after the handler returns). Another ResponseWriter (HTTP/2's
+    // *http2responseWriter) keeps its status elsewhere: rw is taken for a *response only when
+    // its `req` is this request, and the status is then status, else -1:
+    // (is_response * (status + 1)) - 1. No type address is needed, so stripped and PIE binaries
+    // check alike.
+    const Expr rw = at_entry(reg("rcx"));
+    Expr is_response = binary("==", word_at(rw, l.response_req), req);
+    Expr status = binary("+", word_at(rw, l.response_status), integer(1));
+    add_arg(spec, binary("-", binary("*", std::move(is_response), std::move(status)), integer(1)),
+            'd');
+    return spec;
+  }
+  add_arg(spec, go_string_at(url, l.url_scheme), 's');
+  add_arg(spec, go_string_at(url, l.url_host), 's');
+  add_arg(spec, go_string_at(url, l.url_path), 's');
+  add_arg(spec, reg("rax"), 'x');
+  // The StatusCode of a nil *Response is not read: its address is moved onto the stack, which
+  // is readable, so a failed call counts no read error (the value is ignored with the nil).
+  Expr nil_response = binary("==", reg("rax"), integer(0));
+  Expr address = binary("+", binary("*", std::move(nil_response), reg("rsp")),
+                        binary("+", reg("rax"), integer(static_cast<int64_t>(l.client_status))));
+  Expr status = leaf(Expr::Op::Deref);
+  status.width = 8;
+  status.children = {std::move(address)};
+  add_arg(spec, std::move(status), 'd');
+  add_arg(spec, reg("rbx"), 'x');  // the error's type word: non-zero = an error
+  return spec;
+}
+
+Result<HttpSides> http_sides(ObjectCache& cache, const std::string& target) {
+  auto obj = cache.get(target);
+  if (!obj) return tl::unexpected(obj.error());
+  const std::string& path = (*obj)->ref.display_path;
+  if (!(*obj)->is_go)
+    return fail(
+        "{} is not a Go program: uscope http instruments Go's net/http (for other servers, time "
+        "their request handler with uscope latency)",
+        path);
+  if ((*obj)->go && !(*obj)->go->register_abi())
+    return fail(
+        "{} was built by {}, which passes arguments on the stack: uscope http reads Go's register "
+        "ABI (Go 1.17 or later); rebuild it with a newer Go",
+        path, (*obj)->go->version);
+  auto syms = cache.symbols(**obj);
+  if (!syms) return tl::unexpected(syms.error());
+  HttpSides s;
+  s.server = !functions_named(**syms, kHttpServerFunction).empty();
+  s.client = !functions_named(**syms, kHttpClientFunction).empty();
+  if (!s.server && !s.client)
+    return fail("{} does not use net/http's server or client (no {} and no {} in it)", path,
+                kHttpServerFunction, kHttpClientFunction);
+  return s;
+}
+
+Result<HttpPlan> plan_http(ObjectCache& cache, const GoFieldLookup& lookup,
+                           const HttpPlanOptions& opts) {
+  auto sides = http_sides(cache, opts.target);
+  if (!sides) return tl::unexpected(sides.error());
+  const bool server = sides->server && opts.server;
+  const bool client = sides->client && opts.client;
+  if (!server && !client)
+    return fail("{} has no net/http {} to probe", opts.target.empty() ? "the target" : opts.target,
+                opts.server ? "server" : "client");
+  HttpPlan plan;
+  auto layout = http_layout(lookup, server, client);
+  if (!layout) return tl::unexpected(layout.error());
+  plan.layout = std::move(*layout);
+  std::vector<ProbeSpec> specs;
+  std::vector<HttpSide> side_of_spec;
+  for (auto side : {HttpSide::Server, HttpSide::Client}) {
+    if (side == HttpSide::Server ? !server : !client) continue;
+    specs.push_back(http_probe(side, plan.layout));
+    specs.back().target = opts.target;
+    side_of_spec.push_back(side);
+  }
+  TraceOptions topts;
+  topts.move_sites = opts.move_sites;
+  auto trace = plan_trace(cache, specs, topts);
+  if (!trace) return tl::unexpected(trace.error());
+  plan.trace = std::move(*trace);
+  for (const auto& p : plan.trace.probes)
+    plan.side_of_probe.push_back(p.spec.function == kHttpServerFunction ? HttpSide::Server
+                                                                        : HttpSide::Client);
+  return plan;
+}
+
+}  // namespace uscope

@@ -1,0 +1,100 @@
+#pragma once
+// The probes of `uscope http`: Go net/http's server and client, as trace probes built in code and
+// planned by plan_trace() like any other (one planner). Each is a Go return probe (uprobes on the
+// function's RET instructions, entry and return matched by goroutine) whose values are read at the
+// return from registers saved at the entry:
+//   server: net/http.serverHandler.ServeHTTP(sh, rw ResponseWriter, req *Request)
+//           method = req.Method, path = req.URL.Path, status = rw's *response.status
+//   client: net/http.(*Client).do(c, req *Request) (*Response, error)
+//           method, scheme, host, path of req.URL; status = the *Response's StatusCode; whether
+//           the error is non-nil
+// Field offsets come from the binary (GoTypes: DWARF, runtime type descriptors, uscope's table),
+// each with the source it came from.
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "discover/go_types.h"
+#include "plan/planner.h"
+#include "util/result.h"
+
+namespace uscope {
+
+enum class HttpSide { Server, Client };
+
+inline constexpr std::string_view kHttpServerFunction = "net/http.serverHandler.ServeHTTP";
+inline constexpr std::string_view kHttpClientFunction = "net/http.(*Client).do";
+
+// One struct field offset the probes use, and where it came from (`-v` prints these).
+struct HttpFieldOffset {
+  std::string type;   // "net/http.Request"
+  std::string field;  // "Method"
+  uint64_t offset = 0;
+  GoTypeSource source = GoTypeSource::Dwarf;
+};
+
+// The offsets of the fields the probes read.
+struct HttpLayout {
+  uint64_t request_method = 0;   // net/http.Request.Method (string)
+  uint64_t request_url = 0;      // net/http.Request.URL (*net/url.URL)
+  uint64_t url_scheme = 0;       // net/url.URL.Scheme
+  uint64_t url_host = 0;         // net/url.URL.Host
+  uint64_t url_path = 0;         // net/url.URL.Path
+  uint64_t response_status = 0;  // net/http.response.status (int, the server's ResponseWriter)
+  uint64_t response_req = 0;     // net/http.response.req (*Request)
+  uint64_t client_status = 0;    // net/http.Response.StatusCode (int)
+  std::vector<HttpFieldOffset> sources;
+};
+
+// How a field's offset is found: GoTypes::field() in the product, a table in tests.
+using GoFieldLookup = std::function<Result<GoField>(std::string_view type, std::string_view field)>;
+
+// The layout of the sides asked for (a server-only binary need not hold net/http.Response's
+// layout). Errors name the field no source could place.
+Result<HttpLayout> http_layout(const GoFieldLookup& lookup, bool server, bool client);
+
+// The probe of one side. Output fields, in order:
+//   server: method (string), path (string), status (u64; -1 when rw is not net/http's *response,
+//           e.g. an HTTP/2 ResponseWriter, whose status is elsewhere)
+//   client: method, scheme, host, path (strings), response pointer (u64), status (u64; read only
+//           through a non-nil response), error type word (u64; non-zero = an error)
+ProbeSpec http_probe(HttpSide side, const HttpLayout& layout);
+
+// Field indices of the probes' events (http_probe's order).
+namespace http_field {
+inline constexpr size_t kServerMethod = 0, kServerPath = 1, kServerStatus = 2, kServerFields = 3;
+inline constexpr size_t kClientMethod = 0, kClientScheme = 1, kClientHost = 2, kClientPath = 3,
+                        kClientResponse = 4, kClientStatus = 5, kClientError = 6, kClientFields = 7;
+}  // namespace http_field
+
+// Which of the sides a Go binary has, from its function names: whether it calls into net/http's
+// server (serverHandler.ServeHTTP) and client ((*Client).do). Fails for a binary that is not Go,
+// a Go older than the register ABI (1.17), and a Go binary with neither side ("does not use
+// net/http's server or client").
+struct HttpSides {
+  bool server = false;
+  bool client = false;
+};
+Result<HttpSides> http_sides(ObjectCache& cache, const std::string& target);
+
+struct HttpPlan {
+  TracePlan trace;
+  std::vector<HttpSide> side_of_probe;  // by TracePlan::probes index
+  HttpLayout layout;
+};
+
+struct HttpPlanOptions {
+  std::string target;  // "" = the main binary of -p/-c
+  bool server = true;  // probe the server side when the binary has it
+  bool client = true;  // probe the client side when the binary has it
+  bool move_sites = true;
+};
+
+// The sides the binary has (and the options keep), their layout and their probes, planned.
+Result<HttpPlan> plan_http(ObjectCache& cache, const GoFieldLookup& lookup,
+                           const HttpPlanOptions& opts);
+
+}  // namespace uscope

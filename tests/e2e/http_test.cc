@@ -1,0 +1,185 @@
+// `uscope http` against the Go fixtures: a net/http server under load and a client, each with
+// DWARF and stripped.
+#include <gtest/gtest.h>
+
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <regex>
+
+#include "e2e_support.h"
+
+namespace uscope::e2e {
+namespace {
+
+// A port nothing listens on now (the kernel's pick for port 0), for a server to take.
+int free_port() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+// How many lines of `text` match `pattern` whole.
+size_t matching_lines(const std::string& text, const std::string& pattern) {
+  std::regex re(pattern);
+  size_t n = 0;
+  for (const auto& l : lines_with(text, ""))
+    if (std::regex_match(l, re)) ++n;
+  return n;
+}
+
+// 20 rounds of four routes while `uscope http -p` watches the server, itself under a load of
+// requests to another path since before the probes went in.
+void serves_red_per_route(const std::string& server_name) {
+  USCOPE_REQUIRE_ROOT();
+  const int port = free_port();
+  GatedProcess server({fixture("go/" + server_name), std::to_string(port)});
+  server.start();
+  ASSERT_TRUE(server.wait_for_line("listening on"));
+  const std::string base = "http://127.0.0.1:" + std::to_string(port);
+  RunningCommand load({fixture("go/gohttp_client"), base, "0", "/load"});
+  auto tracer = RunningCommand::uscope({"http", "-p", std::to_string(server.pid())});
+  ASSERT_TRUE(wait_for_links(tracer.pid(), "trace_"));
+  ASSERT_TRUE(tracer.wait_for_output(" /load\n"));  // attached under load, and seeing it
+  auto client = run(
+      {fixture("go/gohttp_client"), base, "20", "/hello", "/items/apple", "/items/nope", "/fail"});
+  ASSERT_EQ(client.exit_code, 0) << client.err;
+  EXPECT_NE(client.out.find("done ok=80 failed=0"), std::string::npos) << client.out;
+  // Every event is in the ring by now: a response leaves the server after ServeHTTP returns
+  // (finishRequest flushes it), and uscope reads what the ring holds at the stop.
+  load.signal(SIGKILL);
+  tracer.signal(SIGINT);
+  auto r = tracer.finish();
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::vector<std::pair<std::string, std::string>> routes = {
+      {"/hello", "200"}, {"/items/apple", "200"}, {"/items/nope", "404"}, {"/fail", "500"}};
+  for (const auto& [path, status] : routes) {
+    // Live lines ("server GET  200  0.019 ms  /hello"), not the summary's row.
+    EXPECT_EQ(matching_lines(r.out, "server GET +[0-9a-z+]+ +[0-9.]+ m?s  " + path), 20u)
+        << path << "\n"
+        << r.out;
+    EXPECT_EQ(matching_lines(r.out, "server GET +" + status + " +[0-9.]+ m?s  " + path), 20u)
+        << path;
+  }
+  // The summary: 20 per route, the 500s as errors.
+  EXPECT_TRUE(std::regex_search(r.out, std::regex("server GET +20 +0 .*  /hello\n"))) << r.out;
+  EXPECT_TRUE(std::regex_search(r.out, std::regex("server GET +20 +0 .*  /items/apple\n")))
+      << r.out;
+  EXPECT_TRUE(std::regex_search(r.out, std::regex("server GET +20 +0 .*  /items/nope\n"))) << r.out;
+  EXPECT_TRUE(std::regex_search(r.out, std::regex("server GET +20 +20 .*  /fail\n"))) << r.out;
+  EXPECT_TRUE(bpf_links_of_programs("trace_").empty());
+}
+
+TEST(http, server_red_per_route) {
+  serves_red_per_route("gohttp_server");
+}
+TEST(http, server_red_per_route_stripped) {
+  serves_red_per_route("gohttp_server_stripped");
+}
+
+TEST(http, json_summary_with_duration) {
+  USCOPE_REQUIRE_ROOT();
+  const int port = free_port();
+  GatedProcess server({fixture("go/gohttp_server_stripped"), std::to_string(port)});
+  server.start();
+  ASSERT_TRUE(server.wait_for_line("listening on"));
+  const std::string base = "http://127.0.0.1:" + std::to_string(port);
+  auto r = uscope(
+      {"http", "--json", "-c", fixture("go/gohttp_client") + " " + base + " 5 /hello /fail"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto objs = json_lines(r.out);
+  ASSERT_FALSE(objs.empty()) << r.out;
+  size_t requests = 0;
+  for (const auto& j : objs)
+    if (j["kind"] == "request") {
+      ++requests;
+      EXPECT_EQ(j["side"], "client");
+      EXPECT_EQ(j["method"], "GET");
+      EXPECT_GT(j["duration_ns"].get<uint64_t>(), 0u);
+    }
+  EXPECT_EQ(requests, 10u) << r.out;
+  const auto& s = objs.back();
+  ASSERT_EQ(s["kind"], "summary") << r.out;
+  ASSERT_EQ(s["routes"].size(), 2u) << s.dump();
+  EXPECT_EQ(s["routes"][0]["route"], base + "/fail");
+  EXPECT_EQ(s["routes"][0]["count"], 5);
+  EXPECT_EQ(s["routes"][0]["errors"], 5);
+  EXPECT_EQ(s["routes"][0]["statuses"]["500"], 5);
+  EXPECT_EQ(s["routes"][1]["route"], base + "/hello");
+  EXPECT_EQ(s["routes"][1]["errors"], 0);
+  // Probes in before the command started: every call has its entry, nothing is missing.
+  for (const auto& [cause, n] : s["losses"].items()) EXPECT_EQ(n, 0) << cause;
+}
+
+// `uscope http -p` attached to a client that keeps calling the server.
+void client_under_load(const std::string& client_name) {
+  USCOPE_REQUIRE_ROOT();
+  const int port = free_port();
+  GatedProcess server({fixture("go/gohttp_server"), std::to_string(port)});
+  server.start();
+  ASSERT_TRUE(server.wait_for_line("listening on"));
+  const std::string base = "http://127.0.0.1:" + std::to_string(port);
+  RunningCommand client({fixture("go/" + client_name), base, "0", "/hello"});
+  auto tracer = RunningCommand::uscope({"http", "-p", std::to_string(client.pid())});
+  ASSERT_TRUE(wait_for_links(tracer.pid(), "trace_"));
+  EXPECT_TRUE(tracer.wait_for_output("client GET        200"));
+  EXPECT_TRUE(tracer.wait_for_output("  " + base + "/hello\n"));
+  tracer.signal(SIGINT);
+  auto r = tracer.finish();
+  client.signal(SIGKILL);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_GT(matching_lines(r.out, "client GET +200 +[0-9.]+ m?s  " + base + "/hello"), 0u) << r.out;
+  EXPECT_TRUE(
+      std::regex_search(r.out, std::regex("client GET +[0-9]+ +0 .*  " + base + "/hello\n")))
+      << r.out;
+  EXPECT_TRUE(bpf_links_of_programs("trace_").empty());
+}
+
+TEST(http, client_under_load) {
+  client_under_load("gohttp_client");
+}
+TEST(http, client_under_load_stripped) {
+  client_under_load("gohttp_client_stripped");
+}
+
+// Nothing listens on port 1: every call fails, and each is an error.
+void connection_refused(const std::string& client_name) {
+  USCOPE_REQUIRE_ROOT();
+  auto r = uscope({"http", "-c", fixture("go/" + client_name) + " http://127.0.0.1:1 3"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(matching_lines(r.out, "client GET +error +[0-9.]+ m?s  http://127.0.0.1:1/hello"), 3u)
+      << r.out;
+  EXPECT_TRUE(
+      std::regex_search(r.out, std::regex("client GET +3 +3 .*  http://127.0.0.1:1/hello\n")))
+      << r.out;
+}
+
+TEST(http, client_connection_refused) {
+  connection_refused("gohttp_client");
+}
+TEST(http, client_connection_refused_stripped) {
+  connection_refused("gohttp_client_stripped");
+}
+
+TEST(http, refuses_what_is_not_a_go_http_program) {
+  USCOPE_REQUIRE_ROOT();
+  auto native = uscope({"http", "-c", fixture("native/target_loop") + " 1"});
+  EXPECT_EQ(native.exit_code, 1);
+  EXPECT_NE(native.err.find("is not a Go program"), std::string::npos) << native.err;
+  auto plain_go = uscope({"http", "-c", fixture("go/gowork_stripped") + " 1"});
+  EXPECT_EQ(plain_go.exit_code, 1);
+  EXPECT_NE(plain_go.err.find("does not use net/http's server or client"), std::string::npos)
+      << plain_go.err;
+  EXPECT_TRUE(bpf_links_of_programs("trace_").empty());
+}
+
+}  // namespace
+}  // namespace uscope::e2e
