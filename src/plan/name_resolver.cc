@@ -4,6 +4,8 @@
 // offsets and widths from DWARF.
 #include "plan/name_resolver.h"
 
+#include "plan/go_name_resolver.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -595,6 +597,11 @@ Result<ProbeSpec> resolve_names(const ProbeSpec& spec, const ElfFile& elf,
     auto opened = DwarfTypes::open(elf);
     if (!opened) return with_context(elf.display_path(), opened.error());
     cache = std::move(*opened);
+  }
+  // Go code: its own ABI and its own DWARF conventions (plan/go_name_resolver.h).
+  if (elf.section(".gopclntab") && !spec.params) {
+    GoNameSite go{function_addr, function, elf.display_path(), spec.kind};
+    return resolve_go_names(spec, *cache, go);
   }
   NameSite site;
   site.dwarf = cache.get();
