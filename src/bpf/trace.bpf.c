@@ -260,6 +260,29 @@ static __always_inline void emit_str(struct scratch* s, __u64 addr, __u64 want, 
   s->truncated |= cut;
 }
 
+/* One Go interface value (TOP_EMIT_GOIFACE): its type word, the kind of its runtime type
+ * descriptor (the byte at type + 23 since Go 1.14, reflect.Kind in the low 5 bits), and what it
+ * holds: a string's bytes, a pointer-shaped kind's data word, or the 8 bytes the data word points
+ * to (user space keeps the kind's width). */
+static __always_inline void emit_go_value(struct scratch* s, __u64 type, __u64 data, int in_key) {
+  __u8 kind = 0;
+  if (type && bpf_probe_read_user(&kind, 1, (void*)(type + 23))) s->read_errors++;
+  kind &= 31;
+  emit_u64(s, type);
+  emit_u64(s, kind);
+  if (kind == 24) { /* string: data points to {ptr, len} */
+    __u64 hdr[2] = {0, 0};
+    if (bpf_probe_read_user(hdr, sizeof(hdr), (void*)data)) s->read_errors++;
+    emit_str(s, hdr[0], hdr[1], TRACE_GO_STR, 1, in_key);
+  } else if (kind == 18 || kind == 19 || kind == 21 || kind == 22 || kind == 26 || kind == 0) {
+    emit_u64(s, data); /* chan, func, map, pointer, unsafe.Pointer: the word is the value */
+  } else {
+    __u64 v = 0;
+    if (bpf_probe_read_user(&v, sizeof(v), (void*)data)) s->read_errors++;
+    emit_u64(s, v);
+  }
+}
+
 static __always_inline void emit_comm(struct scratch* s) {
   __u32 pos = s->pos;
   if (pos > TRACE_MAX_DATA - 4 - TRACE_COMM_LEN) {
@@ -397,6 +420,24 @@ static long step(__u32 i, void* unused) {
       break;
     case TOP_EMIT_COMM:
       emit_comm(s);
+      break;
+    case TOP_EMIT_GOIFACE:
+      b = pop(s);
+      a = pop(s);
+      if (!op->a) {
+        emit_go_value(s, a, b, r->flags & TRACE_F_AGGREGATE);
+      } else {
+        /* a []any: address a, length b; each element is {type, data}. */
+        __u64 n = b > op->b ? op->b : b;
+        if (n > TRACE_GO_VALUES) n = TRACE_GO_VALUES;
+        emit_u64(s, n | (b > n ? TRACE_STR_TRUNCATED : 0));
+        for (int i = 0; i < TRACE_GO_VALUES; i++) {
+          if (i >= n) break;
+          __u64 pair[2] = {0, 0};
+          if (bpf_probe_read_user(pair, sizeof(pair), (void*)(a + 16 * i))) s->read_errors++;
+          emit_go_value(s, pair[0], pair[1], r->flags & TRACE_F_AGGREGATE);
+        }
+      }
       break;
     case TOP_AGG_VALUE:
       s->agg_value = pop(s);

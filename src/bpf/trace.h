@@ -22,6 +22,8 @@
 #define TRACE_COMM_LEN 16
 #define TRACE_MAX_FRAMES 127 /* user stack frames per event (perf's default max_stack) */
 #define TRACE_MAX_KFRAMES 32 /* kernel stack frames per event (-K): at a uprobe, the trap path */
+#define TRACE_GO_VALUES 4    /* interface values of one []any printed by %v */
+#define TRACE_GO_STR 64      /* bytes of a string held in an interface value */
 
 /* pt_regs as an array of u64 (x86_64 layout, arch/x86/include/asm/ptrace.h). */
 enum uscope_reg {
@@ -87,23 +89,25 @@ enum uscope_opcode {
   TOP_NOT,
   TOP_NEG,
   TOP_BITNOT,
-  TOP_STREQ,     /* pop address; push 1 if the string there equals pool[a .. a+b) */
-  TOP_COMMEQ,    /* push 1 if comm equals pool[a .. a+b) */
-  TOP_FILTER,    /* pop; if zero, the event is dropped (counted as filtered) */
-  TOP_EMIT,      /* pop; append the u64 to the event */
-  TOP_EMIT_STR,  /* a=1: pop length; pop address; append u32 length + bytes. a=0: NUL-terminated,
-                    at most imm bytes; a=1: exactly min(length, imm) bytes. imm is further
-                    clamped to the room left in the event and to TRACE_MAX_STR - 2. A string
-                    longer than that cap (a=0: no NUL within cap bytes; a=1: length > cap) is
-                    stored cut to cap bytes with TRACE_STR_TRUNCATED set (see below) */
-  TOP_EMIT_COMM, /* append comm as a string */
-  TOP_AGG_VALUE, /* pop; the value a TRACE_F_AGGREGATE recipe buckets (TRACE_AGG_LOG2/LINEAR) */
+  TOP_STREQ,        /* pop address; push 1 if the string there equals pool[a .. a+b) */
+  TOP_COMMEQ,       /* push 1 if comm equals pool[a .. a+b) */
+  TOP_FILTER,       /* pop; if zero, the event is dropped (counted as filtered) */
+  TOP_EMIT,         /* pop; append the u64 to the event */
+  TOP_EMIT_STR,     /* a=1: pop length; pop address; append u32 length + bytes. a=0: NUL-terminated,
+                       at most imm bytes; a=1: exactly min(length, imm) bytes. imm is further
+                       clamped to the room left in the event and to TRACE_MAX_STR - 2. A string
+                       longer than that cap (a=0: no NUL within cap bytes; a=1: length > cap) is
+                       stored cut to cap bytes with TRACE_STR_TRUNCATED set (see below) */
+  TOP_EMIT_COMM,    /* append comm as a string */
+  TOP_AGG_VALUE,    /* pop; the value a TRACE_F_AGGREGATE recipe buckets (TRACE_AGG_LOG2/LINEAR) */
   TOP_EMIT_GOIFACE, /* Go interface values (`%v`). a=0: pop data word, pop type word: one value.
                        a=1: pop length, pop address of a slice of interfaces ([]any): at most b
-                       values. Appends a u32 count (TRACE_STR_TRUNCATED set when the slice had
-                       more), then per value its type word (u64), the kind byte of the runtime
-                       type descriptor (u8; 0 = nil or unreadable) and the value: a string kind as
-                       (u32 length, bytes), other kinds as the u64 they hold. */
+                       (<= TRACE_GO_VALUES) values. Appends a u64 count (TRACE_STR_TRUNCATED set
+                       when the slice had more), then per value its type word (u64), the kind of
+                       its runtime type descriptor (u64: the byte at type + 23, low 5 bits; 0 =
+                       nil or unreadable) and the value: a string kind as a string field (u32
+                       length word, bytes), other kinds as one u64 (the data word for
+                       pointer-shaped kinds, else the 8 bytes it points to). */
   TOP_NUM_OPS
 };
 

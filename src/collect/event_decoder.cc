@@ -6,6 +6,10 @@
 #include <algorithm>
 #include <cstring>
 
+#include <fmt/format.h>
+
+#include "discover/go_types.h"
+
 namespace uscope {
 
 namespace {
@@ -74,29 +78,140 @@ bool EventDecoder::decode_fields(const ProbePlan& probe, std::span<const uint8_t
     v.text.clear();
     v.symbol.clear();
     v.late = v.unreadable = v.truncated = false;
+    const auto pid = static_cast<pid_t>(out.header.tgid);
+    if (f.kind == OutputField::Kind::GoValue || f.kind == OutputField::Kind::GoValues) {
+      v.is_string = true;
+      if (!take_go_values(data, pos, pid, f.kind == OutputField::Kind::GoValues, v, late_cut))
+        return false;
+      ++out.n_values;
+      continue;
+    }
     if (!v.is_string) {
       if (!take(data, pos, v.number)) return false;
       ++out.n_values;
       continue;
     }
-    uint32_t word = 0;
-    if (!take(data, pos, word) || (word & ~kKnownStrBits)) return false;
-    uint32_t len = word & TRACE_STR_LEN_MASK;
-    v.truncated = word & TRACE_STR_TRUNCATED;
-    if (word & TRACE_STR_DEFERRED) {
-      uint64_t addr = 0;
-      if (!take(data, pos, addr)) return false;
-      bool cut_before = v.truncated;
-      read_late(static_cast<pid_t>(out.header.tgid), addr, len, word & TRACE_STR_EXACT, v);
-      late_cut |= v.truncated && !cut_before;
-    } else {
-      if (data.size() - pos < len) return false;
-      v.text.assign(reinterpret_cast<const char*>(data.data() + pos), len);
-      pos += len;
-    }
+    if (!take_string(data, pos, pid, v, late_cut)) return false;
     ++out.n_values;
   }
   return pos == data.size();
+}
+
+bool EventDecoder::take_string(std::span<const uint8_t> data, size_t& pos, pid_t pid,
+                               DecodedValue& v, bool& late_cut) {
+  uint32_t word = 0;
+  if (!take(data, pos, word) || (word & ~kKnownStrBits)) return false;
+  uint32_t len = word & TRACE_STR_LEN_MASK;
+  v.truncated = word & TRACE_STR_TRUNCATED;
+  if (word & TRACE_STR_DEFERRED) {
+    uint64_t addr = 0;
+    if (!take(data, pos, addr)) return false;
+    bool cut_before = v.truncated;
+    read_late(pid, addr, len, word & TRACE_STR_EXACT, v);
+    late_cut |= v.truncated && !cut_before;
+  } else {
+    if (data.size() - pos < len) return false;
+    v.text.assign(reinterpret_cast<const char*>(data.data() + pos), len);
+    pos += len;
+  }
+  return true;
+}
+
+// TOP_EMIT_GOIFACE's payload (bpf/trace.h) as Go's %v prints it: "Hi", "[bye 2 true]", "<nil>".
+// Kinds are reflect.Kind; a value whose kind has no short form shows its kind and address.
+bool EventDecoder::take_go_values(std::span<const uint8_t> data, size_t& pos, pid_t pid, bool slice,
+                                  DecodedValue& v, bool& late_cut) {
+  uint64_t count = 1;
+  bool more = false;
+  if (slice) {
+    if (!take(data, pos, count)) return false;
+    more = count & TRACE_STR_TRUNCATED;
+    count &= ~uint64_t{TRACE_STR_TRUNCATED};
+    if (count > TRACE_GO_VALUES) return false;
+  }
+  std::string text = slice ? "[" : "";
+  bool cut = false;
+  for (uint64_t i = 0; i < count; ++i) {
+    uint64_t type = 0, kind = 0, word = 0;
+    if (!take(data, pos, type) || !take(data, pos, kind)) return false;
+    if (i) text += ' ';
+    if (kind == 24) {  // string
+      DecodedValue s;
+      if (!take_string(data, pos, pid, s, late_cut)) return false;
+      text += s.text;
+      cut |= s.truncated;
+      continue;
+    }
+    if (!take(data, pos, word)) return false;
+    auto as_signed = [&](int bytes) {
+      return bytes == 8 ? static_cast<int64_t>(word)
+                        : static_cast<int64_t>(word << (64 - 8 * bytes)) >> (64 - 8 * bytes);
+    };
+    auto as_unsigned = [&](int bytes) {
+      return bytes == 8 ? word : word & ((uint64_t{1} << (8 * bytes)) - 1);
+    };
+    switch (kind) {
+      case 0:
+        text += type == 0 ? "<nil>" : fmt::format("<unreadable type {:#x}>", type);
+        break;
+      case 1:
+        text += (word & 0xff) ? "true" : "false";
+        break;
+      case 2:
+      case 6:
+        text += fmt::format("{}", as_signed(8));
+        break;
+      case 3:
+        text += fmt::format("{}", as_signed(1));
+        break;
+      case 4:
+        text += fmt::format("{}", as_signed(2));
+        break;
+      case 5:
+        text += fmt::format("{}", as_signed(4));
+        break;
+      case 7:
+      case 11:
+      case 12:
+        text += fmt::format("{}", as_unsigned(8));
+        break;
+      case 8:
+        text += fmt::format("{}", as_unsigned(1));
+        break;
+      case 9:
+        text += fmt::format("{}", as_unsigned(2));
+        break;
+      case 10:
+        text += fmt::format("{}", as_unsigned(4));
+        break;
+      case 13: {
+        float f;
+        auto bits = static_cast<uint32_t>(word);
+        std::memcpy(&f, &bits, sizeof f);
+        text += fmt::format("{}", f);
+        break;
+      }
+      case 14: {
+        double d;
+        std::memcpy(&d, &word, sizeof d);
+        text += fmt::format("{}", d);
+        break;
+      }
+      case 18:
+      case 19:
+      case 21:
+      case 22:
+      case 26:
+        text += fmt::format("{:#x}", word);
+        break;
+      default:
+        text += fmt::format("<{} value>", go_kind_name(static_cast<GoKind>(kind)));
+    }
+  }
+  if (slice) text += more ? " ...]" : "]";
+  v.text = std::move(text);
+  v.truncated = cut;
+  return true;
 }
 
 void EventDecoder::read_late(pid_t pid, uint64_t addr, uint32_t len, bool exact, DecodedValue& v) {

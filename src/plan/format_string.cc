@@ -13,9 +13,10 @@ namespace uscope::probe_detail {
 namespace {
 
 // U and K are bcc's: a user (kernel) address printed as its symbol.
-constexpr std::string_view kConversions = "diuxXpscUK";
+constexpr std::string_view kConversions = "diuxXpscUKv";
 constexpr std::string_view kFlags = "-+ #0";
-constexpr std::string_view kSupported = "use %d %i %u %x %X %p %s %c %U %K, or %% for a literal %";
+constexpr std::string_view kSupported =
+    "use %d %i %u %x %X %p %s %c %U %K %v, or %% for a literal %";
 
 // Parses the digits of a width or precision at `j`; false if too large to be meant.
 bool read_number(const std::string& s, size_t& j) {
@@ -57,6 +58,10 @@ Result<void> check_arg(const FormatConversion& conv, Expr& arg) {
   // A name or member has no type until the planner resolves it, and check_format_args runs again
   // on what it resolves to (a char array is then read in place, a char * through str()).
   if (arg.op == Expr::Op::Name || arg.op == Expr::Op::Member) return {};
+  if (conv.conv == 'v') return {};  // a value as Go prints it: a number, a string, a Go value
+  if (arg.op == Expr::Op::GoValue)
+    return spec_error(arg.column, fmt::format("{} is a Go {}", describe(arg), arg.text),
+                      "print it with %v");
   if (conv.conv == 's') {
     if (arg.op == Expr::Op::Str || arg.op == Expr::Op::Comm) return {};
     if (!is_pointer_like(arg))

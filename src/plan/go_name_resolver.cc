@@ -214,6 +214,14 @@ class GoResolver {
                     {word(v, 0, 8, false, at.column), word(v, 1, 8, false, at.column)});
       return s;
     }
+    if (go_name(t).starts_with("[]interface {")) {  // fmt.Println's `a ...any`
+      if (words < 2)
+        return error(at, fmt::format("'{}' is a slice split oddly", spelling(at)), "read ctx->REG");
+      Expr g = make(Expr::Op::GoValue, at.column,
+                    {word(v, 0, 8, false, at.column), word(v, 1, 8, false, at.column)});
+      g.text = go_name(t);
+      return g;
+    }
     if (is_interface(t)) {
       if (words < 2)
         return error(at, fmt::format("'{}' is an interface split oddly", spelling(at)),

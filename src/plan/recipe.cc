@@ -285,7 +285,18 @@ class RecipeBuilder {
   }
 
   Result<void> emit(const Expr& e, const FormatConversion& conv) {
-    if (conv.conv != 's') {
+    if (e.op == Expr::Op::GoValue) {
+      if (conv.conv != 'v') return at(e, fmt::format("a Go {} is printed only with %v", e.text));
+      if (e.children.size() != 2) return at(e, "a Go value needs its two words");
+      const bool slice = e.text.starts_with("[]");
+      if (auto r = value(e.children[0]); !r) return r;
+      if (auto r = value(e.children[1]); !r) return r;
+      fields.push_back({slice ? OutputField::Kind::GoValues : OutputField::Kind::GoValue, conv});
+      return op(TOP_EMIT_GOIFACE, slice ? 1 : 0, slice ? TRACE_GO_VALUES : 0, 0, 0, 2);
+    }
+    const bool as_string =
+        conv.conv == 's' || (conv.conv == 'v' && (e.op == Expr::Op::Str || e.op == Expr::Op::Comm));
+    if (!as_string) {
       if (auto r = value(e); !r) return r;
       fields.push_back({OutputField::Kind::Value, conv});
       return op(TOP_EMIT, 0, 0, 0, 0, 1);

@@ -16,7 +16,9 @@ namespace uscope {
 
 // How user space decodes one emitted field of an event.
 struct OutputField {
-  enum class Kind { Value, String };
+  // GoValue, GoValues: one Go interface value or a []any (%v of a GoValue expression), decoded
+  // to text by collect/ (TOP_EMIT_GOIFACE's payload).
+  enum class Kind { Value, String, GoValue, GoValues };
   Kind kind = Kind::Value;
   FormatConversion conv;
 };

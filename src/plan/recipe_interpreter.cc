@@ -442,6 +442,9 @@ Result<std::vector<PayloadValue>> decode_payload(std::span<const OutputField> fi
   };
   for (size_t i = 0; i < fields.size(); ++i) {
     PayloadValue v;
+    if (fields[i].kind == OutputField::Kind::GoValue ||
+        fields[i].kind == OutputField::Kind::GoValues)
+      return fail("field {}: Go values are printed by trace, not kept in keys", i + 1);
     if (fields[i].kind == OutputField::Kind::Value) {
       if (!take(&v.number, 8))
         return fail("field {}: a value needs 8 bytes, {} left", i + 1, payload.size() - pos);

@@ -71,7 +71,7 @@ void MessageFormat::render_number(const Piece& p, uint64_t v, OutputBuffer& out)
     return;
   }
   uint64_t mask = p.bits == 64 ? ~uint64_t{0} : (uint64_t{1} << p.bits) - 1;
-  bool is_signed = p.conv == 'd' || p.conv == 'i';
+  bool is_signed = p.conv == 'd' || p.conv == 'i' || p.conv == 'v';
   bool negative = false;
   uint64_t magnitude = v & mask;
   if (is_signed && p.bits < 64 && (magnitude >> (p.bits - 1)))
@@ -144,7 +144,7 @@ void MessageFormat::render(std::span<const DecodedValue> values, OutputBuffer& o
       append_padded(out, v.symbol, p.width, p.left);
       continue;
     }
-    if (p.conv != 's') {
+    if (p.conv != 's' && !(p.conv == 'v' && v.is_string)) {
       render_number(p, v.number, out);
       continue;
     }

@@ -28,6 +28,23 @@ TEST(go_args, parameters_by_name_in_entry_and_return_probes) {
         << ret.out;
 }
 
+// The seed's failure case: bcc printed garbage for fmt.Println's argument. Println is inlined in
+// this build; Fprintln's `a ...any` is a slice of interface values, printed as Go prints them.
+TEST(go_args, interface_values_print_as_go_prints_them) {
+  USCOPE_REQUIRE_ROOT();
+  auto r = uscope({"trace", "-c", fixture("go/gohi") + " 2", "p::fmt.Fprintln \"%v\", a"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(lines_with(r.out, "fmt.Fprintln     [Hi]").size(), 2u) << r.out;
+  EXPECT_EQ(lines_with(r.out, "fmt.Fprintln     [bye 2 true]").size(), 1u) << r.out;
+  auto plain =
+      uscope({"trace", "-c", fixture("go/gowork") + " 2", "p::main.work \"%v %v\", i, tag"});
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_NE(plain.out.find("main.work        1 gopher\n"), std::string::npos) << plain.out;
+  auto wrong = uscope({"trace", "-c", fixture("go/gohi") + " 1", "p::fmt.Fprintln \"%s\", a"});
+  EXPECT_EQ(wrong.exit_code, 1);
+  EXPECT_NE(wrong.err.find("print it with %v"), std::string::npos) << wrong.err;
+}
+
 int free_port() {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};
