@@ -57,6 +57,22 @@ SiteContext site_context(const MatchedSite& m, ProbeKind kind, const SitePlaceme
   return ctx;
 }
 
+Result<void> check_inlined_site(const MatchedSite& m, const ProbeSpec& spec) {
+  if (m.inlined_in.empty()) return {};
+  std::vector<std::string> regs;
+  bool memory = false;
+  for (const auto& a : spec.args) collect_reads(a, spec.kind, regs, memory);
+  if (spec.predicate) collect_reads(*spec.predicate, spec.kind, regs, memory);
+  if (has_names(spec) || !regs.empty() || spec.kind == ProbeKind::Return)
+    return fail(
+        "probe spec column {}: {} is inlined into {} in {}: a copy has no arguments in registers "
+        "and no return of its own (uscope does not read inlined copies' DWARF locations yet); "
+        "probe {} or a function {} calls, or count its calls without arguments",
+        spec.function_column, m.label, m.inlined_in, m.object->ref.display_path, m.inlined_in,
+        m.label);
+  return {};
+}
+
 Result<TracePlan> plan_trace(ObjectCache& cache, std::span<const ProbeSpec> specs,
                              const TraceOptions& opts) {
   TracePlan plan;
@@ -81,6 +97,7 @@ Result<TracePlan> plan_trace(ObjectCache& cache, std::span<const ProbeSpec> spec
 
     std::map<std::string, uint32_t> probe_of_label;
     for (const auto& m : *matched) {
+      if (auto r = check_inlined_site(m, spec); !r) return tl::unexpected(r.error());
       // Parameter names and members are registers and offsets of this function in this object;
       // the registers a probe reads are known only once they are resolved.
       auto resolved =

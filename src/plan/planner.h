@@ -81,6 +81,10 @@ struct TraceOptions {
 // What compile_probe() needs to know of a matched site placed at `place`.
 SiteContext site_context(const MatchedSite& m, ProbeKind kind, const SitePlacement& place);
 
+// A site in an inlined copy (MatchedSite::inlined_in) takes only probes that read no argument and
+// no return: a copy has neither in Go's registers. Fails naming the function to probe instead.
+Result<void> check_inlined_site(const MatchedSite& m, const ProbeSpec& spec);
+
 // One probe per matched function (a glob matches many, each its own probe and label), a recipe
 // and a site per attach point (two for a return probe using $entry()).
 Result<TracePlan> plan_trace(ObjectCache& cache, std::span<const ProbeSpec> specs,

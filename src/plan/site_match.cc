@@ -35,11 +35,52 @@ Result<std::vector<MatchedSite>> match_usdt(ObjectCache& cache, PlannedObject& o
   return out;
 }
 
+// The inlined copies of the Go functions `name` (exact or glob) selects, from .gopclntab's inline
+// trees: each at the copy's first instruction, labelled with the inlined function.
+Result<std::vector<MatchedSite>> inlined_sites(PlannedObject& o, std::string_view name) {
+  std::vector<MatchedSite> out;
+  if (!o.go_table) {
+    auto t = GoPclntab::read(o.elf);
+    if (!t) return tl::unexpected(t.error());
+    o.go_table = std::make_shared<std::optional<GoPclntab>>(std::move(*t));
+  }
+  if (!o.go_table->has_value()) return out;
+  const GoPclntab& table = **o.go_table;
+  const bool glob = is_function_glob(name);
+  const GoNamePattern go = go_name_pattern(name);
+  const std::string pattern = go.go ? go.glob : std::string(name);
+  for (const auto& c : table.inlined_calls()) {
+    if (glob ? !glob_match(pattern, c.function) : c.function != name) continue;
+    const GoFunction* caller = table.containing(c.pc);
+    auto offset = o.elf.vaddr_to_offset(c.pc);
+    if (!caller || !offset) continue;
+    MatchedSite m;
+    m.object = &o;
+    m.label = c.function;
+    m.address = c.pc;
+    m.offset = *offset;
+    m.function_start = caller->entry;
+    m.function_size = caller->end - caller->entry;
+    m.inlined_in = c.caller;
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
 Result<std::vector<MatchedSite>> match_functions(ObjectCache& cache, PlannedObject& o,
                                                  const ProbeSpec& spec) {
   auto syms = cache.symbols(o);
   if (!syms) return tl::unexpected(syms.error());
   std::vector<const FunctionSymbol*> found = functions_named(**syms, spec.function);
+  // Go inlines small functions (net/http.Get, fmt.Println) into their callers: each copy is a
+  // site too, so that every call is seen, and a function that exists only inlined is found.
+  std::vector<MatchedSite> inlined;
+  if (o.is_go && spec.offset == 0) {
+    auto copies = inlined_sites(o, spec.function);
+    if (!copies) return tl::unexpected(copies.error());
+    inlined = std::move(*copies);
+  }
+  if (found.empty() && !inlined.empty()) return inlined;
   if (found.empty()) {
     auto close = closest_names(spec.function, (*syms)->names());
     return fail("probe spec column {}: no function '{}' in {}{}{}", spec.function_column,
@@ -75,6 +116,7 @@ Result<std::vector<MatchedSite>> match_functions(ObjectCache& cache, PlannedObje
         is_function_glob(spec.function) ? (*syms)->preferred_alias(*f)->demangled : f->demangled,
         spec.offset));
   }
+  out.insert(out.end(), inlined.begin(), inlined.end());
   return out;
 }
 
@@ -121,7 +163,8 @@ GoNamePattern go_name_pattern(std::string_view name) {
       }
     }
     // Type arguments of a generic instantiation: "Sum[go.shape.int_0]", or "Sum[...]" for all.
-    if (name[i] == '[' && i > 0 && (probe_detail::is_ident_char(name[i - 1]) || name[i - 1] == ')')) {
+    if (name[i] == '[' && i > 0 &&
+        (probe_detail::is_ident_char(name[i - 1]) || name[i - 1] == ')')) {
       size_t close = name.find(']', i);
       if (close != std::string_view::npos) {
         std::string_view args = name.substr(i + 1, close - i - 1);

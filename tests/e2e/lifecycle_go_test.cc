@@ -87,6 +87,30 @@ TEST(go, stripped_programs_are_listed_and_traced_through_gopclntab) {
   EXPECT_NE(r.out.find("main.work        3 12\n"), std::string::npos) << r.out;
 }
 
+// fmt.Println exists only inlined (into main.main, twice): each copy is a site, found through
+// .gopclntab's inline trees, with symbols or without.
+TEST(go, inlined_functions_are_probed_at_every_copy) {
+  USCOPE_REQUIRE_ROOT();
+  for (const char* bin : {"go/gohi", "go/gohi_stripped"}) {
+    auto t = uscope({"trace", "-c", fixture(bin) + " 3", "p::fmt.Println"});
+    ASSERT_EQ(t.exit_code, 0) << t.err;
+    EXPECT_EQ(lines_with(t.out, " fmt.Println").size(), 4u) << t.out;  // 3 "Hi" and "bye"
+    auto c = uscope({"count", "--json", "-c", fixture(bin) + " 3", "fmt.Println"});
+    ASSERT_EQ(c.exit_code, 0) << c.err;
+    uint64_t calls = 0;
+    for (const auto& j : json_lines(c.out))
+      if (j.value("function", "") == "fmt.Println") calls += j.value("count", uint64_t{0});
+    EXPECT_EQ(calls, 4u) << c.out;
+  }
+  auto args = uscope({"trace", "-c", fixture("go/gohi") + " 1", "p::fmt.Println \"%d\", arg1"});
+  EXPECT_EQ(args.exit_code, 1);
+  EXPECT_NE(args.err.find("fmt.Println is inlined into main.main"), std::string::npos) << args.err;
+  auto ret = uscope({"latency", "-c", fixture("go/gohi") + " 1", "fmt.Println"});
+  EXPECT_EQ(ret.exit_code, 1);
+  EXPECT_NE(ret.err.find("probe the return of main.main"), std::string::npos) << ret.err;
+  EXPECT_TRUE(bpf_links_of_programs("trace_").empty());
+}
+
 // The attach layer refuses a uretprobe in Go code whatever planned it.
 TEST(go, attach_refuses_a_uretprobe_in_go_code) {
   USCOPE_REQUIRE_ROOT();
