@@ -126,6 +126,15 @@ int run_list(const ListOptions& o) {
       for (const auto* f : listed.functions)
         listed.entry_sites.push_back(listed_entry_site(**obj, *f));
       matched += listed.functions.size();
+      if (!pattern.empty() && (*obj)->is_go) {
+        auto copies = inlined_sites(**obj, pattern);
+        if (!copies) return report_error(copies.error().message);
+        for (auto& m : *copies) {
+          listed.inlined_sites.push_back(place_site(m, ProbeKind::Entry, SiteReads{}, false));
+          listed.inlined.push_back(std::move(m));
+        }
+        matched += listed.inlined.size();
+      }
     }
     if (want_usdt) {
       auto probes = cache.usdt(**obj);

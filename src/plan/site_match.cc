@@ -35,38 +35,6 @@ Result<std::vector<MatchedSite>> match_usdt(ObjectCache& cache, PlannedObject& o
   return out;
 }
 
-// The inlined copies of the Go functions `name` (exact or glob) selects, from .gopclntab's inline
-// trees: each at the copy's first instruction, labelled with the inlined function.
-Result<std::vector<MatchedSite>> inlined_sites(PlannedObject& o, std::string_view name) {
-  std::vector<MatchedSite> out;
-  if (!o.go_table) {
-    auto t = GoPclntab::read(o.elf);
-    if (!t) return tl::unexpected(t.error());
-    o.go_table = std::make_shared<std::optional<GoPclntab>>(std::move(*t));
-  }
-  if (!o.go_table->has_value()) return out;
-  const GoPclntab& table = **o.go_table;
-  const bool glob = is_function_glob(name);
-  const GoNamePattern go = go_name_pattern(name);
-  const std::string pattern = go.go ? go.glob : std::string(name);
-  for (const auto& c : table.inlined_calls()) {
-    if (glob ? !glob_match(pattern, c.function) : c.function != name) continue;
-    const GoFunction* caller = table.containing(c.pc);
-    auto offset = o.elf.vaddr_to_offset(c.pc);
-    if (!caller || !offset) continue;
-    MatchedSite m;
-    m.object = &o;
-    m.label = c.function;
-    m.address = c.pc;
-    m.offset = *offset;
-    m.function_start = caller->entry;
-    m.function_size = caller->end - caller->entry;
-    m.inlined_in = c.caller;
-    out.push_back(std::move(m));
-  }
-  return out;
-}
-
 Result<std::vector<MatchedSite>> match_functions(ObjectCache& cache, PlannedObject& o,
                                                  const ProbeSpec& spec) {
   auto syms = cache.symbols(o);
@@ -121,6 +89,36 @@ Result<std::vector<MatchedSite>> match_functions(ObjectCache& cache, PlannedObje
 }
 
 }  // namespace
+
+Result<std::vector<MatchedSite>> inlined_sites(PlannedObject& o, std::string_view name) {
+  std::vector<MatchedSite> out;
+  if (!o.go_table) {
+    auto t = GoPclntab::read(o.elf);
+    if (!t) return tl::unexpected(t.error());
+    o.go_table = std::make_shared<std::optional<GoPclntab>>(std::move(*t));
+  }
+  if (!o.go_table->has_value()) return out;
+  const GoPclntab& table = **o.go_table;
+  const bool glob = is_function_glob(name);
+  const GoNamePattern go = go_name_pattern(name);
+  const std::string pattern = go.go ? go.glob : std::string(name);
+  for (const auto& c : table.inlined_calls()) {
+    if (glob ? !glob_match(pattern, c.function) : c.function != name) continue;
+    const GoFunction* caller = table.containing(c.pc);
+    auto offset = o.elf.vaddr_to_offset(c.pc);
+    if (!caller || !offset) continue;
+    MatchedSite m;
+    m.object = &o;
+    m.label = c.function;
+    m.address = c.pc;
+    m.offset = *offset;
+    m.function_start = caller->entry;
+    m.function_size = caller->end - caller->entry;
+    m.inlined_in = c.caller;
+    out.push_back(std::move(m));
+  }
+  return out;
+}
 
 MatchedSite function_site(PlannedObject& o, const FunctionSymbol& f, std::string label,
                           uint64_t offset) {

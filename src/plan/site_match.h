@@ -110,6 +110,11 @@ GoNamePattern go_name_pattern(std::string_view name);
 // Whether a function name in a spec is a glob: '*', '?' or '[' outside a quoted signature.
 bool is_function_glob(std::string_view name);
 
+// The inlined copies of the Go functions `name` (exact or glob) selects, from .gopclntab's inline
+// trees: each at the copy's first instruction, labelled with the inlined function, `inlined_in`
+// its caller. Empty for an object without .gopclntab.
+Result<std::vector<MatchedSite>> inlined_sites(PlannedObject& o, std::string_view name);
+
 // Functions (exact name or glob) or USDT locations a spec names; errors list the closest names.
 // Aliases at one address become one site with the first name.
 Result<std::vector<MatchedSite>> match_sites(ObjectCache& cache, const ProbeSpec& spec);

@@ -132,6 +132,14 @@ void ListPrinter::print(const ListedObject& o) {
 }
 
 void ListPrinter::print_json(const ListedObject& o) {
+  for (size_t i = 0; i < o.inlined.size(); ++i) {
+    const MatchedSite& m = o.inlined[i];
+    nlohmann::json j = {{"kind", "inlined"},    {"object", o.path},
+                        {"name", m.label},      {"inlined_into", m.inlined_in},
+                        {"address", m.address}, {"offset", m.offset}};
+    if (i < o.inlined_sites.size()) j["site"] = site_json(o.inlined_sites[i].cost);
+    fmt::print(out_, "{}\n", j.dump());
+  }
   for (size_t i = 0; i < o.functions.size(); ++i) {
     const FunctionSymbol* f = o.functions[i];
     nlohmann::json j = {{"kind", "function"},
@@ -180,7 +188,7 @@ void ListPrinter::print_json(const ListedObject& o) {
 }
 
 void ListPrinter::print_text(const ListedObject& o) {
-  if (o.functions.empty() && o.probes.empty()) return;
+  if (o.functions.empty() && o.probes.empty() && o.inlined.empty()) return;
   if (!first_object_) fmt::print(out_, "\n");
   first_object_ = false;
   fmt::print(out_, "{} ({}{}{})\n", o.path, object_kind(o), o.build_id ? ", build-id " : "",
@@ -194,6 +202,17 @@ void ListPrinter::print_text(const ListedObject& o) {
       fmt::print(out_, "  {:#018x} {:>#10x} {:>8} {:<6}  {:<20}  {}{}\n", f->addr, f->offset,
                  f->size, binding_name(f->binding), site, f->demangled,
                  f->ifunc ? " [ifunc resolver]" : "");
+    }
+  }
+  if (!o.inlined.empty()) {
+    fmt::print(out_, "  {:<18} {:>10} {:>8} {:<6}  {:<20}  {}\n", "ADDRESS", "OFFSET", "", "",
+               "INLINED COPY SITE", "FUNCTION");
+    for (size_t i = 0; i < o.inlined.size(); ++i) {
+      const MatchedSite& m = o.inlined[i];
+      std::string site =
+          i < o.inlined_sites.size() ? site_cost_name(o.inlined_sites[i].cost.cost) : "-";
+      fmt::print(out_, "  {:#018x} {:>#10x} {:>8} {:<6}  {:<20}  {} (inlined into {})\n", m.address,
+                 m.offset, "", "", site, m.label, m.inlined_in);
     }
   }
   if (!o.probes.empty()) {

@@ -23,6 +23,10 @@ struct ListedObject {
   std::vector<const FunctionSymbol*> functions;
   // Per function: where `trace` attaches an entry probe that reads every argument and memory.
   std::vector<SitePlacement> entry_sites;
+  // Go functions the compiler inlined, one entry per copy: the copy's site, with `label` the
+  // inlined function and `inlined_in` the function holding the copy.
+  std::vector<MatchedSite> inlined;
+  std::vector<SitePlacement> inlined_sites;
   std::vector<const UsdtProbe*> probes;
   std::vector<std::vector<SitePlacement>> usdt_sites;  // per probe, per location
 };

@@ -102,6 +102,11 @@ TEST(go, inlined_functions_are_probed_at_every_copy) {
       if (j.value("function", "") == "fmt.Println") calls += j.value("count", uint64_t{0});
     EXPECT_EQ(calls, 4u) << c.out;
   }
+  for (const char* bin : {"go/gohttp_client", "go/gohttp_client_stripped"}) {
+    auto l = uscope({"list", fixture(bin), "net/http.*"});
+    ASSERT_EQ(l.exit_code, 0) << l.err;
+    EXPECT_NE(l.out.find("net/http.Get (inlined into main.fetch)"), std::string::npos) << l.out;
+  }
   auto args = uscope({"trace", "-c", fixture("go/gohi") + " 1", "p::fmt.Println \"%d\", arg1"});
   EXPECT_EQ(args.exit_code, 1);
   EXPECT_NE(args.err.find("fmt.Println is inlined into main.main"), std::string::npos) << args.err;
