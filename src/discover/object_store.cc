@@ -25,6 +25,14 @@ Result<const SymbolTable*> StoredObject::symbols() {
   return &**symbols_;
 }
 
+const GoPclntab* StoredObject::go_pclntab() {
+  if (!go_pclntab_) {
+    auto t = GoPclntab::read(elf_);
+    go_pclntab_.emplace(t ? std::move(*t) : std::nullopt);
+  }
+  return go_pclntab_->has_value() ? &**go_pclntab_ : nullptr;
+}
+
 DebugInfo* StoredObject::debug_info() {
   if (!debug_info_) {
     auto info = DebugInfo::open(elf_, paths_);

@@ -22,6 +22,7 @@
 
 #include "discover/debug_info.h"
 #include "discover/elf_file.h"
+#include "discover/gopclntab.h"
 #include "discover/symbol_table.h"
 
 namespace uscope {
@@ -49,6 +50,9 @@ class StoredObject {
   // The object as a libdwfl module (debug file, lines, inlines), opened on first use; null when
   // libdwfl cannot open it. Tried once.
   DebugInfo* debug_info();
+  // Go's function table (inline trees, lines), read on first use; null when the object is not Go
+  // or its table cannot be read. Tried once.
+  const GoPclntab* go_pclntab();
 
  private:
   std::string key_;
@@ -57,6 +61,7 @@ class StoredObject {
   DebugSearchPaths paths_;
   std::optional<Result<SymbolTable>> symbols_;
   std::optional<std::unique_ptr<DebugInfo>> debug_info_;
+  std::optional<std::optional<GoPclntab>> go_pclntab_;
 };
 
 class ObjectStore {

@@ -182,6 +182,15 @@ std::shared_ptr<StoredObject> Symbolizer::load(const MappedObject& object) {
   return *opened;
 }
 
+void Symbolizer::add_go_frames(Frame& f, const GoPclntab& table, uint64_t link_address) {
+  std::vector<GoFrame> frames = table.frames_at(link_address);
+  if (frames.empty()) return;
+  f.file = frames.back().file;
+  f.line = frames.back().line;
+  for (size_t i = 0; i + 1 < frames.size(); ++i)
+    f.inlined.push_back({std::move(frames[i].function), std::move(frames[i].file), frames[i].line});
+}
+
 void Symbolizer::add_lines(Frame& f, StoredObject& object, uint64_t link_address) {
   DebugInfo* debug = object.debug_info();
   if (debug == nullptr) return;
@@ -251,6 +260,12 @@ Frame Symbolizer::resolve(const NormalizedAddress& n, uint64_t address, uint64_t
   f.function_offset = (*link - fn->addr) + (address - lookup);
   f.origin = origin_of(fn->source);
   f.miss = FrameMiss::None;
+  // Go: the inline tree says which functions inlined into this one ran at the address; like
+  // `go tool pprof`, they are frames of their own, with or without --lines.
+  if (const GoPclntab* go = o->go_pclntab()) {
+    add_go_frames(f, *go, *link);
+    return f;
+  }
   if (options_.lines) add_lines(f, *o, *link);
   return f;
 }

@@ -130,6 +130,8 @@ class Symbolizer {
   Frame resolve(const NormalizedAddress& n, uint64_t address, uint64_t lookup, ProcessState* state,
                 bool& perf_map_reread);
   void add_lines(Frame& f, StoredObject& object, uint64_t link_address);
+  // Go code: file:line and the inlined calls at the address, from .gopclntab.
+  void add_go_frames(Frame& f, const GoPclntab& table, uint64_t link_address);
   ProcessState* cached(pid_t pid);
 
   SymbolizerOptions options_;

@@ -116,6 +116,20 @@ TEST(go, inlined_functions_are_probed_at_every_copy) {
   EXPECT_TRUE(bpf_links_of_programs("trace_").empty());
 }
 
+// A stripped Go program's profile names its frames from .gopclntab and expands inlined calls
+// into frames of their own (http.Get, inlined into main.fetch), as `go tool pprof` shows them.
+TEST(go, profiles_of_stripped_programs_expand_inlined_frames) {
+  USCOPE_REQUIRE_ROOT();
+  // Requests to a closed port: the client spends its time under main.fetch -> http.Get.
+  auto r = uscope({"profile", "-F", "999", "--format", "folded", "-c",
+                   fixture("go/gohttp_client_stripped") + " http://127.0.0.1:1 20000"},
+                  120);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find(";main.main;main.fetch;net/http.Get;net/http.(*Client).Get;"),
+            std::string::npos)
+      << r.out.substr(0, 3000);
+}
+
 // The attach layer refuses a uretprobe in Go code whatever planned it.
 TEST(go, attach_refuses_a_uretprobe_in_go_code) {
   USCOPE_REQUIRE_ROOT();
