@@ -94,6 +94,8 @@ testing::AssertionResult wait_for_mapping(pid_t pid, const std::string& library)
 // Until process `owner` (a uscope the test started) holds a BPF link of a program whose name starts
 // with `prefix`: it has attached.
 testing::AssertionResult wait_for_links(pid_t owner, const std::string& prefix);
+// A TCP port on 127.0.0.1 nothing listens on now (the kernel's pick), for a fixture server.
+int free_port();
 // Until something accepts TCP connections on 127.0.0.1:`port`.
 testing::AssertionResult wait_for_port(int port);
 

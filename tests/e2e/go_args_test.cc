@@ -45,18 +45,6 @@ TEST(go_args, interface_values_print_as_go_prints_them) {
   EXPECT_NE(wrong.err.find("print it with %v"), std::string::npos) << wrong.err;
 }
 
-int free_port() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  close(fd);
-  return ntohs(a.sin_port);
-}
-
 // req.Method and req.URL.Path through two pointers, and a string parameter of a method, placed on
 // a server under load.
 TEST(go_args, fields_and_strings_of_a_server_under_load) {

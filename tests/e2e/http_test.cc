@@ -15,18 +15,6 @@ namespace uscope::e2e {
 namespace {
 
 // A port nothing listens on now (the kernel's pick for port 0), for a server to take.
-int free_port() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  close(fd);
-  return ntohs(a.sin_port);
-}
-
 // How many lines of `text` match `pattern` whole.
 size_t matching_lines(const std::string& text, const std::string& pattern) {
   std::regex re(pattern);
