@@ -399,14 +399,15 @@ const std::vector<GoInlinedCall>& GoPclntab::inlined_calls() const {
     t.pcranges(*table, r.entry, r.end, [&](uint64_t start, uint64_t, int32_t ix) {
       uint64_t at = start;
       for (int depth = 0; ix >= 0 && depth < kMaxInlineDepth; ++depth) {
-        auto [it, added] = first_pc.emplace(ix, start);
-        if (!added) it->second = std::min(it->second, start);
+        // An entry counts only once it has been read: a corrupt one ends this walk.
         auto e = entries.find(ix);
         if (e == entries.end()) {
           auto got = t.inlined_entry(r, *tree, ix);
           if (!got || got->parent_pc < r.entry || got->parent_pc >= r.end) return;
           e = entries.emplace(ix, *got).first;
         }
+        auto [it, added] = first_pc.emplace(ix, start);
+        if (!added) it->second = std::min(it->second, start);
         at = e->second.parent_pc;
         auto parent = t.pcvalue(*table, r.entry, at);
         if (!parent || *parent == ix) return;
@@ -414,7 +415,7 @@ const std::vector<GoInlinedCall>& GoPclntab::inlined_calls() const {
       }
     });
     for (const auto& [ix, pc] : first_pc) {
-      const auto& e = entries.at(ix);
+      const auto& e = entries.find(ix)->second;  // first_pc only holds entries that were read
       GoInlinedCall c;
       c.function = e.function;
       c.caller = t.functions[i].name;
