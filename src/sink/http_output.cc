@@ -20,7 +20,7 @@ std::string status_text(const HttpExchange& x) {
 
 }  // namespace
 
-std::string http_duration_text(uint64_t ns) {
+std::string duration_text(uint64_t ns) {
   if (ns >= 1'000'000'000) return fmt::format("{:.3f} s", double(ns) / 1e9);
   return fmt::format("{:.3f} ms", double(ns) / 1e6);
 }
@@ -32,7 +32,7 @@ std::string http_text_header() {
 
 std::string http_text_line(const HttpExchange& x) {
   return fmt::format("{:<6} {:<7} {:>6} {:>11}  {}{}\n", side_name(x.side), x.method,
-                     status_text(x), http_duration_text(x.duration_ns), x.url, x.cut ? "…" : "");
+                     status_text(x), duration_text(x.duration_ns), x.url, x.cut ? "…" : "");
 }
 
 std::string http_json_line(const HttpExchange& x) {
@@ -64,8 +64,8 @@ std::string http_text_summary(const HttpRed& red, const HttpLosses& l, std::stri
       const auto& d = s->durations;
       out += fmt::format("{:<6} {:<7} {:>7} {:>7} {:>11} {:>11} {:>11} {:>11}  {}\n",
                          side_name(s->key.side), s->key.method, s->count, s->errors,
-                         http_duration_text(d.quantile(0.5)), http_duration_text(d.quantile(0.9)),
-                         http_duration_text(d.quantile(0.99)), http_duration_text(d.max()),
+                         duration_text(d.quantile(0.5)), duration_text(d.quantile(0.9)),
+                         duration_text(d.quantile(0.99)), duration_text(d.max()),
                          s->key.route);
     }
     out += "(percentiles from a log-linear histogram: within 1.6% of the exact value)\n";

@@ -22,6 +22,6 @@ std::string http_text_summary(const HttpRed& red, const HttpLosses& losses, std:
 std::string http_json_summary(const HttpRed& red, const HttpLosses& losses, std::string_view stop);
 
 // "0.084 ms", "12.500 ms", "1.204 s".
-std::string http_duration_text(uint64_t ns);
+std::string duration_text(uint64_t ns);
 
 }  // namespace uscope

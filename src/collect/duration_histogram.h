@@ -1,0 +1,31 @@
+#pragma once
+// A distribution of durations kept in bounded memory (HTTP request times, GC pauses).
+#include <cstdint>
+#include <map>
+
+namespace uscope {
+
+// Durations in a log-linear histogram: exact below 64 ns, then 64 buckets per power of two, so a
+// percentile is within 1/64 (1.6%) of the true value and memory stays bounded (at most ~3,700
+// buckets per route, held sparsely) whatever the request rate. Min and max are exact.
+class DurationHistogram {
+ public:
+  void add(uint64_t ns);
+  uint64_t count() const { return count_; }
+  uint64_t min() const { return count_ ? min_ : 0; }
+  uint64_t max() const { return max_; }
+  uint64_t sum() const { return sum_; }
+  // The q-quantile (0 < q <= 1) by the nearest-rank method: the bucket's midpoint, clamped to
+  // [min, max]; 0 when empty.
+  uint64_t quantile(double q) const;
+
+  static uint32_t bucket_of(uint64_t ns);
+  static uint64_t bucket_low(uint32_t bucket);   // smallest value in the bucket
+  static uint64_t bucket_high(uint32_t bucket);  // largest value in the bucket
+
+ private:
+  std::map<uint32_t, uint64_t> buckets_;
+  uint64_t count_ = 0, min_ = 0, max_ = 0, sum_ = 0;
+};
+
+}  // namespace uscope
