@@ -64,11 +64,11 @@ Result<LatencyPlan> plan_latency(ObjectCache& cache, std::span<const ProbeSpec> 
     auto k = static_cast<uint32_t>(plan.functions.size());
     const CallingConvention& cc = convention_of(*m.object);
     if (cc.returns == ReturnSites::RetInstructions) {
-      // Go: the entry on the function's first instruction, a return half on each RET, all keyed
-      // by goroutine.
+      // Go: the entry past the stack-growth check (rsp unchanged), a return half on each RET,
+      // all keyed by goroutine.
       auto rets = place_return_instructions(m);
       if (!rets) return tl::unexpected(rets.error());
-      auto entry = place_site(m, ProbeKind::Entry, SiteReads{}, false);
+      auto entry = place_site(m, ProbeKind::Entry, SiteReads{}, opts.move_sites);
       LatencyPlan::Function f{m.label, m.object->ref.display_path, plan.sites.size(), {}};
       plan.recipes.push_back(latency_entry_recipe(k, entry.sp_delta, cc));
       plan.sites.push_back(

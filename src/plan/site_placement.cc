@@ -47,18 +47,19 @@ SitePlacement place_site(const MatchedSite& m, ProbeKind kind,
   p.offset = m.offset;
   p.address = m.address;
   const ElfFile& elf = m.object->elf;
-  // Go functions start with a stack-growth check, not a prologue worth moving past; and the
-  // registers read there follow Go's ABI, which collect_reads does not model.
   bool at_function_start = kind != ProbeKind::Usdt && !m.usdt && m.function_size > 0 &&
-                           m.address == m.function_start && !m.object->is_go;
+                           m.address == m.function_start;
   if (at_function_start && allow_move) {
     auto plan = plan_function_entry(elf, m.address, m.function_size, reads, reads_memory,
                                     m.object->branch_targets);
     // A uretprobe takes the return address from the top of the stack when it hits, so a return
-    // probe may only move while rsp is still the entry rsp (past endbr64, not past a push).
-    if (plan && kind == ProbeKind::Return && plan->sp_delta != 0) {
-      p.note =
-          fmt::format("kept at +0x0: a return probe needs rsp unchanged, and {}", plan->reason);
+    // probe may only move while rsp is still the entry rsp (past endbr64, not past a push). Go
+    // keys a call by its goroutine and rsp (goroutine_key), so any Go probe keeps rsp too: it
+    // moves past the stack-growth check (`cmp rsp, [r14+0x10]`, single-stepped) onto its jcc
+    // (emulated), which every call, and morestack's re-run, passes once.
+    if (plan && (kind == ProbeKind::Return || m.object->is_go) && plan->sp_delta != 0) {
+      p.note = fmt::format("kept at +0x0: {} needs rsp unchanged, and {}",
+                           m.object->is_go ? "a Go probe" : "a return probe", plan->reason);
     } else if (plan) {
       p.offset += plan->offset_in_function;
       p.address += plan->offset_in_function;
