@@ -29,34 +29,6 @@ struct HttpCommandOptions {
   bool no_move = false;
 };
 
-// Offsets of the binary's net/http types, GoTypes opened the first time one is asked for (after
-// the planner has checked that the binary is Go and uses net/http).
-class HttpTypes {
- public:
-  HttpTypes(ObjectCache& cache, std::string target) : cache_(cache), target_(std::move(target)) {}
-  Result<GoField> field(std::string_view type, std::string_view name) {
-    if (!types_) {
-      auto obj = cache_.get(target_);
-      if (!obj) return tl::unexpected(obj.error());
-      PlannedObject& o = **obj;
-      if (!o.dwarf) {
-        auto dwarf = DwarfTypes::open(o.elf);
-        if (!dwarf) return tl::unexpected(dwarf.error());
-        o.dwarf = std::move(*dwarf);
-      }
-      auto types = GoTypes::open(o.elf, o.dwarf.get(), o.go ? &*o.go : nullptr);
-      if (!types) return tl::unexpected(types.error());
-      types_ = std::move(*types);
-    }
-    return types_->field(type, name);
-  }
-
- private:
-  ObjectCache& cache_;
-  std::string target_;
-  std::unique_ptr<GoTypes> types_;
-};
-
 HttpLosses losses_of(const std::vector<RecipeCounters>& counters) {
   HttpLosses l;
   for (const auto& c : counters) {
@@ -86,13 +58,18 @@ int run_http(const HttpCommandOptions& o) {
   auto session = Session::open(o.session);
   if (!session) return report_error(session.error().message);
   ObjectCache cache((*session)->context());
-  HttpTypes types(cache, "");
+  auto go_field = [&](std::string_view type, std::string_view field) -> Result<GoField> {
+    auto obj = cache.get("");
+    if (!obj) return tl::unexpected(obj.error());
+    auto types = cache.go_types(**obj);
+    if (!types) return tl::unexpected(types.error());
+    return (*types)->field(type, field);
+  };
   HttpPlanOptions popts;
   popts.server = !o.client_only;
   popts.client = !o.server_only;
   popts.move_sites = !o.no_move;
-  auto plan = plan_http(
-      cache, [&](std::string_view t, std::string_view f) { return types.field(t, f); }, popts);
+  auto plan = plan_http(cache, go_field, popts);
   if (!plan) return report_error(plan.error().message);
   if (o.session.verbose) {
     for (const auto& s : plan->layout.sources)

@@ -60,7 +60,21 @@ constexpr TableField kGo119Fields[] = {
     {"net/http.Response", "StatusCode", 16, "int", GoKind::Int},
     {"net/http.response", "req", 8, "*net/http.Request", GoKind::Pointer},
     {"net/http.response", "status", 120, "int", GoKind::Int},
+    // uscope stat's census of live goroutines (runtime2.go of go1.19).
+    {"runtime.g", "atomicstatus", 144, "uint32", GoKind::Uint32},
+    {"runtime.g", "startpc", 312, "uintptr", GoKind::Uintptr},
 };
+
+uint64_t table_size(GoKind kind) {
+  switch (kind) {
+    case GoKind::String:
+      return 16;
+    case GoKind::Uint32:
+      return 4;
+    default:
+      return 8;
+  }
+}
 
 GoKind kind_from_dwarf(const DwarfType& t) {
   switch (t.kind) {
@@ -99,7 +113,7 @@ std::vector<GoField> go_table_fields(const GoBuildInfo& info, std::string_view s
   for (const auto& f : kGo119Fields)
     if (struct_type == f.type)
       out.push_back({f.field, f.offset,
-                     GoType{f.field_type, f.kind, f.kind == GoKind::String ? 16u : 8u, "",
+                     GoType{f.field_type, f.kind, table_size(f.kind), "",
                             GoTypeSource::VersionTable},
                      GoTypeSource::VersionTable});
   return out;

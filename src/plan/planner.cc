@@ -43,17 +43,7 @@ SiteContext site_context(const MatchedSite& m, ProbeKind kind, const SitePlaceme
   if (ctx.cc == &go_stack_convention())
     ctx.go_stack_abi = m.object->go ? m.object->go->version : std::string("an old Go");
   PlannedObject* obj = m.object;
-  ctx.symbol_address = [obj](const std::string& name) -> std::optional<uint64_t> {
-    if (!obj->symbol_addresses) {
-      obj->symbol_addresses.emplace();
-      if (auto syms = obj->elf.symbols())
-        for (const auto& s : *syms)
-          if (s.defined) obj->symbol_addresses->emplace(s.name, s.addr);
-    }
-    auto it = obj->symbol_addresses->find(name);
-    if (it == obj->symbol_addresses->end()) return std::nullopt;
-    return it->second;
-  };
+  ctx.symbol_address = [obj](const std::string& name) { return symbol_address(*obj, name); };
   return ctx;
 }
 

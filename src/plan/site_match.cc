@@ -236,6 +236,18 @@ Result<PlannedObject*> ObjectCache::open(const ObjectRef& ref) {
   return raw;
 }
 
+std::optional<uint64_t> symbol_address(PlannedObject& o, const std::string& name) {
+  if (!o.symbol_addresses) {
+    o.symbol_addresses.emplace();
+    if (auto syms = o.elf.symbols())
+      for (const auto& s : *syms)
+        if (s.defined) o.symbol_addresses->emplace(s.name, s.addr);
+  }
+  auto it = o.symbol_addresses->find(name);
+  if (it == o.symbol_addresses->end()) return std::nullopt;
+  return it->second;
+}
+
 Result<const SymbolTable*> ObjectCache::symbols(PlannedObject& o) {
   return o.stored->symbols();
 }
@@ -247,6 +259,26 @@ Result<const std::vector<UsdtProbe>*> ObjectCache::usdt(PlannedObject& o) {
     o.usdt = std::move(*p);
   }
   return &*o.usdt;
+}
+
+Result<DwarfTypes*> ObjectCache::dwarf(PlannedObject& o) {
+  if (!o.dwarf) {
+    auto opened = DwarfTypes::open(o.elf);
+    if (!opened) return tl::unexpected(opened.error());
+    o.dwarf = std::move(*opened);
+  }
+  return o.dwarf.get();
+}
+
+Result<GoTypes*> ObjectCache::go_types(PlannedObject& o) {
+  if (!o.go_types) {
+    auto dwarf = this->dwarf(o);
+    if (!dwarf) return tl::unexpected(dwarf.error());
+    auto types = GoTypes::open(o.elf, *dwarf, o.go ? &*o.go : nullptr);
+    if (!types) return tl::unexpected(types.error());
+    o.go_types = std::move(*types);
+  }
+  return o.go_types.get();
 }
 
 Result<std::vector<MatchedSite>> match_sites(ObjectCache& cache, const ProbeSpec& spec) {

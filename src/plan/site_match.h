@@ -15,6 +15,7 @@
 #include "discover/dwarf_types.h"
 #include "discover/elf_file.h"
 #include "discover/go_buildinfo.h"
+#include "discover/go_types.h"
 #include "discover/gopclntab.h"
 #include "discover/object_store.h"
 #include "discover/process.h"
@@ -46,9 +47,13 @@ struct PlannedObject {
   // Defined symbols of every kind by name, read once for USDT operands that name one.
   std::optional<std::map<std::string, uint64_t>> symbol_addresses{};
   std::unique_ptr<DwarfTypes> dwarf{};  // opened by the name resolver when a spec names one
+  std::unique_ptr<GoTypes> go_types{};  // Go's type layouts, opened when first asked for
   // Go's function table, read when a spec may name an inlined function (nullopt inside: not Go).
   std::shared_ptr<std::optional<GoPclntab>> go_table{};
 };
+
+// The link-time address of a defined symbol of any kind (.symtab, .dynsym) by its exact name.
+std::optional<uint64_t> symbol_address(PlannedObject& o, const std::string& name);
 
 class ObjectCache {
  public:
@@ -61,6 +66,9 @@ class ObjectCache {
   Result<PlannedObject*> open(const ObjectRef& ref);
   Result<const SymbolTable*> symbols(PlannedObject& o);
   Result<const std::vector<UsdtProbe>*> usdt(PlannedObject& o);
+  Result<DwarfTypes*> dwarf(PlannedObject& o);
+  // Go's type layouts (DWARF, runtime type descriptors, uscope's table), for a Go binary.
+  Result<GoTypes*> go_types(PlannedObject& o);
 
  private:
   const TargetContext& ctx_;

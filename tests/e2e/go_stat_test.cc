@@ -1,0 +1,135 @@
+// uscope stat on Go programs: goroutines created and exited, GC cycles and stop-the-world pauses
+// counted from entry probes on the runtime, live goroutines from the program's memory. gostack
+// runs rounds of worker goroutines, each round ending in runtime.GC(): its own counts bound ours.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "e2e_support.h"
+
+namespace uscope::e2e {
+namespace {
+
+nlohmann::json summary_of(const std::string& out) {
+  for (const auto& j : json_lines(out))
+    if (j.value("kind", "") == "summary") return j;
+  return {};
+}
+
+std::vector<nlohmann::json> intervals_of(const std::string& out) {
+  std::vector<nlohmann::json> v;
+  for (const auto& j : json_lines(out))
+    if (j.value("kind", "") == "interval") v.push_back(j);
+  return v;
+}
+
+void expect_nothing_lost(const nlohmann::json& s) {
+  for (const char* k : {"ring_lost", "unmatched_starts", "open_pauses", "malformed", "unread"})
+    EXPECT_EQ(s["losses"][k], 0) << k << ": " << s.dump();
+}
+
+// With -c the probes are in before the program's first instruction: every goroutine it creates,
+// every GC cycle and every pause is seen, and the program's output is what it is untraced.
+void expect_runtime_counted(const std::string& binary) {
+  const int rounds = 10, workers = 16;
+  auto plain = run({binary, std::to_string(rounds), std::to_string(workers), "100"});
+  ASSERT_EQ(plain.exit_code, 0);
+  const std::string expected = lines_with(plain.out, "calls=").at(0);
+
+  auto r = uscope({"stat", "--json", "-c",
+                   binary + " " + std::to_string(rounds) + " " + std::to_string(workers) + " 100"},
+                  120);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(lines_with(r.out, "calls=").at(0), expected) << "the traced program's output changed";
+  auto s = summary_of(r.out);
+  ASSERT_FALSE(s.is_null()) << r.out;
+  const uint64_t spawned = rounds * workers;
+  // The workers, and the runtime's own few (main, GC workers, sweeper, scavenger, ...).
+  EXPECT_GE(s["created"].get<uint64_t>(), spawned) << s.dump();
+  EXPECT_LE(s["created"].get<uint64_t>(), spawned + 64) << s.dump();
+  EXPECT_GE(s["exited"].get<uint64_t>(), spawned) << s.dump();
+  EXPECT_LE(s["exited"].get<uint64_t>(), s["created"].get<uint64_t>()) << s.dump();
+  // runtime.GC() completes at least one cycle; each cycle stops the world twice.
+  const uint64_t cycles = s["gc_cycles"].get<uint64_t>();
+  EXPECT_GE(cycles, uint64_t(rounds)) << s.dump();
+  EXPECT_GE(s["stw"]["pauses"].get<uint64_t>(), 2 * cycles) << s.dump();
+  EXPECT_GT(s["stw"]["max_ns"].get<uint64_t>(), 0u) << s.dump();
+  expect_nothing_lost(s);
+  EXPECT_TRUE(bpf_links_of_programs("trace_").empty());
+  EXPECT_TRUE(bpf_links_of_programs("count_hit").empty());
+}
+
+TEST(go_stat, counts_goroutines_gc_cycles_and_pauses) {
+  USCOPE_REQUIRE_ROOT();
+  expect_runtime_counted(fixture("go/gostack"));
+}
+
+// Stripped (-ldflags='-s -w'): the runtime's functions are found through .gopclntab.
+TEST(go_stat, counts_on_a_stripped_program) {
+  USCOPE_REQUIRE_ROOT();
+  expect_runtime_counted(fixture("go/gostack_stripped"));
+}
+
+// Attached to a busy program: each interval has the live goroutines (NumGoroutine's count and the
+// runtime's own), the session ends when the program does, and the program is unharmed.
+void attach_to_busy_program(const std::string& binary, bool live_known) {
+  const std::string workers = "32";
+  auto plain = run({binary, "3", workers, "100"});
+  ASSERT_EQ(plain.exit_code, 0);
+  const std::string expected = "after: " + lines_with(plain.out, "calls=").at(0);
+
+  GatedProcess target({binary, "-3", workers, "100"});
+  ASSERT_TRUE(target.wait_for_line("running"));
+  auto u = RunningCommand::uscope(
+      {"stat", "--json", "-i", "0.05", "-p", std::to_string(target.pid())}, 120);
+  ASSERT_TRUE(wait_for_links(u.pid(), "trace_"));
+  ASSERT_TRUE(wait_for_links(u.pid(), "count_hit"));
+  ASSERT_TRUE(u.wait_for_output("\"kind\":\"interval\""));  // a census of the busy program
+  target.start();
+  std::string out;
+  EXPECT_EQ(target.wait(&out), 0);
+  EXPECT_NE(out.find(expected), std::string::npos) << out;
+  auto r = u.finish();
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto s = summary_of(r.out);
+  ASSERT_FALSE(s.is_null()) << r.out;
+  EXPECT_GE(s["created"].get<uint64_t>(), 3u * 32) << s.dump();
+  EXPECT_GE(s["gc_cycles"].get<uint64_t>(), 3u) << s.dump();
+  EXPECT_EQ(s["losses"]["ring_lost"], 0) << s.dump();
+  EXPECT_EQ(s["losses"]["malformed"], 0) << s.dump();
+  auto first = intervals_of(r.out).at(0);
+  if (live_known) {
+    ASSERT_FALSE(first["live"].is_null()) << first.dump() << "\n" << r.err;
+    // main and the goroutine waiting for the gate, at least; the runtime's sweeper and others.
+    EXPECT_GE(first["live"]["goroutines"].get<uint64_t>(), 2u) << first.dump();
+    EXPECT_GE(first["live"]["runtime_goroutines"].get<uint64_t>(), 1u) << first.dump();
+    EXPECT_EQ(s["losses"]["census_failures"], 0) << s.dump();
+  } else {
+    EXPECT_TRUE(first["live"].is_null()) << first.dump();
+    EXPECT_NE(s.value("no_goroutines", "").find("runtime.allgs"), std::string::npos) << s.dump();
+  }
+  EXPECT_TRUE(bpf_links_of_programs("trace_").empty());
+}
+
+TEST(go_stat, attached_to_a_busy_program_reads_its_live_goroutines) {
+  USCOPE_REQUIRE_ROOT();
+  attach_to_busy_program(fixture("go/gostack"), true);
+}
+
+TEST(go_stat, stripped_program_says_live_goroutines_are_unknown) {
+  USCOPE_REQUIRE_ROOT();
+  attach_to_busy_program(fixture("go/gostack_stripped"), false);
+}
+
+TEST(go_stat, a_program_that_is_not_go_is_refused) {
+  USCOPE_REQUIRE_ROOT();
+  auto r = uscope({"stat", "-c", "/bin/true"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("is not a Go program"), std::string::npos) << r.err;
+  auto none = uscope({"stat"});
+  EXPECT_NE(none.exit_code, 0);
+  EXPECT_NE(none.err.find("-p PID or -c"), std::string::npos) << none.err;
+}
+
+}  // namespace
+}  // namespace uscope::e2e
