@@ -83,6 +83,8 @@ std::string go_stat_text_summary(const GoRuntimeStats& s, const GoStatLosses& l,
                        s.first_live()->user, s.last_live()->user, s.last_live()->system);
   else if (!about.no_goroutines.empty())
     out += fmt::format("; live goroutines unknown: {}", about.no_goroutines);
+  else
+    out += "; live goroutines not read (no interval ended while the program ran)";
   out += "\n";
   out += fmt::format("  GC: {} cycles completed\n", t.gc_cycles);
   const auto& p = s.pauses();
