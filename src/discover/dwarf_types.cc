@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
 
 #include "discover/sysv_abi.h"
@@ -315,10 +316,11 @@ struct DwarfTypes::Impl {
     return std::nullopt;
   }
 
-  Result<DwarfFunction> read_function(Dwarf_Die fn) {
+  // `at`: where the parameters' locations are read (an inlined copy's probe pc); 0 = the entry.
+  Result<DwarfFunction> read_function(Dwarf_Die fn, uint64_t at = 0) {
     DwarfFunction out;
     out.name = attr_string(&fn, DW_AT_name);
-    out.low_pc = entry_address(&fn).value_or(0);
+    out.low_pc = at ? at : entry_address(&fn).value_or(0);
     // A concrete copy of an inlined function may list no parameters of its own; its abstract
     // origin has the declared list.
     Dwarf_Die params_of = fn;
@@ -478,6 +480,29 @@ Result<std::optional<DwarfFunction>> DwarfTypes::function_at(uint64_t addr) {
   }
   impl_->functions[addr] = out;
   return out;
+}
+
+Result<std::optional<DwarfFunction>> DwarfTypes::inlined_at(uint64_t pc, std::string_view name) {
+  if (!impl_->dbg) return std::optional<DwarfFunction>{};
+  Dwarf_Die cu;
+  bool found = dwarf_addrdie(impl_->dbg, pc, &cu) != nullptr;
+  Dwarf_CU* it = nullptr;
+  uint8_t unit_type;
+  while (!found && dwarf_get_units(impl_->dbg, it, &it, nullptr, &unit_type, &cu, nullptr) == 0)
+    found = unit_type != DW_UT_type && dwarf_haspc(&cu, pc) > 0;  // no .debug_aranges entry
+  if (!found) return std::optional<DwarfFunction>{};
+  Dwarf_Die* scopes = nullptr;
+  int n = dwarf_getscopes(&cu, pc, &scopes);  // innermost first, inlined copies included
+  std::optional<Dwarf_Die> copy;
+  for (int i = 0; i < n && !copy; ++i)
+    if (dwarf_tag(&scopes[i]) == DW_TAG_inlined_subroutine &&
+        attr_string(&scopes[i], DW_AT_name) == name)
+      copy = scopes[i];
+  free(scopes);
+  if (!copy) return std::optional<DwarfFunction>{};
+  auto f = impl_->read_function(*copy, pc);
+  if (!f) return tl::unexpected(f.error());
+  return std::optional<DwarfFunction>(std::move(*f));
 }
 
 Result<std::optional<DwarfFunction>> DwarfTypes::function_named(std::string_view name) {

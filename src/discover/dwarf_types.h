@@ -101,6 +101,10 @@ class DwarfTypes {
   Result<std::optional<DwarfFunction>> function_at(uint64_t addr);
   // A defined function by DW_AT_name or linkage name.
   Result<std::optional<DwarfFunction>> function_named(std::string_view name);
+  // The copy of function `name` inlined at link-time `pc` (a DW_TAG_inlined_subroutine whose
+  // ranges hold pc, its abstract origin so named), its parameters where they are at `pc` (their
+  // location lists: Go emits them for inlined copies); nullopt when the DWARF has no such copy.
+  Result<std::optional<DwarfFunction>> inlined_at(uint64_t pc, std::string_view name);
 
   // A complete type by its C name in any CU: "struct timespec", "union sigval", "size_t".
   Result<std::optional<DwarfType>> find_type(std::string_view name);

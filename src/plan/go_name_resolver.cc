@@ -116,6 +116,12 @@ class GoResolver {
       names.push_back(p.name);
       if (p.name != e.text) continue;
       GoValue v{p.type, {}, {}};
+      if (p.entry_pieces.empty() && site_.inlined_pc)
+        return error(e,
+                     fmt::format("the DWARF of the copy of {} inlined at {:#x} gives no location "
+                                 "of '{}' at its first instruction (the caller has not built it yet)",
+                                 site_.function, site_.inlined_pc, e.text),
+                     "probe a function the copy calls, where it is an argument");
       if (p.entry_pieces.empty())
         return error(e,
                      fmt::format("the DWARF of {} gives no location of '{}' at its entry",
@@ -274,8 +280,14 @@ Result<ProbeSpec> resolve_go_names(const ProbeSpec& spec, DwarfTypes& dwarf,
         "probe spec: {} has no DWARF, so the parameters of {} have no names; read them with "
         "arg1..arg9 (Go's argument registers) or ctx->REG",
         site.object, site.function);
-  auto fn = dwarf.function_at(site.function_addr);
+  auto fn = site.inlined_pc ? dwarf.inlined_at(site.inlined_pc, site.function)
+                           : dwarf.function_at(site.function_addr);
   if (!fn) return tl::unexpected(fn.error());
+  if (!*fn && site.inlined_pc)
+    return fail(
+        "probe spec: the DWARF of {} does not describe the copy of {} inlined at {:#x}, so its "
+        "parameters cannot be read there",
+        site.object, site.function, site.inlined_pc);
   if (!*fn)
     return fail(
         "probe spec: the DWARF of {} does not describe {}; read its arguments with "

@@ -18,6 +18,9 @@ struct GoNameSite {
   std::string function;        // for messages
   std::string object;          // for messages
   ProbeKind kind = ProbeKind::Entry;
+  // A copy of `function` inlined into another: the probe's pc in it (its parameters are where
+  // DWARF's inlined subroutine says at that pc); 0 for the function's own code.
+  uint64_t inlined_pc = 0;
 };
 
 Result<ProbeSpec> resolve_go_names(const ProbeSpec& spec, DwarfTypes& dwarf,

@@ -591,7 +591,7 @@ Result<ProbeSpec> resolve_names(const ProbeSpec& spec, const NameSite& site) {
 
 Result<ProbeSpec> resolve_names(const ProbeSpec& spec, const ElfFile& elf,
                                 std::unique_ptr<DwarfTypes>& cache, uint64_t function_addr,
-                                const std::string& function) {
+                                const std::string& function, uint64_t inlined_pc) {
   if (!has_names(spec)) return spec;
   if (!cache) {
     auto opened = DwarfTypes::open(elf);
@@ -600,7 +600,7 @@ Result<ProbeSpec> resolve_names(const ProbeSpec& spec, const ElfFile& elf,
   }
   // Go code: its own ABI and its own DWARF conventions (plan/go_name_resolver.h).
   if (elf.section(".gopclntab") && !spec.params) {
-    GoNameSite go{function_addr, function, elf.display_path(), spec.kind};
+    GoNameSite go{function_addr, function, elf.display_path(), spec.kind, inlined_pc};
     return resolve_go_names(spec, *cache, go);
   }
   NameSite site;

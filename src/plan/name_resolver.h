@@ -31,9 +31,10 @@ bool has_names(const ProbeSpec& spec);
 Result<ProbeSpec> resolve_names(const ProbeSpec& spec, const NameSite& site);
 
 // The planner's one call per matched site: opens the object's DWARF into `cache` the first time
-// a spec needs it, then resolves.
+// a spec needs it, then resolves. `inlined_pc`: the site is a Go copy of `function` inlined at
+// that pc (its parameters come from DWARF's inlined subroutine); 0 for the function's own code.
 Result<ProbeSpec> resolve_names(const ProbeSpec& spec, const ElfFile& elf,
                                 std::unique_ptr<DwarfTypes>& cache, uint64_t function_addr,
-                                const std::string& function);
+                                const std::string& function, uint64_t inlined_pc = 0);
 
 }  // namespace uscope

@@ -1,5 +1,7 @@
 #include "plan/planner.h"
 
+#include <fmt/format.h>
+
 #include <map>
 
 #include "plan/name_resolver.h"
@@ -47,20 +49,50 @@ SiteContext site_context(const MatchedSite& m, ProbeKind kind, const SitePlaceme
   return ctx;
 }
 
+namespace {
+
+// Whether an expression reads an argument register or a register by name (argN, $entry(argN),
+// ctx->REG): what a copy inlined into another function does not have.
+bool reads_registers(const Expr& e) {
+  if (e.op == Expr::Op::Arg || e.op == Expr::Op::Reg ||
+      (e.op == Expr::Op::Entry && e.children.empty()))
+    return true;
+  for (const auto& c : e.children)
+    if (reads_registers(c)) return true;
+  return false;
+}
+
+bool has_dwarf_sections(const ElfFile& elf) {
+  return elf.section(".debug_info") || elf.section(".zdebug_info");
+}
+
+}  // namespace
+
 Result<void> check_inlined_site(const MatchedSite& m, const ProbeSpec& spec) {
   if (m.inlined_in.empty()) return {};
-  std::vector<std::string> regs;
-  bool memory = false;
-  for (const auto& a : spec.args) collect_reads(a, spec.kind, regs, memory);
-  if (spec.predicate) collect_reads(*spec.predicate, spec.kind, regs, memory);
-  if (has_names(spec) || !regs.empty() || spec.kind == ProbeKind::Return)
-    return fail(
-        "probe spec column {}: {} is inlined into {} in {}: a copy has no arguments in registers "
-        "and no return of its own (uscope does not read inlined copies' DWARF locations yet); "
-        "probe {} or a function {} calls, or count its calls without arguments",
-        spec.function_column, m.label, m.inlined_in, m.object->ref.display_path, m.inlined_in,
-        m.label);
-  return {};
+  bool registers = spec.predicate && reads_registers(*spec.predicate);
+  for (const auto& a : spec.args) registers |= reads_registers(a);
+  const bool dwarf = has_dwarf_sections(m.object->elf);
+  std::string why;
+  if (spec.kind == ProbeKind::Return)
+    why = "a copy has no return of its own";
+  else if (registers)
+    why = "a copy's arguments are not in Go's argument registers (name its parameters instead: "
+          "DWARF places them)";
+  else if (has_names(spec) && !dwarf)
+    why = fmt::format(
+        "only DWARF says where a copy's parameters are, and {} has none (built with -ldflags=-w)",
+        m.object->ref.display_path);
+  if (why.empty()) return {};
+  auto callees = functions_called_by_copy(m);
+  std::string instead;
+  for (size_t i = 0; i < callees.size() && i < 3; ++i)
+    instead += fmt::format("{}{}", i ? ", " : "", callees[i]);
+  return fail(
+      "probe spec column {}: {} is inlined into {} in {}: {}; probe {}{}, or count the copy's "
+      "calls without arguments",
+      spec.function_column, m.label, m.inlined_in, m.object->ref.display_path, why,
+      instead.empty() ? "" : "a function it calls (" + instead + ") or ", m.inlined_in);
 }
 
 Result<TracePlan> plan_trace(ObjectCache& cache, std::span<const ProbeSpec> specs,
@@ -91,7 +123,8 @@ Result<TracePlan> plan_trace(ObjectCache& cache, std::span<const ProbeSpec> spec
       // Parameter names and members are registers and offsets of this function in this object;
       // the registers a probe reads are known only once they are resolved.
       auto resolved =
-          resolve_names(spec, m.object->elf, m.object->dwarf, m.function_start, m.label);
+          resolve_names(spec, m.object->elf, m.object->dwarf, m.function_start, m.label,
+                        m.inlined_in.empty() ? 0 : m.address);
       if (!resolved) return tl::unexpected(resolved.error());
       const CallingConvention& cc = convention_of(*m.object);
       const SiteReads reads = spec_reads(*resolved, cc);

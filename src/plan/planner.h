@@ -81,8 +81,9 @@ struct TraceOptions {
 // What compile_probe() needs to know of a matched site placed at `place`.
 SiteContext site_context(const MatchedSite& m, ProbeKind kind, const SitePlacement& place);
 
-// A site in an inlined copy (MatchedSite::inlined_in) takes only probes that read no argument and
-// no return: a copy has neither in Go's registers. Fails naming the function to probe instead.
+// A site in an inlined copy (MatchedSite::inlined_in) has no return and no arguments in Go's
+// registers; its parameters by name need DWARF (an inlined subroutine's location lists). Fails,
+// naming functions the copy calls to probe instead, for a probe that needs what the copy lacks.
 Result<void> check_inlined_site(const MatchedSite& m, const ProbeSpec& spec);
 
 // One probe per matched function (a glob matches many, each its own probe and label), a recipe

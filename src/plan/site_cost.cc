@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <set>
@@ -594,17 +595,18 @@ Result<std::vector<ReturnInstruction>> return_instructions(std::span<const uint8
   return out;
 }
 
-std::vector<uint64_t> direct_branch_targets(std::span<const uint8_t> code, uint64_t addr) {
-  std::vector<uint64_t> out;
+void for_each_direct_branch(std::span<const uint8_t> code, uint64_t addr,
+                            const std::function<void(const DirectBranch&)>& fn) {
   auto cs = open_capstone();
-  if (!cs) return out;
+  if (!cs) return;
   csh h = **cs;
   InsnBuffer insn(cs_malloc(h));
-  if (!insn) return out;
+  if (!insn) return;
   const uint8_t* p = code.data();
   size_t left = code.size();
   uint64_t pc = addr;
   while (left > 0) {
+    const uint64_t at = pc;
     if (!cs_disasm_iter(h, &p, &left, &pc, insn.get())) {
       ++p;  // data or an encoding capstone 4 lacks (EVEX): resynchronise on the next byte
       --left;
@@ -614,8 +616,13 @@ std::vector<uint64_t> direct_branch_targets(std::span<const uint8_t> code, uint6
     const cs_x86& x = insn->detail->x86;
     if (in_group(*insn, X86_GRP_BRANCH_RELATIVE) && x.op_count == 1 &&
         x.operands[0].type == X86_OP_IMM)
-      out.push_back(static_cast<uint64_t>(x.operands[0].imm));
+      fn({at, static_cast<uint64_t>(x.operands[0].imm), in_group(*insn, X86_GRP_CALL)});
   }
+}
+
+std::vector<uint64_t> direct_branch_targets(std::span<const uint8_t> code, uint64_t addr) {
+  std::vector<uint64_t> out;
+  for_each_direct_branch(code, addr, [&](const DirectBranch& b) { out.push_back(b.target); });
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;

@@ -10,6 +10,7 @@
 // cheaper site that sees the same argument registers. site_cost.cc holds the measured table.
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -85,8 +86,16 @@ Result<EntrySitePlan> plan_entry_site(std::span<const uint8_t> function_code,
                                       bool reads_memory,
                                       std::span<const uint64_t> external_targets = {});
 
-// Targets of every direct jmp/jcc/call found by a linear sweep of `code` (loaded at `addr`),
-// sorted and unique. Bytes that do not decode are stepped over one at a time.
+// Every direct jmp/jcc/call found by a linear sweep of `code` (loaded at `addr`), in address
+// order. Bytes that do not decode are stepped over one at a time.
+struct DirectBranch {
+  uint64_t pc = 0;      // the branch instruction
+  uint64_t target = 0;  // where it goes
+  bool call = false;
+};
+void for_each_direct_branch(std::span<const uint8_t> code, uint64_t addr,
+                            const std::function<void(const DirectBranch&)>& fn);
+// Their targets, sorted and unique.
 std::vector<uint64_t> direct_branch_targets(std::span<const uint8_t> code, uint64_t addr);
 
 // The RET instructions of the function whose code is `code` (at `addr`), each with its class: where

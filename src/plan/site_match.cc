@@ -1,5 +1,7 @@
 #include "plan/site_match.h"
 
+#include "plan/site_cost.h"
+
 #include <algorithm>
 #include <set>
 
@@ -117,6 +119,30 @@ Result<std::vector<MatchedSite>> inlined_sites(PlannedObject& o, std::string_vie
     m.inlined_in = c.caller;
     out.push_back(std::move(m));
   }
+  return out;
+}
+
+std::vector<std::string> functions_called_by_copy(const MatchedSite& m) {
+  std::vector<std::string> out;
+  const PlannedObject& o = *m.object;
+  if (m.inlined_in.empty() || !o.go_table || !o.go_table->has_value()) return out;
+  const GoPclntab& t = **o.go_table;
+  const bool runtime = m.label.starts_with("runtime.");
+  for_each_direct_branch(
+      o.elf.code_bytes(m.function_start, m.function_size), m.function_start,
+      [&](const DirectBranch& b) {
+        if (!b.call) return;
+        const GoFunction* callee = t.containing(b.target);
+        if (!callee || callee->entry != b.target) return;
+        // The runtime's helpers (morestack, write barriers, conversions) are called everywhere.
+        if (!runtime && callee->name.starts_with("runtime.")) return;
+        // Made inside the copy: the copy's function is among the inlined frames at the call.
+        auto frames = t.frames_at(b.pc);
+        bool inside = false;
+        for (size_t i = 0; i + 1 < frames.size(); ++i) inside |= frames[i].function == m.label;
+        if (inside && std::find(out.begin(), out.end(), callee->name) == out.end())
+          out.push_back(callee->name);
+      });
   return out;
 }
 

@@ -122,6 +122,9 @@ bool is_function_glob(std::string_view name);
 // trees: each at the copy's first instruction, labelled with the inlined function, `inlined_in`
 // its caller. Empty for an object without .gopclntab.
 Result<std::vector<MatchedSite>> inlined_sites(PlannedObject& o, std::string_view name);
+// The functions an inlined copy calls (direct calls made inside it, the runtime's helpers left
+// out), in code order: what a user can probe instead when the copy cannot give what they ask.
+std::vector<std::string> functions_called_by_copy(const MatchedSite& m);
 
 // Functions (exact name or glob) or USDT locations a spec names; errors list the closest names.
 // Aliases at one address become one site with the first name.

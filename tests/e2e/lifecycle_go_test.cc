@@ -116,6 +116,31 @@ TEST(go, inlined_functions_are_probed_at_every_copy) {
   EXPECT_TRUE(bpf_links_of_programs("trace_").empty());
 }
 
+// net/http.Get is inlined into main.fetch: its `url` is read at the copy where DWARF's inlined
+// subroutine places it (two registers); without DWARF the refusal names what the copy calls.
+TEST(go, parameters_of_inlined_copies_come_from_dwarf) {
+  USCOPE_REQUIRE_ROOT();
+  const int port = free_port();
+  GatedProcess server({fixture("go/gohttp_server"), std::to_string(port)});
+  server.start();
+  ASSERT_TRUE(server.wait_for_line("listening on"));
+  const std::string base = "http://127.0.0.1:" + std::to_string(port);
+  const std::string client = fixture("go/gohttp_client");
+  auto t = uscope({"trace", "-c", client + " " + base + " 2 /hello /items/apple",
+                   "p::net/http.Get \"url=%s\", url"});
+  ASSERT_EQ(t.exit_code, 0) << t.err;
+  EXPECT_EQ(lines_with(t.out, "url=" + base + "/hello").size(), 2u) << t.out;
+  EXPECT_EQ(lines_with(t.out, "url=" + base + "/items/apple").size(), 2u) << t.out;
+
+  auto stripped = uscope({"trace", "-c", client + "_stripped " + base + " 1",
+                          "p::net/http.Get \"%s\", url"});
+  EXPECT_EQ(stripped.exit_code, 1);
+  EXPECT_NE(stripped.err.find("only DWARF says where a copy's parameters are"), std::string::npos)
+      << stripped.err;
+  EXPECT_NE(stripped.err.find("net/http.(*Client).Get"), std::string::npos) << stripped.err;
+  EXPECT_TRUE(bpf_links_of_programs("trace_").empty());
+}
+
 // A stripped Go program's profile names its frames from .gopclntab and expands inlined calls
 // into frames of their own (http.Get, inlined into main.fetch), as `go tool pprof` shows them.
 TEST(go, profiles_of_stripped_programs_expand_inlined_frames) {
