@@ -1,7 +1,8 @@
 // `uscope list`: what can be probed in a file, a library or a running process — functions with
 // addresses, file offsets, sizes and bindings, and USDT probes with locations, semaphores and
 // argument specs (as written and as parsed). Matching and entry sites come from the planner, so
-// what list shows is what trace attaches.
+// what list shows is what trace attaches. `list --info` says what one object is instead: its
+// symbol tables and DWARF, and for a Go program its version, modules and build settings.
 #include <fmt/core.h>
 
 #include <algorithm>
@@ -14,12 +15,15 @@
 #include "cli/output_options.h"
 #include "discover/elf_file.h"
 #include "discover/library_names.h"
+#include "discover/object_info.h"
+#include "discover/object_store.h"
 #include "discover/process.h"
 #include "discover/symbol_table.h"
 #include "discover/target.h"
 #include "discover/usdt.h"
 #include "plan/planner.h"
 #include "sink/list_output.h"
+#include "sink/object_info_output.h"
 #include "util/names.h"
 
 namespace uscope::cli {
@@ -32,6 +36,7 @@ struct ListOptions {
   OutputOptions output;
   bool only_functions = false;
   bool only_usdt = false;
+  bool info = false;
 };
 
 // "provider:name" selects USDT probes; "ns::f*" is a C++ function name.
@@ -63,6 +68,27 @@ void split_positionals(const ListOptions& o, const Process* process, std::string
   }
 }
 
+// `list --info [-p PID] [TARGET]`: one object (the process's program when no TARGET is named).
+int run_info(const ListOptions& o, CommandOutput& output, const Process* process) {
+  if (o.positionals.size() > 1)
+    return report_error("list --info takes one TARGET and no pattern", kExitUsage);
+  if (o.only_functions || o.only_usdt)
+    return report_error("list --info describes the whole object: drop --functions/--usdt",
+                        kExitUsage);
+  const std::string target = o.positionals.empty() ? "" : o.positionals[0];
+  if (!process && target.empty())
+    return report_error("name a file or library to describe, or give -p PID", kExitUsage);
+  auto ref = resolve_object(target, process);
+  if (!ref) return report_error(ref.error().message);
+  auto obj = ObjectStore::shared()->open(ref->open_path, ref->display_path);
+  if (!obj) return report_error(obj.error().message);
+  auto info = describe_object((*obj)->elf());
+  if (!info) return report_error(info.error().message);
+  print_object_info(*info, output.format, output.file.get());
+  if (auto r = output.file.close(); !r) return report_error(r.error().message);
+  return kExitOk;
+}
+
 int run_list(const ListOptions& o) {
   auto output = open_output(o.output);
   if (!output) return output.error();
@@ -72,6 +98,7 @@ int run_list(const ListOptions& o) {
     if (!p) return report_error(p.error().message);
     process = std::move(*p);
   }
+  if (o.info) return run_info(o, *output, process ? &*process : nullptr);
   std::string target, pattern;
   split_positionals(o, process ? &*process : nullptr, target, pattern);
   if (!process && target.empty())
@@ -181,7 +208,8 @@ void add_list_command(CLI::App& app, Run& run) {
       "List the functions and USDT probes of a file, a library or a process. ENTRY PROBE SITE is "
       "where trace attaches a p: probe of the function that reads all six argument registers "
       "and memory (planned as trace plans it); probes reading less, and count and latency, may "
-      "sit further into the prologue, never before it");
+      "sit further into the prologue, never before it. With --info: what the object is instead "
+      "(symbol tables, DWARF; for Go its version, ABI, modules and build settings)");
   cmd->add_option("-p,--pid", opts->pid, "List every object mapped into process PID");
   cmd->add_option("target_pattern", opts->positionals,
                   "[TARGET] [PATTERN]: a path or library short name (c, ssl, libssl.so.3), then a "
@@ -190,6 +218,11 @@ void add_list_command(CLI::App& app, Run& run) {
   add_output_options(cmd, opts->output, "JSON Lines, one object per function or probe");
   cmd->add_flag("--functions", opts->only_functions, "Only functions");
   cmd->add_flag("--usdt", opts->only_usdt, "Only USDT probes");
+  cmd->add_flag("--info", opts->info,
+                "Describe TARGET (with -p alone: the process's program) instead of listing: "
+                "symbol tables, DWARF, and for a Go program its Go version, register or stack "
+                "ABI, main package and module, dependencies (with replacements), build settings "
+                "and .gopclntab functions, as `go version -m` shows them; --json: one object");
   cmd->callback([&run, opts] { run = [opts] { return run_list(*opts); }; });
 }
 

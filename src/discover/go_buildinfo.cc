@@ -16,6 +16,8 @@
 #include <string>
 #include <string_view>
 
+#include "discover/go_modinfo.h"
+
 namespace uscope {
 namespace {
 
@@ -142,23 +144,6 @@ Result<std::string> take_inline_string(std::span<const uint8_t>& rest, uint64_t 
   return s;
 }
 
-// The main module is the "mod\t<path>\t<version>..." line; GOPATH builds have none.
-std::string main_module_path(std::string_view mod_info) {
-  constexpr std::string_view kPrefix = "mod\t";
-  size_t pos = 0;
-  while (pos < mod_info.size()) {
-    size_t eol = mod_info.find('\n', pos);
-    if (eol == std::string_view::npos) eol = mod_info.size();
-    const std::string_view line = mod_info.substr(pos, eol - pos);
-    if (line.substr(0, kPrefix.size()) == kPrefix) {
-      const std::string_view rest = line.substr(kPrefix.size());
-      return std::string(rest.substr(0, rest.find('\t')));
-    }
-    pos = eol + 1;
-  }
-  return {};
-}
-
 bool is_printable(std::string_view s) {
   for (char c : s) {
     if (c < 0x20 || c > 0x7e) return false;
@@ -247,7 +232,9 @@ Result<GoBuildInfo> parse_go_buildinfo(std::span<const uint8_t> section, uint64_
   if (mod.size() >= 2 * kSentinelSize + 1 && mod[mod.size() - kSentinelSize - 1] == '\n') {
     info.mod_info = mod.substr(kSentinelSize, mod.size() - 2 * kSentinelSize);
   }
-  info.main_path = main_module_path(info.mod_info);
+  if (auto modules = parse_go_modinfo(info.mod_info); modules.main) {
+    info.main_path = std::move(modules.main->path);
+  }
   return info;
 }
 

@@ -60,11 +60,6 @@ std::string signed_hex(int64_t v) {
   return v < 0 ? fmt::format("-{:#x}", -static_cast<uint64_t>(v)) : fmt::format("+{:#x}", v);
 }
 
-std::string object_kind(const ListedObject& o) {
-  if (o.shared_library) return "shared library";
-  return o.pie ? "PIE executable" : "executable";
-}
-
 // "emulated", "single-stepped", or "+0x4 emulated" when an entry probe moves into the prologue.
 std::string describe_entry_site(const SitePlacement& p) {
   if (p.moved == 0) return site_cost_name(p.cost.cost);
@@ -89,6 +84,11 @@ nlohmann::json planned_site_json(const SitePlacement& p) {
 }
 
 }  // namespace
+
+std::string object_kind_name(bool shared_library, bool pie) {
+  if (shared_library) return "shared library";
+  return pie ? "PIE executable" : "executable";
+}
 
 std::string describe_usdt_arg(const UsdtArg& a) {
   std::string type = fmt::format("{}{}", a.is_signed ? 's' : 'u', a.size * 8);
@@ -191,8 +191,8 @@ void ListPrinter::print_text(const ListedObject& o) {
   if (o.functions.empty() && o.probes.empty() && o.inlined.empty()) return;
   if (!first_object_) fmt::print(out_, "\n");
   first_object_ = false;
-  fmt::print(out_, "{} ({}{}{})\n", o.path, object_kind(o), o.build_id ? ", build-id " : "",
-             o.build_id.value_or(""));
+  fmt::print(out_, "{} ({}{}{})\n", o.path, object_kind_name(o.shared_library, o.pie),
+             o.build_id ? ", build-id " : "", o.build_id.value_or(""));
   if (!o.functions.empty()) {
     fmt::print(out_, "  {:<18} {:>10} {:>8} {:<6}  {:<20}  {}\n", "ADDRESS", "OFFSET", "SIZE",
                "BIND", "ENTRY PROBE SITE", "FUNCTION");

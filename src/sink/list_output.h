@@ -31,6 +31,9 @@ struct ListedObject {
   std::vector<std::vector<SitePlacement>> usdt_sites;  // per probe, per location
 };
 
+// "shared library", "PIE executable" or "executable".
+std::string object_kind_name(bool shared_library, bool pie);
+
 // "u64 rax", "s32 *(rbp-0x8)", "u64 *(rax+rdx*8)", "s32 $5": how a USDT argument is fetched.
 std::string describe_usdt_arg(const UsdtArg& a);
 nlohmann::json usdt_arg_json(const UsdtArg& a);

@@ -212,9 +212,9 @@ TEST(go_buildinfo, inline_layout) {
 }
 
 TEST(go_buildinfo, inline_layout_unframed_and_empty_mod_info) {
-  auto r = parse_go_buildinfo(inline_section("go1.18", "mod\tx.org/y"), 0, kNoMemory);
+  auto r = parse_go_buildinfo(inline_section("go1.18", "mod\tx.org/y\t(devel)"), 0, kNoMemory);
   ASSERT_TRUE(r) << r.error().message;
-  EXPECT_EQ(r->mod_info, "mod\tx.org/y");
+  EXPECT_EQ(r->mod_info, "mod\tx.org/y\t(devel)");
   EXPECT_EQ(r->main_path, "x.org/y");
 
   r = parse_go_buildinfo(inline_section("go1.18", ""), 0, kNoMemory);
