@@ -7,11 +7,13 @@
 Per call of a probed function, in µs of wall time: each configuration runs its target with N_SMALL
 and N_BIG calls under `uscope ... -c`, and the difference divided by N_BIG - N_SMALL removes
 start-up and exit; the same without uscope gives the function's own cost, which is subtracted.
-  - Go: gowork's main.work (its first instruction is Go's stack check, single-stepped) with
-    `uscope count` (entry only) and `uscope latency` (entry + a uprobe on each RET, keyed by
+  - Go: gowork's main.work (the entry probe moved past Go's stack check onto its jcc, emulated)
+    with `uscope count` (entry only) and `uscope latency` (entry + a uprobe on each RET, keyed by
     goroutine). latency minus count is the RET site's cost per hit.
   - C: target_loop's work() (entry `endbr64`, moved onto an emulated `push`) with `uscope count`
     and `uscope latency` (entry + the kernel's uretprobe).
+And `uscope stat` (entry probes on runtime.newproc1, goexit0, gcMarkTermination and the
+stop/start of the world): gostack's wall time with and without it, per goroutine created.
 Medians of --runs rounds. Needs root and the test build (build/tests/fixtures).
 """
 
@@ -72,10 +74,27 @@ def main() -> None:
     for name, c, l, r in rows:
         kind = "RET uprobe" if name.startswith("Go") else "uretprobe"
         lines.append(f"| {name} | {c:.2f} | {l:.2f} | {r:.2f} ({kind}) |")
+    # uscope stat: gostack runs rounds of goroutines (each round ends in a GC); the difference of
+    # two sizes removes start-up and exit, as per_call does.
+    stack = str(fx / "go/gostack")
+    workers, small, big = 64, 40, 400
+
+    def stack_wall(rounds: int, traced: bool) -> float:
+        cmd = [stack, str(rounds), str(workers), "10"]
+        return wall([uscope, "stat", "-c", " ".join(cmd)] if traced else cmd)
+    plain = statistics.median(stack_wall(big, False) - stack_wall(small, False)
+                              for _ in range(a.runs))
+    traced = statistics.median(stack_wall(big, True) - stack_wall(small, True)
+                               for _ in range(a.runs))
+    goroutines = (big - small) * workers
+    lines += ["", "| `uscope stat` on gostack | untraced s | under `stat` s | added µs per goroutine |",
+              "|---|---:|---:|---:|",
+              f"| {big - small} rounds x {workers} goroutines, a GC each | {plain:.3f} | "
+              f"{traced:.3f} | {(traced - plain) / goroutines * 1e6:.2f} |"]
     table = "\n".join(lines)
     print(table)
     if a.markdown:
-        body = (f"## I. Go return probes: RET uprobes against a C uretprobe\n\nCommand: `python3 bench/go_returns.py --markdown docs/BENCHMARKS.md` "
+        body = (f"## I. Go return probes (RET uprobes against a C uretprobe) and uscope stat\n\nCommand: `python3 bench/go_returns.py --markdown docs/BENCHMARKS.md` "
                 f"({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, medians of {a.runs} "
                 f"rounds, {N_BIG - N_SMALL} calls per difference).\n\n{table}\n")
         shared.write_marked_block(a.markdown, body, "<!-- bench/go_returns.py: begin generated -->",

@@ -118,10 +118,10 @@ def report(a, times: dict, seconds: float) -> str:
                      f"{R.spread([x * 1e6 for x in times[c]], '.1f')} | {added} |")
     lines += ["", "Each traced run's summary counted every request and lost none. The server's "
               "probe is a Go return probe: a uprobe at serverHandler.ServeHTTP's entry and one on "
-              "each of its RET instructions, entry and return matched by goroutine. Both sites are "
-              "single-stepped on Go 1.19's code (the entry's stack check `lea r12, [rsp-N]`, and "
-              "`ret`): the `latency` row, the same two uprobes without events, shows that they, not "
-              "uscope http's events, make most of the added time."]
+              "each of its RET instructions, entry and return matched by goroutine. The entry sits on "
+              "the jcc after Go's stack check (emulated); the RET is single-stepped: the `latency` "
+              "row, the same uprobes without events, shows what they cost apart from uscope "
+              "http's events."]
     return "\n".join(lines)
 
 

@@ -45,8 +45,6 @@ HttpLosses losses_of(const std::vector<RecipeCounters>& counters) {
 constexpr auto kStopDrain = std::chrono::milliseconds(20);
 constexpr auto kStopFlush = std::chrono::milliseconds(50);
 constexpr auto kStalledOutput = std::chrono::seconds(1);
-constexpr size_t kBatchEvents = 512;
-
 int run_http(const HttpCommandOptions& o) {
   if (!o.session.pid && o.session.command.empty())
     return report_error("uscope http needs a Go program: -p PID or -c 'COMMAND'", kExitUsage);
@@ -123,15 +121,9 @@ int run_http(const HttpCommandOptions& o) {
   if (auto r = (*session)->start(); !r) return report_error(r.error().message);
 
   EventLoop::Callbacks cb;
-  cb.data_fd = program->events_epoll_fd();
   std::optional<Error> read_error;
-  cb.drain = [&] {
-    auto r = program->consume(kBatchEvents);
-    if (!r) read_error = r.error();
-    return r && r->more_pending;
-  };
+  read_events_in_loop(*program, cb, read_error);
   cb.output = &out;
-  cb.data_poll = std::chrono::milliseconds(TraceProgram::kPollPeriodMs);
   cb.done = [&] { return read_error.has_value(); };
   StopReason why = (*session)->run(cb);
   program->detach();

@@ -128,6 +128,17 @@ void finish_output(OutputBuffer& out, uint64_t tables_not_written) {
                tables_not_written + !written);
 }
 
+void read_events_in_loop(TraceProgram& program, EventLoop::Callbacks& cb,
+                         std::optional<Error>& read_error) {
+  cb.data_fd = program.events_epoll_fd();
+  cb.drain = [&program, &read_error] {
+    auto r = program.consume(kBatchEvents);
+    if (!r) read_error = r.error();
+    return r && r->more_pending;
+  };
+  cb.data_poll = std::chrono::milliseconds(TraceProgram::kPollPeriodMs);
+}
+
 void print_sites(std::span<const PlannedSite> sites, std::span<const SkippedSite> skipped) {
   for (const auto& s : sites) {
     const auto& p = s.placement;

@@ -15,6 +15,7 @@
 #include "attach/uprobe_links.h"
 #include "cli/output_options.h"
 #include "collect/event_loop.h"
+#include "collect/trace_program.h"
 #include "discover/launched_command.h"
 #include "discover/process.h"
 #include "plan/planner.h"
@@ -81,6 +82,14 @@ bool append_printed(OutputBuffer& out, const std::function<void(std::FILE*)>& pr
 // At the end of a session: writes the rest within a short deadline (a stop takes effect at once),
 // saying on stderr when the output did not take it.
 void finish_output(OutputBuffer& out, uint64_t tables_not_written);
+
+// Events per read of a ring buffer: bounds the work between two looks at signals and timers
+// (~0.5 ms of formatting).
+inline constexpr size_t kBatchEvents = 512;
+// The loop reads `program`'s ring when it signals and on a timer (the BPF side batches its
+// wake-ups), kBatchEvents records per call; a failed read lands in `read_error`.
+void read_events_in_loop(TraceProgram& program, EventLoop::Callbacks& cb,
+                         std::optional<Error>& read_error);
 
 // Prints site placements (cost class, moved or not, role) and the sites left out to stderr for
 // --verbose.

@@ -29,8 +29,6 @@ struct StatOptions {
   bool no_move = false;
 };
 
-constexpr size_t kBatchEvents = 512;
-
 std::string clock_now() {
   std::time_t t = std::time(nullptr);
   std::tm tm{};
@@ -168,14 +166,8 @@ int run_stat(const StatOptions& o) {
   interval_start = clock::now();
 
   EventLoop::Callbacks cb;
-  cb.data_fd = program->events_epoll_fd();
-  cb.drain = [&] {
-    auto r = program->consume(kBatchEvents);
-    if (!r) read_error = r.error();
-    return r && r->more_pending;
-  };
+  read_events_in_loop(*program, cb, read_error);
   cb.output = &out;
-  cb.data_poll = std::chrono::milliseconds(TraceProgram::kPollPeriodMs);
   cb.interval = [&] {
     while (cb.drain()) {
     }

@@ -188,10 +188,6 @@ constexpr auto kStopFlush = std::chrono::milliseconds(30);
 constexpr auto kSummaryFlush = std::chrono::milliseconds(10);
 // After the target ended: how long an output that takes nothing is waited for.
 constexpr auto kStalledOutput = std::chrono::seconds(1);
-// Events per read of the ring buffer: bounds the work between two looks at signals and timers
-// (~0.5 ms of formatting).
-constexpr size_t kBatchEvents = 512;
-
 int run_trace(TraceCommandOptions o) {
   std::vector<ProbeSpec> specs;
   for (const auto& text : o.specs) {
@@ -261,16 +257,9 @@ int run_trace(TraceCommandOptions o) {
   meter.start();
 
   EventLoop::Callbacks cb;
-  cb.data_fd = program->events_epoll_fd();
   std::optional<Error> read_error;
-  cb.drain = [&] {
-    auto r = program->consume(kBatchEvents);
-    if (!r) read_error = r.error();
-    return r && r->more_pending;
-  };
+  read_events_in_loop(*program, cb, read_error);
   cb.output = &out;
-  // The BPF side batches its wake-ups: read the ring on a timer as well.
-  cb.data_poll = std::chrono::milliseconds(TraceProgram::kPollPeriodMs);
   cb.done = [&] {
     meter.sample();
     return read_error || limit_reached();

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sink/http_output.h"
+#include "sink/loss_list.h"
 
 namespace uscope {
 
@@ -57,17 +58,15 @@ std::string go_stat_json_line(const GoStatInterval& i, std::string_view clock) {
 namespace {
 
 std::string losses_text(const GoStatLosses& l) {
-  std::string out;
-  auto add = [&](uint64_t n, std::string_view what) {
-    if (n) out += fmt::format("{}{} {}", out.empty() ? "" : ", ", n, what);
-  };
+  LossList out;
+  auto add = [&](uint64_t n, std::string_view what) { out.add(n, what); };
   add(l.ring_lost, "stop/start events lost (ring buffer full): pauses missing");
   add(l.unmatched_starts, "restarts without their stop (pauses begun before the probes)");
   add(l.open_pauses, "pauses still open at the end (not counted)");
   add(l.census_failures, "intervals whose live goroutines could not be read");
   add(l.malformed, "events malformed");
   add(l.unread, "stop/start events not read by the end");
-  return out;
+  return out.text();
 }
 
 }  // namespace

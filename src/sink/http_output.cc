@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sink/loss_list.h"
+
 namespace uscope {
 
 namespace {
@@ -73,10 +75,8 @@ std::string http_text_summary(const HttpRed& red, const HttpLosses& l, std::stri
   if (red.overflowed())
     out += fmt::format("uscope http: {} requests past {} routes counted under \"{}\"\n",
                        red.overflowed(), HttpRed::kDefaultMaxRoutes, HttpRed::kOtherRoutes);
-  std::string losses;
-  auto add = [&](uint64_t n, std::string_view what) {
-    if (n) losses += fmt::format("{}{} {}", losses.empty() ? "" : ", ", n, what);
-  };
+  LossList losses;
+  auto add = [&](uint64_t n, std::string_view what) { losses.add(n, what); };
   add(l.ring_lost, "lost (ring buffer full)");
   add(l.no_entry, "returns without a recorded entry (calls begun before the probes were all in)");
   add(l.entry_save_failed, "entries not recorded (entries map full)");
@@ -87,7 +87,8 @@ std::string http_text_summary(const HttpRed& red, const HttpLosses& l, std::stri
   add(l.status_unknown,
       "without a status (not an HTTP/1 ResponseWriter: HTTP/2?), not counted as errors");
   out += losses.empty() ? "uscope http: nothing lost\n"
-                        : fmt::format("uscope http: requests missing or incomplete: {}\n", losses);
+                        : fmt::format("uscope http: requests missing or incomplete: {}\n",
+                                      losses.text());
   return out;
 }
 
