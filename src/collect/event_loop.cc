@@ -94,6 +94,12 @@ EventLoop::EventLoop(EventLoop&& o) noexcept
 EventLoop::~EventLoop() {
   if (restore_mask_) {
     sigset_t set = stop_signals();
+    // A second Ctrl-C (or a kill of the whole process group after one of the process) that came
+    // while the session wound down asked for the stop already made: taken here, it cannot kill
+    // uscope with the default action once unblocked, after a clean detach.
+    const timespec now{0, 0};
+    while (sigtimedwait(&set, nullptr, &now) > 0) {
+    }
     sigprocmask(SIG_UNBLOCK, &set, nullptr);
   }
 }

@@ -85,6 +85,24 @@ TEST(faults, target_exit_ends_each_session) {
   }
 }
 
+// Ctrl-C and then a SIGTERM, or a signal to the process and then to its group (as a shell or a
+// script may send): the second asks for the stop the first began, and never kills uscope with its
+// default action once the session has wound down (standard signals do not queue: a second SIGINT
+// would merge with the first, a SIGTERM stays pending through the stop).
+TEST(faults, a_second_stop_signal_during_the_stop_ends_cleanly) {
+  USCOPE_REQUIRE_ROOT();
+  const std::string exe = fixture("native/target_loop");
+  for (const auto& cmd : kCommands) {
+    GatedProcess target({exe, "100000"});
+    UscopeChild s(session_args(cmd, target.pid(), exe, "work"));
+    ASSERT_TRUE(attached(s, cmd)) << cmd << ": " << s.err();
+    target.start();
+    kill(s.pid(), SIGINT);
+    kill(s.pid(), SIGTERM);
+    expect_clean_end(s, cmd, "interrupted");
+  }
+}
+
 TEST(faults, target_exec_ends_each_session) {
   USCOPE_REQUIRE_ROOT();
   const std::string exe = fixture("native/exec_after");
