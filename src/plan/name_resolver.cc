@@ -4,13 +4,12 @@
 // offsets and widths from DWARF.
 #include "plan/name_resolver.h"
 
-#include "plan/go_name_resolver.h"
-
 #include <fmt/format.h>
 
 #include <algorithm>
 
 #include "plan/probe_parse.h"
+#include "plan/return_sites.h"
 #include "util/names.h"
 
 namespace uscope {
@@ -589,25 +588,51 @@ Result<ProbeSpec> resolve_names(const ProbeSpec& spec, const NameSite& site) {
   return Resolver(spec, site).run();
 }
 
-Result<ProbeSpec> resolve_names(const ProbeSpec& spec, const ElfFile& elf,
-                                std::unique_ptr<DwarfTypes>& cache, uint64_t function_addr,
-                                const std::string& function) {
-  if (!has_names(spec)) return spec;
-  if (!cache) {
-    auto opened = DwarfTypes::open(elf);
-    if (!opened) return with_context(elf.display_path(), opened.error());
-    cache = std::move(*opened);
+Result<ProbeSpec> resolve_names(const ProbeSpec& spec, PlannedObject& object,
+                                uint64_t function_addr, const std::string& function,
+                                std::vector<NameOrigin>* origins) {
+  const bool go_list = spec.params && is_go_declared(*spec.params);
+  const bool go_code = object.is_go;
+  const std::string& where = object.ref.display_path;
+  if (spec.params && !spec.params->empty() && go_list != go_code)
+    return spec_error(
+        spec.params->front().column,
+        go_code ? fmt::format("{} in {} is Go code, and its parameters are declared C's way",
+                              function, where)
+                : fmt::format("{} in {} is not Go code, and its parameters are declared Go's way",
+                              function, where),
+        go_code ? fmt::format("declare them as Go writes them, name then type: {}(i int, tag "
+                              "string)",
+                              spec.function)
+                : fmt::format("declare them as C writes them, type then name: {}(int fd, char "
+                              "*path)",
+                              spec.function));
+  if (go_code ? !needs_go_resolver(spec) : !has_names(spec)) return spec;
+  if (!object.dwarf) {
+    auto opened = DwarfTypes::open(object.elf);
+    if (!opened) return with_context(object.elf.display_path(), opened.error());
+    object.dwarf = std::move(*opened);
   }
   // Go code: its own ABI and its own DWARF conventions (plan/go_name_resolver.h).
-  if (elf.section(".gopclntab") && !spec.params) {
-    GoNameSite go{function_addr, function, elf.display_path(), spec.kind};
-    return resolve_go_names(spec, *cache, go);
+  if (go_code) {
+    const CallingConvention& cc = convention_of(object);
+    GoNameSite go{function_addr, function, where,
+                  spec.kind,     &cc,      object.go ? object.go->version : std::string()};
+    GoTypesSource types = [&object]() -> Result<GoTypes*> {
+      if (!object.go_types) {
+        auto t = GoTypes::open(object.elf, object.dwarf.get(), object.go ? &*object.go : nullptr);
+        if (!t) return tl::unexpected(t.error());
+        object.go_types = std::move(*t);
+      }
+      return object.go_types.get();
+    };
+    return resolve_go_names(spec, *object.dwarf, types, go, origins);
   }
   NameSite site;
-  site.dwarf = cache.get();
+  site.dwarf = object.dwarf.get();
   site.function_addr = function_addr;
   site.function = function;
-  site.object = elf.display_path();
+  site.object = object.elf.display_path();
   return resolve_names(spec, site);
 }
 

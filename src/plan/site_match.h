@@ -15,6 +15,7 @@
 #include "discover/dwarf_types.h"
 #include "discover/elf_file.h"
 #include "discover/go_buildinfo.h"
+#include "discover/go_types.h"
 #include "discover/gopclntab.h"
 #include "discover/object_store.h"
 #include "discover/process.h"
@@ -46,6 +47,7 @@ struct PlannedObject {
   // Defined symbols of every kind by name, read once for USDT operands that name one.
   std::optional<std::map<std::string, uint64_t>> symbol_addresses{};
   std::unique_ptr<DwarfTypes> dwarf{};  // opened by the name resolver when a spec names one
+  std::unique_ptr<GoTypes> go_types{};  // Go code: opened when a spec reads a field or a type
   // Go's function table, read when a spec may name an inlined function (nullopt inside: not Go).
   std::shared_ptr<std::optional<GoPclntab>> go_table{};
 };
