@@ -158,7 +158,7 @@ class GoResolver {
     switch (e.op) {
       case Expr::Op::Name: {
         for (const auto& p : params_.params)
-          if (p.name == e.text && !e.text.empty()) return parameter(p, e);
+          if (p.name == e.text && !e.text.empty() && e.text != "_") return parameter(p, e);
         std::vector<std::string> names;
         for (const auto& p : params_.params) names.push_back(p.name);
         auto close = closest_names(e.text, names);

@@ -201,10 +201,11 @@ Result<GoParams> go_params_checked(const std::vector<DeclaredParam>& declared, G
     GoParam& q = dwarf.params[i];
     auto t = declared_go_type(d.go_type, types);
     if (!t || !same_type(*t, q.type))
-      return probe_detail::spec_error(d.column,
-                                      fmt::format("'{}' is declared {} but the DWARF of {} says {}",
-                                                  d.name, d.go_type, function, q.type.name),
-                                      fix);
+      return probe_detail::spec_error(
+          d.column,
+          fmt::format("'{}' is declared {} but the DWARF of {} says {}", d.name,
+                      probe_detail::printable(d.go_type), function, q.type.name),
+          fix);
     q.name = d.name;
     q.column = d.column;
   }

@@ -643,7 +643,7 @@ Result<void> check_declared_arg(const ProbeSpec& spec, int n, int column, std::s
   if (!spec.params || !is_go_declared(*spec.params) || n <= static_cast<int>(spec.params->size()))
     return {};
   std::vector<std::string> names;
-  for (const auto& p : *spec.params) names.push_back(p.name + " " + p.go_type);
+  for (const auto& p : *spec.params) names.push_back(p.name + " " + printable(p.go_type));
   return spec_error(column,
                     fmt::format("{} is out of range: {} declares {} parameters ({})",
                                 printable(text), spec.function, spec.params->size(), join(names)),
