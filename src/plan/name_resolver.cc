@@ -615,9 +615,13 @@ Result<ProbeSpec> resolve_names(const ProbeSpec& spec, PlannedObject& object,
   }
   // Go code: its own ABI and its own DWARF conventions (plan/go_name_resolver.h).
   if (go_code) {
-    const CallingConvention& cc = convention_of(object);
-    GoNameSite go{function_addr, function, where,
-                  spec.kind,     &cc,      object.go ? object.go->version : std::string()};
+    GoNameSite go;
+    go.function_addr = function_addr;
+    go.function = function;
+    go.object = where;
+    go.kind = spec.kind;
+    go.cc = &convention_of(object);
+    if (object.go) go.go_version = object.go->version;
     GoTypesSource types = [&object]() -> Result<GoTypes*> {
       if (!object.go_types) {
         auto t = GoTypes::open(object.elf, object.dwarf.get(), object.go ? &*object.go : nullptr);
