@@ -14,6 +14,10 @@ namespace {
 
 using uscope::Expr;
 
+bool go_list(const uscope::ProbeSpec& spec) {
+  return spec.params && uscope::is_go_declared(*spec.params);
+}
+
 bool is_string(const Expr& e) {
   return e.op == Expr::Op::Comm || e.op == Expr::Op::Str || e.op == Expr::Op::String;
 }
@@ -38,14 +42,16 @@ int check_expr(const Expr& e, const uscope::ProbeSpec& spec, int depth) {
   switch (e.op) {
     case Expr::Op::Arg:
       if (spec.kind == uscope::ProbeKind::Return) __builtin_trap();
-      if (e.index < 1 || e.index > (spec.kind == uscope::ProbeKind::Usdt ? 12 : 6))
+      if (e.index < 1 || e.index > (spec.kind == uscope::ProbeKind::Usdt ? 12 : 9))
         __builtin_trap();
+      if (go_list(spec) && static_cast<size_t>(e.index) > spec.params->size()) __builtin_trap();
       break;
     case Expr::Op::Retval:
       if (spec.kind != uscope::ProbeKind::Return) __builtin_trap();
       break;
     case Expr::Op::Entry:
-      if (spec.kind != uscope::ProbeKind::Return || e.index < 1 || e.index > 6) __builtin_trap();
+      if (spec.kind != uscope::ProbeKind::Return || e.index < 1 || e.index > 9) __builtin_trap();
+      if (go_list(spec) && static_cast<size_t>(e.index) > spec.params->size()) __builtin_trap();
       break;
     case Expr::Op::Str:
       if (e.children.empty() || e.children.size() > 2) __builtin_trap();
@@ -102,11 +108,17 @@ void check_spec(const uscope::ProbeSpec& spec) {
   if (spec.offset != 0 && spec.kind != uscope::ProbeKind::Entry) __builtin_trap();
   if (spec.function.empty()) __builtin_trap();
   if (spec.params) {
-    if (spec.kind == uscope::ProbeKind::Usdt || spec.params->size() > 6) __builtin_trap();
-    for (size_t i = 0; i < spec.params->size(); ++i)
+    // C's lists: the six SysV registers; Go's: names and types, `_` for a parameter not named.
+    const bool go = go_list(spec);
+    if (spec.kind == uscope::ProbeKind::Usdt || spec.params->size() > (go ? 32 : 6))
+      __builtin_trap();
+    for (size_t i = 0; i < spec.params->size(); ++i) {
+      const uscope::DeclaredParam& p = (*spec.params)[i];
+      if (go && (p.name.empty() || p.go_type.empty())) __builtin_trap();
       for (size_t j = 0; j < i; ++j)
-        if (!(*spec.params)[i].name.empty() && (*spec.params)[i].name == (*spec.params)[j].name)
+        if (!p.name.empty() && p.name != "_" && p.name == (*spec.params)[j].name)
           __builtin_trap();
+    }
   }
   if (spec.predicate) {
     if (is_string(*spec.predicate)) __builtin_trap();

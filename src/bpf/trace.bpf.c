@@ -425,6 +425,11 @@ static long step(__u32 i, void* unused) {
       b = pop(s);
       a = pop(s);
       if (!op->a) {
+        if (op->b == TRACE_GO_ITAB && a) { /* itab {inter, _type, ...}: the dynamic type */
+          __u64 type = 0;
+          if (bpf_probe_read_user(&type, sizeof(type), (void*)(a + 8))) s->read_errors++;
+          a = type;
+        }
         emit_go_value(s, a, b, r->flags & TRACE_F_AGGREGATE);
       } else {
         /* a []any: address a, length b; each element is {type, data}. */

@@ -24,6 +24,7 @@
 #define TRACE_MAX_KFRAMES 32 /* kernel stack frames per event (-K): at a uprobe, the trap path */
 #define TRACE_GO_VALUES 4    /* interface values of one []any printed by %v */
 #define TRACE_GO_STR 64      /* bytes of a string held in an interface value */
+#define TRACE_GO_ITAB 1      /* TOP_EMIT_GOIFACE of one value: its first word is an itab */
 
 /* pt_regs as an array of u64 (x86_64 layout, arch/x86/include/asm/ptrace.h). */
 enum uscope_reg {
@@ -100,7 +101,9 @@ enum uscope_opcode {
                        stored cut to cap bytes with TRACE_STR_TRUNCATED set (see below) */
   TOP_EMIT_COMM,    /* append comm as a string */
   TOP_AGG_VALUE,    /* pop; the value a TRACE_F_AGGREGATE recipe buckets (TRACE_AGG_LOG2/LINEAR) */
-  TOP_EMIT_GOIFACE, /* Go interface values (`%v`). a=0: pop data word, pop type word: one value.
+  TOP_EMIT_GOIFACE, /* Go interface values (`%v`). a=0: pop data word, pop type word: one value
+                       (b=TRACE_GO_ITAB: the first word is a non-empty interface's itab, whose
+                       type is the word at itab + 8).
                        a=1: pop length, pop address of a slice of interfaces ([]any): at most b
                        (<= TRACE_GO_VALUES) values. Appends a u64 count (TRACE_STR_TRUNCATED set
                        when the slice had more), then per value its type word (u64), the kind of

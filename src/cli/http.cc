@@ -59,7 +59,7 @@ int run_http(const HttpCommandOptions& o) {
   auto go_field = [&](std::string_view type, std::string_view field) -> Result<GoField> {
     auto obj = cache.get("");
     if (!obj) return tl::unexpected(obj.error());
-    auto types = cache.go_types(**obj);
+    auto types = go_types_of(**obj);
     if (!types) return tl::unexpected(types.error());
     return (*types)->field(type, field);
   };

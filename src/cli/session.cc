@@ -151,6 +151,12 @@ void print_sites(std::span<const PlannedSite> sites, std::span<const SkippedSite
     fmt::print(stderr, "site {:<28} {:<6} {}  not probed: {}\n", s.label, "-", s.object, s.why);
 }
 
+void print_name_origins(const TracePlan& plan) {
+  for (const auto& p : plan.probes)
+    for (const auto& n : p.names)
+      fmt::print(stderr, "uscope: {}: {} {}, from {}\n", p.label, n.name, n.where, n.source);
+}
+
 void report_unprobed(const TracePlan& plan, std::span<const UprobeLinks::Refused> refused,
                      bool verbose) {
   if (verbose)

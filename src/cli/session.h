@@ -95,6 +95,10 @@ void read_events_in_loop(TraceProgram& program, EventLoop::Callbacks& cb,
 // --verbose.
 void print_sites(std::span<const PlannedSite> sites, std::span<const SkippedSite> skipped = {});
 
+// trace: for --verbose, where each name of a spec on Go code was found ("uscope: main.work: tag
+// in rbx, rcx (string), from DWARF").
+void print_name_origins(const TracePlan& plan);
+
 // trace: says on stderr how many functions its globs matched but could not probe (left out when
 // planned, or refused by the kernel when attached), naming each with `verbose`.
 void report_unprobed(const TracePlan& plan, std::span<const UprobeLinks::Refused> refused,

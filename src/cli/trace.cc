@@ -210,7 +210,10 @@ int run_trace(TraceCommandOptions o) {
   topts.kernel_stack = o.kernel_stack;
   auto plan = plan_trace(cache, specs, topts);
   if (!plan) return report_error(plan.error().message);
-  if (o.session.verbose) print_sites(plan->sites, plan->skipped);
+  if (o.session.verbose) {
+    print_name_origins(*plan);
+    print_sites(plan->sites, plan->skipped);
+  }
 
   // Before anything attaches: a -p target may exit as soon as its first event is caught.
   EventSymbols symbols(*plan, o.user_stack, o.kernel_stack);

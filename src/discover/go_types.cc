@@ -2,9 +2,11 @@
 // Descriptor layout (runtime/type.go, go1.18-1.20, amd64): _type {size, ptrdata uintptr; hash
 // uint32; tflag, align, fieldAlign, kind uint8; equal, gcdata pointers; str nameOff; ptrToThis
 // typeOff} (48 bytes), then per kind: pointer/slice/array/chan {elem *_type, ...}; struct {pkgPath
-// name; fields []structField {name name; typ *_type; offset uintptr}}; an uncommonType {pkgPath
-// nameOff, ...} follows when tflag has tflagUncommon. A name is a flags byte, a varint length and
-// the bytes. Every read is bounded and checked: the bytes come from the traced binary.
+// name; fields []structField {name name; typ *_type; offset uintptr}}; interface {pkgPath name;
+// methods []imethod}; map {key, elem, bucket *_type; hasher; sizes}; func {in, out uint16}; an
+// uncommonType {pkgPath nameOff, ...} follows when tflag has tflagUncommon. A name is a flags
+// byte, a varint length and the bytes. Every read is bounded and checked: the bytes come from
+// the traced binary.
 #include "discover/go_types.h"
 
 #include <algorithm>
@@ -37,6 +39,7 @@ struct Descriptor {
     uint64_t offset = 0;
   };
   std::vector<Field> fields;  // struct
+  bool no_methods = false;    // interface: interface {} by another name
 };
 
 // uscope's own table, the last resort: the fields `uscope http` reads, as go1.19's DWARF and type
@@ -76,36 +79,88 @@ uint64_t table_size(GoKind kind) {
   }
 }
 
-GoKind kind_from_dwarf(const DwarfType& t) {
-  switch (t.kind) {
-    case DwarfType::Kind::Pointer:
-      return GoKind::Pointer;
-    case DwarfType::Kind::Float:
-      return t.size == 4 ? GoKind::Float32 : GoKind::Float64;
-    case DwarfType::Kind::Integer:
-      if (t.name == "bool") return GoKind::Bool;
-      switch (t.size) {
-        case 1:
-          return t.is_signed ? GoKind::Int8 : GoKind::Uint8;
-        case 2:
-          return t.is_signed ? GoKind::Int16 : GoKind::Uint16;
-        case 4:
-          return t.is_signed ? GoKind::Int32 : GoKind::Uint32;
-        default:
-          return t.is_signed ? GoKind::Int : GoKind::Uint;
-      }
-    case DwarfType::Kind::Struct:
-      if (t.name == "string") return GoKind::String;
-      if (t.name.starts_with("[]")) return GoKind::Slice;
-      return GoKind::Struct;
-    case DwarfType::Kind::Array:
-      return GoKind::Array;
+std::string without_tag(std::string_view name) {
+  for (std::string_view prefix : {"struct ", "union "})
+    if (name.starts_with(prefix)) name.remove_prefix(prefix.size());
+  return std::string(name);
+}
+
+GoKind integer_kind(const DwarfType& t) {
+  if (t.name == "bool") return GoKind::Bool;
+  if (t.name == "uintptr") return GoKind::Uintptr;
+  switch (t.size) {
+    case 1:
+      return t.is_signed ? GoKind::Int8 : GoKind::Uint8;
+    case 2:
+      return t.is_signed ? GoKind::Int16 : GoKind::Uint16;
+    case 4:
+      return t.is_signed ? GoKind::Int32 : GoKind::Uint32;
     default:
-      return GoKind::Invalid;
+      return t.is_signed ? GoKind::Int : GoKind::Uint;
   }
 }
 
 }  // namespace
+
+GoType go_type_of(const DwarfType& t) {
+  GoType g{without_tag(t.name), GoKind::Invalid, t.size, "", GoTypeSource::Dwarf};
+  switch (t.kind) {
+    case DwarfType::Kind::Pointer: {
+      // "struct net/url.URL *" is *net/url.URL; "char **" is two pointers to char.
+      const size_t stars = static_cast<size_t>(std::count(t.name.begin(), t.name.end(), '*'));
+      const std::string base = without_tag(t.base_name);
+      g.size = 8;
+      if (base == "void" || base.empty()) {
+        g.kind = GoKind::UnsafePointer;
+        g.name = "unsafe.Pointer";
+        break;
+      }
+      g.kind = GoKind::Pointer;
+      g.elem = std::string(stars > 0 ? stars - 1 : 0, '*') + base;
+      g.name = "*" + g.elem;
+      break;
+    }
+    case DwarfType::Kind::Integer:
+      g.kind = integer_kind(t);
+      break;
+    case DwarfType::Kind::Float:
+      g.kind = t.size == 4 ? GoKind::Float32 : GoKind::Float64;
+      break;
+    case DwarfType::Kind::Function:
+      g.kind = GoKind::Func;
+      g.size = 8;
+      break;
+    case DwarfType::Kind::Array: {
+      // "int [4]" is [4]int.
+      g.kind = GoKind::Array;
+      const size_t bracket = g.name.rfind(" [");
+      if (bracket != std::string::npos && t.count) {
+        g.elem = without_tag(std::string_view(g.name).substr(0, bracket));
+        g.name = "[" + std::to_string(t.count) + "]" + g.elem;
+      }
+      break;
+    }
+    case DwarfType::Kind::Struct:
+      if (g.name == "string") {
+        g.kind = GoKind::String;
+      } else if (g.name.starts_with("[]")) {
+        g.kind = GoKind::Slice;
+        g.elem = g.name.substr(2);
+      } else if (g.name == "runtime.eface" || g.name.starts_with("interface {")) {
+        g.kind = GoKind::Interface;
+        g.name = "interface {}";
+      } else if (g.name == "runtime.iface" || g.name == "error") {
+        g.kind = GoKind::Interface;  // which interface: the typedef DWARF named is peeled off
+        g.name = "interface";
+      } else {
+        g.kind = GoKind::Struct;
+      }
+      break;
+    default:
+      break;
+  }
+  return g;
+}
 
 std::vector<GoField> go_table_fields(const GoBuildInfo& info, std::string_view struct_type) {
   std::vector<GoField> out;
@@ -137,6 +192,8 @@ const char* go_type_source_name(GoTypeSource s) {
       return "the runtime type descriptor";
     case GoTypeSource::VersionTable:
       return "uscope's table for this Go version";
+    case GoTypeSource::Declared:
+      return "the declared list";
   }
   return "?";
 }
@@ -210,8 +267,18 @@ struct GoTypes::Impl {
         extra += 32;
         break;
       }
+      case GoKind::Interface:
+        d.no_methods = word(addr + 64).value_or(1) == 0;  // len(methods)
+        extra += 32;  // pkgPath name, methods []imethod
+        break;
+      case GoKind::Map:
+        extra += 40;  // key, elem, bucket *_type; hasher; four sizes and flags
+        break;
+      case GoKind::Func:
+        extra += 8;  // inCount, outCount uint16, padded
+        break;
       default:
-        extra = 0;  // the uncommon part is not needed for other kinds
+        break;  // a named integer, string, ...: uncommonType right after _type
     }
     // A named type says its package path: "http.Request" is "net/http.Request".
     if ((*tflag & kTflagUncommon) && extra) {
@@ -267,8 +334,10 @@ struct GoTypes::Impl {
   }
 
   GoType from_descriptor(const Descriptor& d) const {
-    return {name_of(d.addr), d.kind, d.size, d.elem ? name_of(d.elem) : "",
-            GoTypeSource::TypeDescriptor};
+    // A value of an interface type without methods starts with its type, not an itab: it is
+    // named as Go names such values, interface {}.
+    return {d.no_methods ? "interface {}" : name_of(d.addr), d.kind, d.size,
+            d.elem ? name_of(d.elem) : "", GoTypeSource::TypeDescriptor};
   }
 };
 
@@ -290,9 +359,10 @@ Result<GoType> GoTypes::type(std::string_view name) {
   if (t.dwarf && t.dwarf->has_dwarf()) {
     auto d = t.dwarf->find_type(name);
     if (d && *d) {
-      GoType g{std::string(name), kind_from_dwarf(**d), (*d)->size, "", GoTypeSource::Dwarf};
-      if ((*d)->target)
-        if (auto e = t.dwarf->type(*(*d)->target)) g.elem = e->name;
+      GoType g = go_type_of(**d);
+      // DWARF's typedef (an interface's own name) is peeled off; interface {} stays, as what
+      // tells an interface value that starts with its type from one that starts with an itab.
+      if (g.name != "interface {}") g.name = std::string(name);
       return g;
     }
   }
@@ -316,10 +386,7 @@ Result<std::vector<GoField>> GoTypes::fields(std::string_view struct_type) {
       auto members = t.dwarf->members((*d)->ref);
       if (members) {
         for (const auto& m : *members)
-          out.push_back(
-              {m.name, m.offset,
-               GoType{m.type.name, kind_from_dwarf(m.type), m.type.size, "", GoTypeSource::Dwarf},
-               GoTypeSource::Dwarf});
+          out.push_back({m.name, m.offset, go_type_of(m.type), GoTypeSource::Dwarf});
         return out;
       }
     }

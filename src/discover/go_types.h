@@ -19,44 +19,16 @@
 #include "discover/dwarf_types.h"
 #include "discover/elf_file.h"
 #include "discover/go_buildinfo.h"
+#include "discover/go_kind.h"
 #include "util/result.h"
 
 namespace uscope {
 
-// reflect.Kind, as the kind byte of a runtime type descriptor holds it (low 5 bits).
-enum class GoKind : uint8_t {
-  Invalid = 0,
-  Bool,
-  Int,
-  Int8,
-  Int16,
-  Int32,
-  Int64,
-  Uint,
-  Uint8,
-  Uint16,
-  Uint32,
-  Uint64,
-  Uintptr,
-  Float32,
-  Float64,
-  Complex64,
-  Complex128,
-  Array,
-  Chan,
-  Func,
-  Interface,
-  Map,
-  Pointer,
-  Slice,
-  String,
-  Struct,
-  UnsafePointer,
-};
-const char* go_kind_name(GoKind kind);  // "string", "ptr", ...
-
-enum class GoTypeSource { Dwarf, TypeDescriptor, VersionTable };
-const char* go_type_source_name(GoTypeSource s);  // "DWARF", "type descriptor", "uscope's table"
+// Declared: the type as a spec's declared parameter list spells it (`tag string`, `p *main.T`),
+// whose layout the language fixes.
+enum class GoTypeSource { Dwarf, TypeDescriptor, VersionTable, Declared };
+// "DWARF", "the runtime type descriptor", "uscope's table for this Go version", "the declared list"
+const char* go_type_source_name(GoTypeSource s);
 
 // A Go type as far as a probe needs it.
 struct GoType {
@@ -66,6 +38,11 @@ struct GoType {
   std::string elem;  // Pointer, Slice, Array: the element type's name
   GoTypeSource source = GoTypeSource::Dwarf;
 };
+
+// A DWARF type of Go code as Go names it: uscope's DWARF reader spells types the C way
+// ("struct net/url.URL *", "struct string") and peels typedefs, so an interface arrives as the
+// runtime's iface/eface struct.
+GoType go_type_of(const DwarfType& t);
 
 struct GoField {
   std::string name;  // "Method"

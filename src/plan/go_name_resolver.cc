@@ -4,19 +4,15 @@
 
 #include <algorithm>
 
+#include "plan/go_abi.h"
+#include "plan/go_params.h"
+#include "plan/name_resolver.h"
 #include "plan/probe_parse.h"
 #include "util/names.h"
 
 namespace uscope {
 
 namespace {
-
-// DWARF register numbers of x86-64 (System V psABI, figure 3.36), as uscope names registers.
-const char* dwarf_register(int reg) {
-  static constexpr const char* kNames[] = {"rax", "rdx", "rcx", "rbx", "rsi", "rdi", "rbp", "rsp",
-                                           "r8",  "r9",  "r10", "r11", "r12", "r13", "r14", "r15"};
-  return reg >= 0 && reg < 16 ? kNames[reg] : nullptr;
-}
 
 Expr make(Expr::Op op, int column, std::vector<Expr> children = {}) {
   Expr e;
@@ -32,10 +28,16 @@ Expr make_int(int64_t v, int column) {
   return e;
 }
 
+Expr reg(std::string name, int column) {
+  Expr e = make(Expr::Op::Reg, column);
+  e.text = std::move(name);
+  return e;
+}
+
 Expr plus(Expr base, int64_t offset, int column) {
   if (offset == 0) return base;
   Expr e = make(Expr::Op::Binary, column, {std::move(base), make_int(offset, column)});
-  e.op_text = "+";
+  e.op_text.push_back('+');  // not = "+": g++ 12 warns of a memcpy overlap it imagines there
   return e;
 }
 
@@ -46,52 +48,59 @@ Expr load(Expr addr, uint64_t size, bool is_signed, int column) {
   return e;
 }
 
-// A type's Go name: DwarfType spells structs the C way ("struct string").
-std::string go_name(const DwarfType& t) {
-  std::string_view n = t.name;
-  for (std::string_view prefix : {"struct ", "union "})
-    if (n.starts_with(prefix)) n.remove_prefix(prefix.size());
-  return std::string(n);
-}
-bool is_go_string(const DwarfType& t) {
-  return t.kind == DwarfType::Kind::Struct && go_name(t) == "string";
-}
-bool is_byte_slice(const DwarfType& t) {
-  return t.kind == DwarfType::Kind::Struct && (go_name(t) == "[]uint8" || go_name(t) == "[]byte");
-}
-bool is_interface(const DwarfType& t) {
-  const std::string n = go_name(t);
-  return n == "interface {}" || n == "error" || n.starts_with("interface {") ||
-         n == "runtime.eface" || n == "runtime.iface";
+bool is_parameter_ref(const Expr& e) {
+  return e.op == Expr::Op::Name || e.op == Expr::Op::Member || e.op == Expr::Op::Arg ||
+         (e.op == Expr::Op::Entry && e.children.empty());
 }
 
-// A Go value while names are resolved: its DWARF type and where its words are, in registers at
-// the probe (the words) or in memory (`addr`).
+bool mentions_parameters(const Expr& e) {
+  if (is_parameter_ref(e)) return true;
+  return std::any_of(e.children.begin(), e.children.end(), mentions_parameters);
+}
+
+// "an int", "a string": a type named in a sentence.
+std::string a_type(std::string_view name) {
+  const bool vowel =
+      !name.empty() && std::string_view("aeiou").find(name[0]) != std::string_view::npos;
+  return fmt::format("{} {}", vowel ? "an" : "a", name);
+}
+
+bool is_byte_slice(const GoType& t) {
+  return t.kind == GoKind::Slice && (t.elem == "uint8" || t.elem == "byte");
+}
+
+// A Go value while names are resolved: its type and where its words are, in registers at the
+// probe (the words) or in memory (`addr`).
 struct GoValue {
-  DwarfType type;
+  GoType type;
   std::vector<Expr> words;
   std::optional<Expr> addr;
 };
 
 class GoResolver {
  public:
-  GoResolver(const ProbeSpec& spec, DwarfTypes& dwarf, const DwarfFunction& fn,
-             const GoNameSite& site)
-      : spec_(spec), dwarf_(dwarf), fn_(fn), site_(site) {}
+  GoResolver(const ProbeSpec& spec, const GoTypesSource& types, GoParams params,
+             const GoNameSite& site, std::vector<NameOrigin>* origins)
+      : spec_(spec), types_(types), params_(std::move(params)), site_(site), origins_(origins) {}
 
   Result<ProbeSpec> run() {
     ProbeSpec out = spec_;
     if (out.predicate)
       if (auto r = rewrite(*out.predicate); !r) return tl::unexpected(r.error());
-    for (auto& a : out.args)
-      if (auto r = rewrite(a); !r) return tl::unexpected(r.error());
+    for (size_t i = 0; i < out.args.size(); ++i) {
+      // %s of a number would read memory at it: a parameter's type says what it is.
+      const bool string_conv = i < out.conversions.size() && out.conversions[i].conv == 's';
+      if (string_conv && is_parameter_ref(out.args[i]))
+        if (auto r = check_string(out.args[i]); !r) return tl::unexpected(r.error());
+      if (auto r = rewrite(out.args[i]); !r) return tl::unexpected(r.error());
+    }
     if (auto r = probe_detail::check_format_args(out); !r) return tl::unexpected(r.error());
     return out;
   }
 
  private:
   Result<void> rewrite(Expr& e) {
-    if (e.op == Expr::Op::Name || e.op == Expr::Op::Member) {
+    if (is_parameter_ref(e)) {
       auto v = resolve(e);
       if (!v) return tl::unexpected(v.error());
       auto scalar = to_scalar(*v, e);
@@ -99,106 +108,147 @@ class GoResolver {
       e = std::move(*scalar);
       return {};
     }
+    // str(tag) and the parser's str() around a %s argN: a Go string is read by its length.
+    if (e.op == Expr::Op::Str && e.children.size() == 1 && is_parameter_ref(e.children[0])) {
+      auto v = resolve(e.children[0]);
+      if (!v) return tl::unexpected(v.error());
+      if (v->type.kind == GoKind::String || is_byte_slice(v->type)) {
+        auto s = to_scalar(*v, e.children[0]);
+        if (!s) return tl::unexpected(s.error());
+        e = std::move(*s);
+        return {};
+      }
+      if (auto r = check_string(e.children[0]); !r) return r;
+      auto p = to_scalar(*v, e.children[0]);
+      if (!p) return tl::unexpected(p.error());
+      e.children[0] = std::move(*p);
+      return {};
+    }
     for (auto& c : e.children)
       if (auto r = rewrite(c); !r) return r;
     return {};
+  }
+
+  // A value printed with %s: a string, a []byte, or a pointer to the bytes of a C string.
+  Result<void> check_string(const Expr& e) {
+    auto v = resolve(e);
+    if (!v) return tl::unexpected(v.error());
+    const GoType& t = v->type;
+    if (t.kind == GoKind::String || is_byte_slice(t) || t.kind == GoKind::Pointer ||
+        t.kind == GoKind::UnsafePointer || t.kind == GoKind::Uintptr)
+      return {};
+    const bool go_value = t.kind == GoKind::Interface || t.kind == GoKind::Slice;
+    return error(e, fmt::format("%s needs a string but '{}' is {}", spelling(e), a_type(t.name)),
+                 go_value ? "print it with %v" : "print it with %d or %v");
   }
 
   tl::unexpected<Error> error(const Expr& e, const std::string& what, const std::string& hint) {
     return fail("probe spec column {}: {}; {}", e.column, what, hint);
   }
 
-  // A parameter's value at the probe: its registers at entry, saved there for a return probe.
-  Result<GoValue> parameter(const Expr& e) {
-    std::vector<std::string> names;
-    for (const auto& p : fn_.params) {
-      if (p.is_result) continue;
-      names.push_back(p.name);
-      if (p.name != e.text) continue;
-      GoValue v{p.type, {}, {}};
-      if (p.entry_pieces.empty() && site_.inlined_pc)
-        return error(e,
-                     fmt::format("the DWARF of the copy of {} inlined at {:#x} gives no location "
-                                 "of '{}' at its first instruction (the caller has not built it yet)",
-                                 site_.function, site_.inlined_pc, e.text),
-                     "probe a function the copy calls, where it is an argument");
-      if (p.entry_pieces.empty())
-        return error(e,
-                     fmt::format("the DWARF of {} gives no location of '{}' at its entry",
-                                 site_.function, e.text),
-                     "read the register yourself with ctx->REG or arg1..arg9");
-      for (const auto& piece : p.entry_pieces) {
-        if (piece.reg < 0) {
-          // A stack slot: the caller's frame, at CFA + offset; rsp at entry is CFA - 8, and at a
-          // RET site rsp is the entry rsp again.
-          if (p.entry_pieces.size() != 1)
-            return error(e, fmt::format("'{}' is split between registers and the stack", e.text),
-                         "read its parts with ctx->REG");
-          Expr rsp = make(Expr::Op::Reg, e.column);
-          rsp.text = "rsp";
-          v.addr = plus(std::move(rsp), piece.cfa_offset + 8, e.column);
-          break;
-        }
-        const char* reg = dwarf_register(piece.reg);
-        if (!reg)
-          return error(
-              e,
-              fmt::format("'{}' is in a register uscope cannot read (DWARF {})", e.text, piece.reg),
-              "print another parameter");
-        Expr r = make(Expr::Op::Reg, e.column);
-        r.text = reg;
-        if (site_.kind == ProbeKind::Return) r = make(Expr::Op::Entry, e.column, {std::move(r)});
-        v.words.push_back(std::move(r));
-      }
-      return v;
-    }
-    auto close = closest_names(e.text, names);
-    return error(
-        e, fmt::format("no parameter '{}' in {}({})", e.text, site_.function, join(names)),
-        close.empty() ? "name one of its parameters" : fmt::format("closest: {}", join(close)));
+  void note(const Expr& e, std::string where, std::string source) {
+    if (!origins_) return;
+    const std::string name = spelling(e);
+    for (const auto& o : *origins_)
+      if (o.name == name) return;
+    origins_->push_back({name, std::move(where), std::move(source)});
   }
 
   Result<GoValue> resolve(const Expr& e) {
-    if (e.op == Expr::Op::Name) return parameter(e);
-    if (e.op != Expr::Op::Member) return error(e, "expected a name", "name a parameter");
+    switch (e.op) {
+      case Expr::Op::Name: {
+        for (const auto& p : params_.params)
+          if (p.name == e.text && !e.text.empty() && e.text != "_") return parameter(p, e);
+        std::vector<std::string> names;
+        for (const auto& p : params_.params) names.push_back(p.name);
+        auto close = closest_names(e.text, names);
+        return error(
+            e, fmt::format("no parameter '{}' in {}({})", e.text, site_.function, join(names)),
+            close.empty() ? "name one of its parameters" : fmt::format("closest: {}", join(close)));
+      }
+      case Expr::Op::Arg:
+      case Expr::Op::Entry:
+        if (e.index < 1 || static_cast<size_t>(e.index) > params_.params.size())
+          return error(
+              e,
+              fmt::format("arg{} is out of range: {} has {} parameters", e.index,
+                          go_signature(site_.function, params_.params), params_.params.size()),
+              "on Go code argN is the Nth parameter; read a register with ctx->REG");
+        return parameter(params_.params[static_cast<size_t>(e.index - 1)], e);
+      case Expr::Op::Member:
+        return member(e);
+      default:
+        return error(e, "expected a name", "name a parameter");
+    }
+  }
+
+  // A parameter's value at the probe: its registers at entry, saved there for a return probe.
+  Result<GoValue> parameter(const GoParam& p, const Expr& e) {
+    if (!p.why_not.empty()) {
+      if (site_.cc->int_args.empty())
+        return error(e,
+                     fmt::format("'{}' is on the stack: {} was built by {}, which passes "
+                                 "arguments on the stack (Go's register ABI starts with Go 1.17)",
+                                 spelling(e), site_.object,
+                                 site_.go_version.empty() ? "an older Go" : site_.go_version),
+                     "uscope places declared Go parameters in registers only; a build with "
+                     "DWARF places them on the stack");
+      return error(e, fmt::format("'{}' {}", spelling(e), p.why_not),
+                   "read the register yourself with ctx->REG, or print another parameter");
+    }
+    GoValue v{p.type, {}, {}};
+    if (p.stack_offset) {
+      v.addr = plus(reg("rsp", e.column), *p.stack_offset, e.column);
+      note(e, fmt::format("at rsp+{} ({})", *p.stack_offset, p.type.name), params_.source);
+      return v;
+    }
+    for (const auto& r : p.regs) {
+      Expr w = reg(r, e.column);
+      if (site_.kind == ProbeKind::Return) w = make(Expr::Op::Entry, e.column, {std::move(w)});
+      v.words.push_back(std::move(w));
+    }
+    note(e,
+         fmt::format("{} {} ({})", site_.kind == ProbeKind::Return ? "saved at entry from" : "in",
+                     join(p.regs), p.type.name),
+         params_.source);
+    return v;
+  }
+
+  Result<GoValue> member(const Expr& e) {
     auto base = resolve(e.children[0]);
     if (!base) return base;
     // Go writes req.URL.Path through pointers as through values; `->` reads the same.
-    std::optional<Expr> struct_addr;
-    DwarfType st = base->type;
-    if (st.kind == DwarfType::Kind::Pointer) {
-      if (!st.target)
-        return error(e, fmt::format("'{}' points to nothing uscope can name", spelling(e)),
-                     "read it at an explicit offset");
-      auto target = dwarf_.type(*st.target);
-      if (!target) return tl::unexpected(target.error());
+    const std::string written = spelling(e.children[0]);
+    std::string struct_name;
+    Expr struct_addr;
+    if (base->type.kind == GoKind::Pointer) {
+      struct_name = base->type.elem.empty() ? base->type.name.substr(1) : base->type.elem;
+      // A predeclared or composite pointee has no fields.
+      if (struct_name.empty() || declared_go_type(struct_name, nullptr))
+        return error(e,
+                     fmt::format("'{}' points to {}, not a struct", written, a_type(struct_name)),
+                     "name a field of a struct pointer");
       auto p = to_scalar(*base, e.children[0]);
       if (!p) return tl::unexpected(p.error());
       struct_addr = std::move(*p);
-      st = *target;
-    } else if (base->addr) {
-      struct_addr = base->addr;
-    } else {
-      return error(e, fmt::format("'{}' is a struct passed in registers", spelling(e.children[0])),
+    } else if (base->type.kind == GoKind::Struct && base->addr) {
+      struct_name = base->type.name;
+      struct_addr = *base->addr;
+    } else if (base->type.kind == GoKind::Struct) {
+      return error(e, fmt::format("'{}' is a struct passed in registers", written),
                    "read its fields with ctx->REG");
-    }
-    if (st.kind != DwarfType::Kind::Struct)
-      return error(e, fmt::format("'{}' is a {}, not a struct", spelling(e.children[0]), st.name),
+    } else {
+      return error(e, fmt::format("'{}' is {}, not a struct", written, a_type(base->type.name)),
                    "name a field of a struct");
-    auto m = dwarf_.member(st.ref, e.text);
-    if (!m) return tl::unexpected(m.error());
-    if (!*m) {
-      std::vector<std::string> names;
-      if (auto all = dwarf_.members(st.ref))
-        for (const auto& x : *all) names.push_back(x.name);
-      auto close = closest_names(e.text, names);
-      return error(
-          e, fmt::format("{} has no field '{}'", st.name, e.text),
-          close.empty() ? "name one of its fields" : fmt::format("closest: {}", join(close)));
     }
-    return GoValue{(*m)->type,
-                   {},
-                   plus(std::move(*struct_addr), static_cast<int64_t>((*m)->offset), e.column)};
+    auto types = types_();
+    if (!types) return error(e, types.error().message, "name a parameter instead");
+    auto f = (*types)->field(struct_name, e.text);
+    if (!f) return fail("probe spec column {}: {}", e.column, f.error().message);
+    note(e, fmt::format("at offset {} in {} ({})", f->offset, struct_name, f->type.name),
+         go_type_source_name(f->source));
+    return GoValue{
+        f->type, {}, plus(std::move(struct_addr), static_cast<int64_t>(f->offset), e.column)};
   }
 
   // The word at `i` of `v`: a register, or memory.
@@ -208,92 +258,141 @@ class GoResolver {
     return v.words.at(i);
   }
 
+  Result<Expr> words_value(const GoValue& v, const Expr& at, Expr::Op op) {
+    if (!v.addr && v.words.size() < 2)
+      return error(
+          at, fmt::format("'{}' is a {} whose words are not all placed", spelling(at), v.type.name),
+          "read its registers with ctx->REG");
+    return make(op, at.column, {word(v, 0, 8, false, at.column), word(v, 1, 8, false, at.column)});
+  }
+
   Result<Expr> to_scalar(const GoValue& v, const Expr& at) {
-    const DwarfType& t = v.type;
-    const size_t words = v.addr ? 3 : v.words.size();
-    if (is_go_string(t) || is_byte_slice(t)) {
-      if (words < 2)
-        return error(
-            at, fmt::format("'{}' is a {} whose length DWARF does not place", spelling(at), t.name),
-            "read it with str(ctx->REG, ctx->REG)");
-      Expr s = make(Expr::Op::Str, at.column,
-                    {word(v, 0, 8, false, at.column), word(v, 1, 8, false, at.column)});
-      return s;
-    }
-    if (go_name(t).starts_with("[]interface {")) {  // fmt.Println's `a ...any`
-      if (words < 2)
-        return error(at, fmt::format("'{}' is a slice split oddly", spelling(at)), "read ctx->REG");
-      Expr g = make(Expr::Op::GoValue, at.column,
-                    {word(v, 0, 8, false, at.column), word(v, 1, 8, false, at.column)});
-      g.text = go_name(t);
-      return g;
-    }
-    if (is_interface(t)) {
-      if (words < 2)
-        return error(at, fmt::format("'{}' is an interface split oddly", spelling(at)),
-                     "read ctx->REG");
-      Expr g = make(Expr::Op::GoValue, at.column,
-                    {word(v, 0, 8, false, at.column), word(v, 1, 8, false, at.column)});
-      g.text = go_name(t);
+    const GoType& t = v.type;
+    if (t.kind == GoKind::String || is_byte_slice(t)) return words_value(v, at, Expr::Op::Str);
+    if (t.kind == GoKind::Interface || (t.kind == GoKind::Slice && t.elem == "interface {}")) {
+      auto g = words_value(v, at, Expr::Op::GoValue);
+      if (g) g->text = t.kind == GoKind::Slice ? "[]" + t.elem : t.name;  // "[]..." is a slice
       return g;
     }
     switch (t.kind) {
-      case DwarfType::Kind::Integer:
-      case DwarfType::Kind::Pointer:
-      case DwarfType::Kind::Enum: {
-        Expr w = word(v, 0, t.size, t.is_signed, at.column);
+      case GoKind::Bool:
+      case GoKind::Int:
+      case GoKind::Int8:
+      case GoKind::Int16:
+      case GoKind::Int32:
+      case GoKind::Int64:
+      case GoKind::Uint:
+      case GoKind::Uint8:
+      case GoKind::Uint16:
+      case GoKind::Uint32:
+      case GoKind::Uint64:
+      case GoKind::Uintptr:
+      case GoKind::Pointer:
+      case GoKind::UnsafePointer:
+      case GoKind::Map:
+      case GoKind::Chan:
+      case GoKind::Func: {
+        const bool is_signed = go_kind_is_signed(t.kind);
+        if (!v.addr && v.words.empty())
+          return error(at, fmt::format("'{}' has no register placed", spelling(at)),
+                       "read its register with ctx->REG");
+        Expr w = word(v, 0, t.size, is_signed, at.column);
         if (!v.addr && t.size > 0 && t.size < 8) {
           Expr c = make(Expr::Op::Cast, at.column, {std::move(w)});
           c.width = static_cast<int>(t.size);
-          c.is_signed = t.is_signed;
+          c.is_signed = is_signed;
           return c;
         }
         return w;
       }
+      case GoKind::Float32:
+      case GoKind::Float64:
+      case GoKind::Complex64:
+      case GoKind::Complex128:
+        return error(at,
+                     fmt::format("'{}' is {}, and uscope prints integers and strings", spelling(at),
+                                 a_type(t.name)),
+                     "print another field or parameter");
+      case GoKind::Slice:
+        return error(at, fmt::format("'{}' is {}", spelling(at), a_type(t.name)),
+                     "uscope prints a []byte as a string and a []any with %v, other slices not");
       default:
         return error(at,
-                     fmt::format("'{}' is a {} ({}), which uscope prints only by its fields",
-                                 spelling(at), t.name, t.size),
+                     fmt::format("'{}' is {} ({} bytes), which uscope prints only by its fields",
+                                 spelling(at), a_type(t.name), t.size),
                      "name one of its fields");
     }
   }
 
   static std::string spelling(const Expr& e) {
-    if (e.op == Expr::Op::Name) return e.text;
-    if (e.op == Expr::Op::Member && !e.children.empty())
-      return spelling(e.children[0]) + "." + e.text;
-    return probe_detail::describe(e);
+    switch (e.op) {
+      case Expr::Op::Name:
+        return e.text;
+      case Expr::Op::Arg:
+        return fmt::format("arg{}", e.index);
+      case Expr::Op::Entry:
+        return fmt::format("$entry(arg{})", e.index);
+      case Expr::Op::Member:
+        return e.children.empty() ? e.text : spelling(e.children[0]) + "." + e.text;
+      default:
+        return probe_detail::describe(e);
+    }
   }
 
   const ProbeSpec& spec_;
-  DwarfTypes& dwarf_;
-  const DwarfFunction& fn_;
+  const GoTypesSource& types_;
+  GoParams params_;
   const GoNameSite& site_;
+  std::vector<NameOrigin>* origins_;
 };
 
 }  // namespace
 
+bool needs_go_resolver(const ProbeSpec& spec) {
+  if (spec.predicate && mentions_parameters(*spec.predicate)) return true;
+  return std::any_of(spec.args.begin(), spec.args.end(), mentions_parameters);
+}
+
 Result<ProbeSpec> resolve_go_names(const ProbeSpec& spec, DwarfTypes& dwarf,
-                                   const GoNameSite& site) {
-  if (!dwarf.has_dwarf())
+                                   const GoTypesSource& types, const GoNameSite& site,
+                                   std::vector<NameOrigin>* origins) {
+  if (!needs_go_resolver(spec)) return spec;
+  std::optional<DwarfFunction> fn;
+  if (dwarf.has_dwarf()) {
+    auto f = site.inlined_pc ? dwarf.inlined_at(site.inlined_pc, site.function)
+                             : dwarf.function_at(site.function_addr);
+    if (!f) return tl::unexpected(f.error());
+    fn = std::move(*f);
+  }
+  if (!fn && site.inlined_pc)
     return fail(
-        "probe spec: {} has no DWARF, so the parameters of {} have no names; read them with "
-        "arg1..arg9 (Go's argument registers) or ctx->REG",
-        site.object, site.function);
-  auto fn = site.inlined_pc ? dwarf.inlined_at(site.inlined_pc, site.function)
-                           : dwarf.function_at(site.function_addr);
-  if (!fn) return tl::unexpected(fn.error());
-  if (!*fn && site.inlined_pc)
+        "probe spec column {}: the DWARF of {} does not describe the copy of {} inlined at {:#x}, "
+        "so its parameters cannot be read there",
+        spec.function_column, site.object, site.function, site.inlined_pc);
+  const bool declared = spec.params && is_go_declared(*spec.params);
+  GoParams params;
+  if (declared) {
+    auto t = types();
+    GoTypes* go_types = t ? *t : nullptr;
+    auto p =
+        fn ? go_params_checked(*spec.params, go_params_from_dwarf(*fn), go_types, site.function)
+           : go_params_from_declared(*spec.params, go_types, *site.cc);
+    if (!p) return tl::unexpected(p.error());
+    params = std::move(*p);
+  } else if (fn) {
+    params = go_params_from_dwarf(*fn, site.inlined_pc != 0);
+  } else if (!has_names(spec)) {
+    return spec;  // argN: the registers of Go's ABI
+  } else {
     return fail(
-        "probe spec: the DWARF of {} does not describe the copy of {} inlined at {:#x}, so its "
-        "parameters cannot be read there",
-        site.object, site.function, site.inlined_pc);
-  if (!*fn)
-    return fail(
-        "probe spec: the DWARF of {} does not describe {}; read its arguments with "
-        "arg1..arg9",
-        site.object, site.function);
-  return GoResolver(spec, dwarf, **fn, site).run();
+        "probe spec column {}: {} {}, so the parameters of {} have no names; declare them as Go "
+        "writes them, e.g. {}(i int, s string), or read arg1..arg9 (Go's argument registers) or "
+        "ctx->REG",
+        spec.function_column, site.object,
+        dwarf.has_dwarf() ? "has DWARF that does not describe the function" : "has no DWARF",
+        site.function, spec.function);
+  }
+  return GoResolver(spec, types, std::move(params), site, origins).run();
 }
 
 }  // namespace uscope

@@ -42,7 +42,7 @@ Result<GoroutineLayout> goroutine_layout(ObjectCache& cache, PlannedObject& o) {
     return fail("{} has no symbol runtime.allgs (a binary linked with -ldflags=-s has no symbol table)",
                 o.ref.display_path);
   l.allgs = *allgs;
-  auto types = cache.go_types(o);
+  auto types = go_types_of(o);
   if (!types) return tl::unexpected(types.error());
   auto status = (*types)->field("runtime.g", "atomicstatus");
   if (!status) return tl::unexpected(status.error());

@@ -244,7 +244,7 @@ Result<AggregationPlan> plan_aggregation(ObjectCache& cache, std::span<const Pro
       uint32_t slot = it->second;
       // Parameter names and members are registers and offsets of this function in this object.
       NameResolver resolve = [&m](const ProbeSpec& probe) {
-        return resolve_names(probe, m.object->elf, m.object->dwarf, m.function_start, m.label);
+        return resolve_names(probe, *m.object, m.function_start, m.label);
       };
       auto compiled =
           compile_aggregate(spec, agg, site_context(m, spec.kind, main_place), slot, slot, resolve);

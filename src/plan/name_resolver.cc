@@ -4,13 +4,12 @@
 // offsets and widths from DWARF.
 #include "plan/name_resolver.h"
 
-#include "plan/go_name_resolver.h"
-
 #include <fmt/format.h>
 
 #include <algorithm>
 
 #include "plan/probe_parse.h"
+#include "plan/return_sites.h"
 #include "util/names.h"
 
 namespace uscope {
@@ -589,25 +588,46 @@ Result<ProbeSpec> resolve_names(const ProbeSpec& spec, const NameSite& site) {
   return Resolver(spec, site).run();
 }
 
-Result<ProbeSpec> resolve_names(const ProbeSpec& spec, const ElfFile& elf,
-                                std::unique_ptr<DwarfTypes>& cache, uint64_t function_addr,
-                                const std::string& function, uint64_t inlined_pc) {
-  if (!has_names(spec)) return spec;
-  if (!cache) {
-    auto opened = DwarfTypes::open(elf);
-    if (!opened) return with_context(elf.display_path(), opened.error());
-    cache = std::move(*opened);
-  }
+Result<ProbeSpec> resolve_names(const ProbeSpec& spec, PlannedObject& object,
+                                uint64_t function_addr, const std::string& function,
+                                std::vector<NameOrigin>* origins, uint64_t inlined_pc) {
+  const bool go_list = spec.params && is_go_declared(*spec.params);
+  const bool go_code = object.is_go;
+  const std::string& where = object.ref.display_path;
+  if (spec.params && !spec.params->empty() && go_list != go_code)
+    return spec_error(
+        spec.params->front().column,
+        go_code ? fmt::format("{} in {} is Go code, and its parameters are declared C's way",
+                              function, where)
+                : fmt::format("{} in {} is not Go code, and its parameters are declared Go's way",
+                              function, where),
+        go_code ? fmt::format("declare them as Go writes them, name then type: {}(i int, tag "
+                              "string)",
+                              spec.function)
+                : fmt::format("declare them as C writes them, type then name: {}(int fd, char "
+                              "*path)",
+                              spec.function));
+  if (go_code ? !needs_go_resolver(spec) : !has_names(spec)) return spec;
+  if (auto opened = dwarf_of(object); !opened)
+    return with_context(object.elf.display_path(), opened.error());
   // Go code: its own ABI and its own DWARF conventions (plan/go_name_resolver.h).
-  if (elf.section(".gopclntab") && !spec.params) {
-    GoNameSite go{function_addr, function, elf.display_path(), spec.kind, inlined_pc};
-    return resolve_go_names(spec, *cache, go);
+  if (go_code) {
+    GoNameSite go;
+    go.function_addr = function_addr;
+    go.function = function;
+    go.object = where;
+    go.kind = spec.kind;
+    go.inlined_pc = inlined_pc;
+    go.cc = &convention_of(object);
+    if (object.go) go.go_version = object.go->version;
+    GoTypesSource types = [&object] { return go_types_of(object); };
+    return resolve_go_names(spec, *object.dwarf, types, go, origins);
   }
   NameSite site;
-  site.dwarf = cache.get();
+  site.dwarf = object.dwarf.get();
   site.function_addr = function_addr;
   site.function = function;
-  site.object = elf.display_path();
+  site.object = object.elf.display_path();
   return resolve_names(spec, site);
 }
 

@@ -3,13 +3,17 @@
 // `p:./app:handle "%s %d", req->path, len` becomes `str(arg1 + 16)` and `(int)arg2`. Names come
 // from the spec's declared parameter list (`open(char *filename)`, bcc's form) or else from the
 // function's DWARF; struct layouts always come from DWARF (any CU of the object). In a return
-// probe a parameter means its value at entry ($entry(argN)).
+// probe a parameter means its value at entry ($entry(argN)). Go code has a resolver of its own
+// (go_name_resolver.h), which this one hands it to.
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "discover/dwarf_types.h"
+#include "plan/go_name_resolver.h"
 #include "plan/probe_spec.h"
+#include "plan/site_match.h"
 #include "util/result.h"
 
 namespace uscope {
@@ -30,11 +34,14 @@ bool has_names(const ProbeSpec& spec);
 // would work ("no parameter 'lenght' in handle(req, len); closest: len").
 Result<ProbeSpec> resolve_names(const ProbeSpec& spec, const NameSite& site);
 
-// The planner's one call per matched site: opens the object's DWARF into `cache` the first time
-// a spec needs it, then resolves. `inlined_pc`: the site is a Go copy of `function` inlined at
-// that pc (its parameters come from DWARF's inlined subroutine); 0 for the function's own code.
-Result<ProbeSpec> resolve_names(const ProbeSpec& spec, const ElfFile& elf,
-                                std::unique_ptr<DwarfTypes>& cache, uint64_t function_addr,
-                                const std::string& function, uint64_t inlined_pc = 0);
+// The planner's one call per matched site: opens the object's DWARF (and, for Go code, its Go
+// types) the first time a spec needs them, then resolves; Go code by go_name_resolver.h, which
+// also rewrites argN into the Nth parameter and says in `origins` where each name was found.
+// `inlined_pc`: the site is a Go copy of `function` inlined at that pc (its parameters come from
+// DWARF's inlined subroutine); 0 for the function's own code.
+Result<ProbeSpec> resolve_names(const ProbeSpec& spec, PlannedObject& object,
+                                uint64_t function_addr, const std::string& function,
+                                std::vector<NameOrigin>* origins = nullptr,
+                                uint64_t inlined_pc = 0);
 
 }  // namespace uscope

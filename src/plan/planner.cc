@@ -122,9 +122,9 @@ Result<TracePlan> plan_trace(ObjectCache& cache, std::span<const ProbeSpec> spec
       if (auto r = check_inlined_site(m, spec); !r) return tl::unexpected(r.error());
       // Parameter names and members are registers and offsets of this function in this object;
       // the registers a probe reads are known only once they are resolved.
-      auto resolved =
-          resolve_names(spec, m.object->elf, m.object->dwarf, m.function_start, m.label,
-                        m.inlined_in.empty() ? 0 : m.address);
+      std::vector<NameOrigin> origins;
+      auto resolved = resolve_names(spec, *m.object, m.function_start, m.label, &origins,
+                                    m.inlined_in.empty() ? 0 : m.address);
       if (!resolved) return tl::unexpected(resolved.error());
       const CallingConvention& cc = convention_of(*m.object);
       const SiteReads reads = spec_reads(*resolved, cc);
@@ -150,7 +150,7 @@ Result<TracePlan> plan_trace(ObjectCache& cache, std::span<const ProbeSpec> spec
         continue;
       }
       auto [it, added] = probe_of_label.emplace(m.label, static_cast<uint32_t>(plan.probes.size()));
-      if (added) plan.probes.push_back({spec, m.label, {}});
+      if (added) plan.probes.push_back({spec, m.label, {}, std::move(origins)});
       uint32_t probe = it->second;
 
       SiteContext ctx = site_context(m, spec.kind, main_place);

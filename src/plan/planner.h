@@ -12,6 +12,7 @@
 
 #include "bpf/trace.h"
 #include "plan/attach_site.h"
+#include "plan/go_name_resolver.h"
 #include "plan/probe_spec.h"
 #include "plan/recipe.h"
 #include "plan/site_cost.h"
@@ -55,6 +56,7 @@ struct ProbePlan {
   ProbeSpec spec;
   std::string label;
   std::vector<OutputField> fields;
+  std::vector<NameOrigin> names;  // where each name of the spec was found (Go code), for -v
 };
 
 struct TracePlan {

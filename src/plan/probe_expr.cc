@@ -73,6 +73,10 @@ namespace {
 
 using Kind = Token::Kind;
 
+// argN of a function: SysV has six integer argument registers, Go's register ABI nine (the
+// recipe compiler holds each function to its own convention).
+constexpr int kMaxFunctionArg = 9;
+
 // Kernel TASK_COMM_LEN is 16 including the NUL, so $comm never holds more than this.
 constexpr size_t kCommChars = 15;
 
@@ -634,14 +638,29 @@ Result<Expr> ExprParser::identifier() {
                                   : fmt::format("did you mean {}?", close[0]));
 }
 
+// A Go list makes argN its Nth parameter: N must be one of them.
+Result<void> check_declared_arg(const ProbeSpec& spec, int n, int column, std::string_view text) {
+  if (!spec.params || !is_go_declared(*spec.params) || n <= static_cast<int>(spec.params->size()))
+    return {};
+  std::vector<std::string> names;
+  for (const auto& p : *spec.params) names.push_back(p.name + " " + printable(p.go_type));
+  return spec_error(column,
+                    fmt::format("{} is out of range: {} declares {} parameters ({})",
+                                printable(text), spec.function, spec.params->size(), join(names)),
+                    "with a Go declared list, argN is its Nth parameter; read a register with "
+                    "ctx->REG");
+}
+
 Result<Expr> ExprParser::arg(int n) {
-  int max = spec_.kind == ProbeKind::Usdt ? 12 : 6;
+  int max = spec_.kind == ProbeKind::Usdt ? 12 : kMaxFunctionArg;
   if (n < 1 || n > max)
     return spec_error(cur_.column, fmt::format("{} is out of range", printable(cur_.text)),
                       spec_.kind == ProbeKind::Usdt
                           ? "USDT probes have arg1..arg12 (at most as many as the probe declares)"
-                          : "entry and return probes can read arg1..arg6 (the SysV integer "
-                            "argument registers)");
+                          : "entry and return probes can read arg1..arg9 (C: arg1..arg6, the "
+                            "SysV integer argument registers; Go: its nine registers, or its "
+                            "Nth parameter when DWARF or a declared list names them)");
+  USCOPE_TRY(check_declared_arg(spec_, n, cur_.column, cur_.text));
   if (spec_.kind == ProbeKind::Return)
     return spec_error(cur_.column,
                       fmt::format("arg{} is not available in return probes, as its register is "
@@ -675,9 +694,11 @@ Result<Expr> ExprParser::entry_arg() {
     return spec_error(cur_.column,
                       fmt::format("$entry takes an argument name but found {}", describe(cur_)),
                       "write $entry(arg1) .. $entry(arg6)");
-  if (*n < 1 || *n > 6)
+  if (*n < 1 || *n > kMaxFunctionArg)
     return spec_error(cur_.column, fmt::format("{} is out of range", printable(cur_.text)),
-                      "$entry can save arg1..arg6 (the SysV integer argument registers)");
+                      "$entry can save arg1..arg9 (C: arg1..arg6, the SysV integer argument "
+                      "registers; Go: its nine registers or parameters)");
+  USCOPE_TRY(check_declared_arg(spec_, *n, cur_.column, cur_.text));
   e.index = *n;
   USCOPE_TRY(advance());
   if (!at(")"))
@@ -777,9 +798,20 @@ Result<Expr> ExprParser::strcmp_call() {
 }  // namespace
 
 Result<void> parse_probe_body(std::string_view text, size_t pos, ProbeSpec& spec) {
+  bool attached = pos < text.size() && text[pos] == '(';
+  if (attached && go_params_ahead(text, pos, spec.function)) {
+    if (spec.kind == ProbeKind::Usdt)
+      return spec_error(column_of(pos), "USDT probes have no parameter list",
+                        "read their arguments as arg1, arg2, ...");
+    size_t end = pos;
+    auto params = parse_go_params(text, pos, end);
+    if (!params) return tl::unexpected(params.error());
+    spec.params = std::move(*params);
+    pos = end;
+    attached = false;
+  }
   ExprParser p(text, pos, spec);
   USCOPE_TRY(p.advance());
-  bool attached = pos < text.size() && text[pos] == '(';
   if (attached && p.params_ahead()) {
     if (spec.kind == ProbeKind::Usdt)
       return spec_error(p.cur().column, "USDT probes have no parameter list",

@@ -78,8 +78,18 @@ int expr_height(const Expr& e);
 
 // Everything after the function: [(declared parameters)][(predicate)] ["format"[, arg, ...]]
 // starting at `pos`. A '(' right at `pos` (no space) opens a parameter list when its first tokens
-// read as a C declaration, as in bcc; otherwise it is the predicate, as before.
+// read as a C declaration, as in bcc, or as Go's (go_params_ahead); otherwise it is the
+// predicate, as before.
 Result<void> parse_probe_body(std::string_view text, size_t pos, ProbeSpec& spec);
+
+// Go's form of a declared list (probe_go_params.cc), name then type: `main.work(i int, tag
+// string)`. Decided by form at the '(' at `open`: a name (or names: `a, b int`) followed by a Go
+// type C never writes (a predeclared Go type, []T, *pkg.T, map[K]V, ...T); two plain names,
+// `(a b)`, read Go's way when `function` has a Go name (a '.', no "::"), else as C's typedef and
+// name.
+bool go_params_ahead(std::string_view text, size_t open, std::string_view function);
+// Reads the list at `open`; `end` is then just past its ')'.
+Result<std::vector<DeclaredParam>> parse_go_params(std::string_view text, size_t open, size_t& end);
 
 // C type names of casts and declared parameter lists (probe_ctype.cc).
 // Does `word` start a C type: a builtin (int, unsigned, u32, size_t, ...), a qualifier, or

@@ -31,10 +31,14 @@ struct DeclaredParam {
   std::string name;
   int column = 0;
   // Written Go's way, name then type: `main.work(i int, tag string)`, the type hint of a Go
-  // function without DWARF. The Go type as written ("string", "[]byte", "*net/http.Request");
-  // "" for a C declaration (`type` is then set).
+  // function without DWARF. The Go type in Go's own spelling, as its DWARF and type descriptors
+  // name it ("string", "[]uint8" for []byte, "interface {}" for any, "*net/http.Request"); "" for
+  // a C declaration (`type` is then set).
   std::string go_type{};
 };
+
+// Whether a declared list is written Go's way (the parser takes one form per list).
+bool is_go_declared(const std::vector<DeclaredParam>& params);
 
 // An expression over what a probe can see. Kept small on purpose: everything here must be
 // evaluable by the one generic BPF program (no compiler at run time).
@@ -68,8 +72,9 @@ struct Expr {
     Reg,      // ctx->REG (bcc): a register at the probe, `text` = canonical name ("rdx", "rip")
     GoValue,  // a Go value that is more than one word, made by the planner from a parameter's Go
               // type (never parsed): `text` = its Go type ("interface {}", "[]interface {}",
-              // "error"), children = its words (type and data of an interface; address and length
-              // of a slice). `%v` prints it (TOP_EMIT_GOIFACE)
+              // "error"), children = its words (type, or itab for any interface but interface {},
+              // and data of an interface; address and length of a slice). `%v` prints it
+              // (TOP_EMIT_GOIFACE)
   };
   Op op = Op::Int;
   int index = 0;
@@ -106,8 +111,9 @@ struct ProbeSpec {
   std::string format;                         // without quotes, escapes (\n \t \" \\) decoded
   std::vector<FormatConversion> conversions;  // parsed from `format`
   std::vector<Expr> args;                     // one per conversion
-  std::optional<std::vector<DeclaredParam>> params;  // `open(char *filename)`; nullopt = none
-  std::string text;                                  // the spec as given
+  // `open(char *filename)`, `main.work(i int, tag string)`; nullopt = none
+  std::optional<std::vector<DeclaredParam>> params;
+  std::string text;  // the spec as given
   int function_column = 0;
 };
 

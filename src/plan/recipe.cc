@@ -289,10 +289,13 @@ class RecipeBuilder {
       if (conv.conv != 'v') return at(e, fmt::format("a Go {} is printed only with %v", e.text));
       if (e.children.size() != 2) return at(e, "a Go value needs its two words");
       const bool slice = e.text.starts_with("[]");
+      // Any interface but interface {} starts with an itab, which holds the type.
+      const bool itab = !slice && e.text != "interface {}";
       if (auto r = value(e.children[0]); !r) return r;
       if (auto r = value(e.children[1]); !r) return r;
       fields.push_back({slice ? OutputField::Kind::GoValues : OutputField::Kind::GoValue, conv});
-      return op(TOP_EMIT_GOIFACE, slice ? 1 : 0, slice ? TRACE_GO_VALUES : 0, 0, 0, 2);
+      return op(TOP_EMIT_GOIFACE, slice ? 1 : 0,
+                slice ? TRACE_GO_VALUES : (itab ? TRACE_GO_ITAB : 0), 0, 0, 2);
     }
     const bool as_string =
         conv.conv == 's' || (conv.conv == 'v' && (e.op == Expr::Op::Str || e.op == Expr::Op::Comm));

@@ -287,7 +287,7 @@ Result<const std::vector<UsdtProbe>*> ObjectCache::usdt(PlannedObject& o) {
   return &*o.usdt;
 }
 
-Result<DwarfTypes*> ObjectCache::dwarf(PlannedObject& o) {
+Result<DwarfTypes*> dwarf_of(PlannedObject& o) {
   if (!o.dwarf) {
     auto opened = DwarfTypes::open(o.elf);
     if (!opened) return tl::unexpected(opened.error());
@@ -296,9 +296,9 @@ Result<DwarfTypes*> ObjectCache::dwarf(PlannedObject& o) {
   return o.dwarf.get();
 }
 
-Result<GoTypes*> ObjectCache::go_types(PlannedObject& o) {
+Result<GoTypes*> go_types_of(PlannedObject& o) {
   if (!o.go_types) {
-    auto dwarf = this->dwarf(o);
+    auto dwarf = dwarf_of(o);
     if (!dwarf) return tl::unexpected(dwarf.error());
     auto types = GoTypes::open(o.elf, *dwarf, o.go ? &*o.go : nullptr);
     if (!types) return tl::unexpected(types.error());

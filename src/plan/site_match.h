@@ -55,6 +55,11 @@ struct PlannedObject {
 // The link-time address of a defined symbol of any kind (.symtab, .dynsym) by its exact name.
 std::optional<uint64_t> symbol_address(PlannedObject& o, const std::string& name);
 
+// The object's DWARF (its own, or a separate debug file's), opened the first time it is asked for.
+Result<DwarfTypes*> dwarf_of(PlannedObject& o);
+// Go's type layouts (DWARF, runtime type descriptors, uscope's table), for a Go binary.
+Result<GoTypes*> go_types_of(PlannedObject& o);
+
 class ObjectCache {
  public:
   // `store` null: the process's shared store, which the symbolizer uses too.
@@ -66,9 +71,6 @@ class ObjectCache {
   Result<PlannedObject*> open(const ObjectRef& ref);
   Result<const SymbolTable*> symbols(PlannedObject& o);
   Result<const std::vector<UsdtProbe>*> usdt(PlannedObject& o);
-  Result<DwarfTypes*> dwarf(PlannedObject& o);
-  // Go's type layouts (DWARF, runtime type descriptors, uscope's table), for a Go binary.
-  Result<GoTypes*> go_types(PlannedObject& o);
 
  private:
   const TargetContext& ctx_;

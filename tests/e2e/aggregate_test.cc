@@ -206,9 +206,9 @@ TEST(aggregate, count_by_user_stack_names_the_callers) {
 }
 
 TEST(aggregate, bad_keys_and_scales_are_usage_errors) {
-  auto r = uscope({"count", "--by", "comm,arg9", probe("p")});
+  auto r = uscope({"count", "--by", "comm,arg10", probe("p")});
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("'arg9'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("'arg10'"), std::string::npos) << r.err;
   r = uscope({"hist", "--linear", "0,10", probe("p"), "arg1"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("MIN,MAX,STEP"), std::string::npos) << r.err;

@@ -38,13 +38,19 @@ TEST(lifecycle, unprivileged_user_is_told_which_capabilities) {
   EXPECT_NE(r.err.find("CAP_PERFMON"), std::string::npos) << r.err;
 }
 
+// Without DWARF or a declared list, argN is the Nth register of Go's ABI; with DWARF it is the
+// Nth parameter, decoded by its type (work(i int, tag string): tag is arg2, RBX and RCX).
 TEST(go, entry_probe_reads_go_register_abi_arguments) {
   USCOPE_REQUIRE_ROOT();
-  auto r = uscope({"trace", "-c", fixture("go/gowork") + " 50",
+  auto r = uscope({"trace", "-c", fixture("go/gowork_stripped") + " 50",
                    "p::main.work (arg1 == 7) \"i=%d tag=%s\", arg1, str(arg2, arg3)"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("main.work        i=7 tag=gopher"), std::string::npos) << r.out;
   EXPECT_NE(r.err.find("49 filtered out"), std::string::npos) << r.err;
+  auto d = uscope({"trace", "-c", fixture("go/gowork") + " 50",
+                   "p::main.work (arg1 == 7) \"i=%d tag=%s\", arg1, arg2"});
+  ASSERT_EQ(d.exit_code, 0) << d.err;
+  EXPECT_NE(d.out.find("main.work        i=7 tag=gopher"), std::string::npos) << d.out;
 }
 
 // Return probes on Go are uprobes on RET instructions: gowork's work(i, "gopher") returns

@@ -154,9 +154,9 @@ TEST(keyed_plan, keys_too_big_for_the_key_are_refused) {
 }
 
 TEST(keyed_plan, bad_keys_name_the_key) {
-  auto bad = parse_aggregate_keys("comm,arg9", ProbeKind::Entry);
+  auto bad = parse_aggregate_keys("comm,arg10", ProbeKind::Entry);
   ASSERT_FALSE(bad.has_value());
-  EXPECT_NE(bad.error().message.find("'arg9'"), std::string::npos);
+  EXPECT_NE(bad.error().message.find("'arg10'"), std::string::npos);
   EXPECT_FALSE(parse_aggregate_keys("comm,,pid", ProbeKind::Entry).has_value());
   EXPECT_FALSE(parse_aggregate_keys("retval", ProbeKind::Entry).has_value());
   EXPECT_TRUE(parse_aggregate_keys("retval", ProbeKind::Return).has_value());

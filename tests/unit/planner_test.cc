@@ -32,6 +32,7 @@ std::string fixture(const std::string& rel) {
 
 const std::string kTargetLoop = fixture("native/target_loop");
 const std::string kGoWork = fixture("go/gowork");
+const std::string kGoWorkStripped = fixture("go/gowork_stripped");
 const std::string kUsdtDemo = fixture("usdt/usdt_demo");
 
 // A planning context for `main_executable`, no process.
@@ -360,7 +361,8 @@ TEST(planner, glob_over_fixture_takes_each_function_once) {
 // RET of the function, keyed by goroutine, never a uretprobe.
 TEST(planner, go_return_probe_is_a_uprobe_on_every_ret) {
   Planner p(kGoWork);
-  auto r = plan(p, {R"(r::main.work "%d %d", retval, $entry(arg2))"});
+  // With DWARF, arg2 is work's second parameter, tag: a Go string in RBX and RCX.
+  auto r = plan(p, {R"(r::main.work "%d %s", retval, $entry(arg2))"});
   ASSERT_TRUE(r.has_value()) << r.error().message;
   auto w = elf_symbol(kGoWork, "main.work");
   ASSERT_TRUE(w.has_value());
@@ -371,9 +373,11 @@ TEST(planner, go_return_probe_is_a_uprobe_on_every_ret) {
   EXPECT_EQ(r->sites[0].role, SiteRole::SaveEntry);
   EXPECT_EQ(r->sites[0].attach.offset, w->offset);
   EXPECT_EQ(r->recipes[0].flags, TRACE_F_SAVE_ENTRY | TRACE_F_GOROUTINE);
-  // The entry half saves arg2 from Go's second argument register.
-  EXPECT_EQ(ops(r->recipes[0]),
-            (std::vector<OpView>{{TOP_REG, UREG_RBX, 0, 0}, {TOP_SAVE, 0, 0, 0}}));
+  // The entry half saves tag's two words from Go's second and third argument registers.
+  EXPECT_EQ(ops(r->recipes[0]), (std::vector<OpView>{{TOP_REG, UREG_RBX, 0, 0},
+                                                     {TOP_SAVE, 0, 0, 0},
+                                                     {TOP_REG, UREG_RCX, 0, 0},
+                                                     {TOP_SAVE, 1, 0, 0}}));
   for (size_t i = 0; i < rets->size(); ++i) {
     const PlannedSite& s = r->sites[1 + i];
     EXPECT_EQ(s.role, SiteRole::Event);
@@ -389,12 +393,13 @@ TEST(planner, go_return_probe_is_a_uprobe_on_every_ret) {
   for (const auto& s : r->sites) EXPECT_FALSE(s.attach.retprobe);
 }
 
+// Without DWARF or a declared list, argN is the Nth register of Go's ABI.
 TEST(planner, go_entry_probe_reads_go_abi_registers_at_function_start) {
-  Planner p(kGoWork);
+  Planner p(kGoWorkStripped);
   auto r = plan(p, {R"(p::main.work "%d %d", arg1, arg2)"});
   ASSERT_TRUE(r.has_value()) << r.error().message;
   ASSERT_EQ(r->sites.size(), 1u);
-  auto w = elf_symbol(kGoWork, "main.work");
+  auto w = elf_symbol(kGoWork, "main.work");  // the stripped twin has the same code
   ASSERT_TRUE(w.has_value());
   // Go functions are never moved.
   EXPECT_EQ(r->sites[0].attach.offset, w->offset);

@@ -495,12 +495,12 @@ TEST(probe_spec, reports_probe_kind_errors) {
       {
           {R"(p:c:malloc "%d", retval)", 18, "retval is only available in return probes (r:)"},
           {R"(u:./x:p "%d", retval)", 15, "retval is only available in return probes (r:)"},
-          {R"(p:c:malloc "%d", arg7)", 18,
-           "arg7 is out of range; entry and return probes can "
-           "read arg1..arg6"},
+          {R"(p:c:malloc "%d", arg10)", 18,
+           "arg10 is out of range; entry and return probes can "
+           "read arg1..arg9 (C: arg1..arg6"},
           {R"(p:c:malloc "%d", arg0)", 18,
            "arg0 is out of range; entry and return probes can "
-           "read arg1..arg6"},
+           "read arg1..arg9"},
           {R"(p:c:malloc "%d", arg01)", 18, "arg01 is out of range"},
           {R"(u:./x:probe "%d", arg13)", 19, "arg13 is out of range; USDT probes have arg1..arg12"},
           {R"(u:./x:probe "%d", arg0)", 19, "arg1..arg12"},
@@ -508,7 +508,7 @@ TEST(probe_spec, reports_probe_kind_errors) {
            "$entry(argN) is only available in return probes (r:)"},
           {R"(u:./x:p "%d", $entry(arg1))", 15, "$entry(argN) is only available in return"},
           {"r:c:malloc (arg1 > 0)", 13, "arg1 is not available in return probes"},
-          {R"(r:c:malloc "%d", $entry(arg7))", 25, "arg7 is out of range; $entry can save"},
+          {R"(r:c:malloc "%d", $entry(arg10))", 25, "arg10 is out of range; $entry can save"},
           {R"(r:c:malloc "%d", $entry(5))", 25, "$entry takes an argument name"},
           {R"(r:c:malloc "%d", $entry arg1)", 25, "expected '(' after $entry"},
           {R"(r:c:malloc "%d", $entry(arg1)", 29, "expected ')' to close $entry("},

@@ -307,10 +307,12 @@ TEST(site_table, list_entry_site_is_where_trace_attaches_a_probe_reading_everyth
                                                         {kGoWork, "main.main"}}) {
     Planner p(path);
     SitePlacement listed = listed_site(p, name);
-    auto t = plan_trace(
-        p.cache,
-        specs_of({"p::" + name + R"( "%d %d %d %d %d %s", arg1, arg2, arg3, arg4, arg5, arg6)"}),
-        {});
+    // On Go code with DWARF argN is the Nth parameter (main.main has none): its registers are
+    // read as ctx->REG.
+    const std::string args = path == kGoWork
+                                 ? "ctx->ax, ctx->bx, ctx->cx, ctx->di, ctx->si, ctx->r8"
+                                 : "arg1, arg2, arg3, arg4, arg5, arg6";
+    auto t = plan_trace(p.cache, specs_of({"p::" + name + R"( "%d %d %d %d %d %s", )" + args}), {});
     ASSERT_TRUE(t.has_value()) << t.error().message;
     ASSERT_EQ(t->sites.size(), 1u);
     EXPECT_EQ(listed.offset, t->sites[0].placement.offset) << name;
