@@ -77,7 +77,7 @@ def main() -> None:
     # uscope stat: gostack runs rounds of goroutines (each round ends in a GC); the difference of
     # two sizes removes start-up and exit, as per_call does.
     stack = str(fx / "go/gostack")
-    workers, small, big = 64, 40, 400
+    workers, small, big = 64, 100, 1500
 
     def stack_wall(rounds: int, traced: bool) -> float:
         cmd = [stack, str(rounds), str(workers), "10"]

@@ -36,6 +36,18 @@ enum class GoKind : uint8_t {
 };
 const char* go_kind_name(GoKind kind);  // "string", "ptr", ... (discover/go_types.cc)
 
+// Integers and bool: a value of one integer register, read as a number.
+inline bool go_kind_is_integer(GoKind k) {
+  return (k >= GoKind::Bool && k <= GoKind::Uintptr);
+}
+
+// A value of one machine word that is not a number: pointers, and maps, chans and funcs (each a
+// pointer to the runtime's own struct).
+inline bool go_kind_is_pointer_word(GoKind k) {
+  return k == GoKind::Pointer || k == GoKind::UnsafePointer || k == GoKind::Map ||
+         k == GoKind::Chan || k == GoKind::Func;
+}
+
 inline bool go_kind_is_signed(GoKind k) {
   return k == GoKind::Int || k == GoKind::Int8 || k == GoKind::Int16 || k == GoKind::Int32 ||
          k == GoKind::Int64;

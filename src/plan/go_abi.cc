@@ -63,25 +63,8 @@ class Assigner {
   Result<bool> assign(const GoType& t, int depth) {
     if (depth > kMaxNesting)
       return fail("{} nests more than {} structs or arrays deep", t.name, kMaxNesting);
+    if (go_kind_is_integer(t.kind) || go_kind_is_pointer_word(t.kind)) return take_ints(1);
     switch (t.kind) {
-      case GoKind::Bool:
-      case GoKind::Int:
-      case GoKind::Int8:
-      case GoKind::Int16:
-      case GoKind::Int32:
-      case GoKind::Int64:
-      case GoKind::Uint:
-      case GoKind::Uint8:
-      case GoKind::Uint16:
-      case GoKind::Uint32:
-      case GoKind::Uint64:
-      case GoKind::Uintptr:
-      case GoKind::Pointer:
-      case GoKind::UnsafePointer:
-      case GoKind::Map:
-      case GoKind::Chan:
-      case GoKind::Func:
-        return take_ints(1);
       case GoKind::String:
       case GoKind::Interface:
         return take_ints(2);
@@ -112,7 +95,7 @@ class Assigner {
         }
         return true;
       }
-      case GoKind::Invalid:
+      default:  // Invalid; the one-word kinds are taken above
         break;
     }
     return fail("the layout of {} is not known", t.name);

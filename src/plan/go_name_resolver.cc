@@ -274,37 +274,21 @@ class GoResolver {
       if (g) g->text = t.kind == GoKind::Slice ? "[]" + t.elem : t.name;  // "[]..." is a slice
       return g;
     }
-    switch (t.kind) {
-      case GoKind::Bool:
-      case GoKind::Int:
-      case GoKind::Int8:
-      case GoKind::Int16:
-      case GoKind::Int32:
-      case GoKind::Int64:
-      case GoKind::Uint:
-      case GoKind::Uint8:
-      case GoKind::Uint16:
-      case GoKind::Uint32:
-      case GoKind::Uint64:
-      case GoKind::Uintptr:
-      case GoKind::Pointer:
-      case GoKind::UnsafePointer:
-      case GoKind::Map:
-      case GoKind::Chan:
-      case GoKind::Func: {
-        const bool is_signed = go_kind_is_signed(t.kind);
-        if (!v.addr && v.words.empty())
-          return error(at, fmt::format("'{}' has no register placed", spelling(at)),
-                       "read its register with ctx->REG");
-        Expr w = word(v, 0, t.size, is_signed, at.column);
-        if (!v.addr && t.size > 0 && t.size < 8) {
-          Expr c = make(Expr::Op::Cast, at.column, {std::move(w)});
-          c.width = static_cast<int>(t.size);
-          c.is_signed = is_signed;
-          return c;
-        }
-        return w;
+    if (go_kind_is_integer(t.kind) || go_kind_is_pointer_word(t.kind)) {
+      const bool is_signed = go_kind_is_signed(t.kind);
+      if (!v.addr && v.words.empty())
+        return error(at, fmt::format("'{}' has no register placed", spelling(at)),
+                     "read its register with ctx->REG");
+      Expr w = word(v, 0, t.size, is_signed, at.column);
+      if (!v.addr && t.size > 0 && t.size < 8) {
+        Expr c = make(Expr::Op::Cast, at.column, {std::move(w)});
+        c.width = static_cast<int>(t.size);
+        c.is_signed = is_signed;
+        return c;
       }
+      return w;
+    }
+    switch (t.kind) {
       case GoKind::Float32:
       case GoKind::Float64:
       case GoKind::Complex64:

@@ -31,26 +31,10 @@ std::string float_registers_note(std::string_view type) {
 enum class Shape { Integer, Word, String, Slice, Interface, Float, Struct, Array, Other };
 
 Shape shape_of(GoKind k) {
+  // DWARF shows a map or chan as a pointer to the runtime's struct.
+  if (go_kind_is_integer(k)) return Shape::Integer;
+  if (go_kind_is_pointer_word(k)) return Shape::Word;
   switch (k) {
-    case GoKind::Bool:
-    case GoKind::Int:
-    case GoKind::Int8:
-    case GoKind::Int16:
-    case GoKind::Int32:
-    case GoKind::Int64:
-    case GoKind::Uint:
-    case GoKind::Uint8:
-    case GoKind::Uint16:
-    case GoKind::Uint32:
-    case GoKind::Uint64:
-    case GoKind::Uintptr:
-      return Shape::Integer;
-    case GoKind::Pointer:
-    case GoKind::UnsafePointer:
-    case GoKind::Map:
-    case GoKind::Chan:
-    case GoKind::Func:
-      return Shape::Word;  // DWARF shows a map or chan as a pointer to the runtime's struct
     case GoKind::String:
       return Shape::String;
     case GoKind::Slice:
@@ -66,7 +50,7 @@ Shape shape_of(GoKind k) {
       return Shape::Struct;
     case GoKind::Array:
       return Shape::Array;
-    case GoKind::Invalid:
+    default:  // Invalid; the one-word kinds are taken above
       break;
   }
   return Shape::Other;
