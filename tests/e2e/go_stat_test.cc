@@ -47,7 +47,9 @@ void expect_runtime_counted(const std::string& binary) {
   // The workers, and the runtime's own few (main, GC workers, sweeper, scavenger, ...).
   EXPECT_GE(s["created"].get<uint64_t>(), spawned) << s.dump();
   EXPECT_LE(s["created"].get<uint64_t>(), spawned + 64) << s.dump();
-  EXPECT_GE(s["exited"].get<uint64_t>(), spawned) << s.dump();
+  // A worker's wg.Done runs before its goroutine ends: the last round's may still be ending when
+  // main returns.
+  EXPECT_GE(s["exited"].get<uint64_t>(), spawned - workers) << s.dump();
   EXPECT_LE(s["exited"].get<uint64_t>(), s["created"].get<uint64_t>()) << s.dump();
   // runtime.GC() completes at least one cycle; each cycle stops the world twice.
   const uint64_t cycles = s["gc_cycles"].get<uint64_t>();
