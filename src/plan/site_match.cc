@@ -1,11 +1,12 @@
 #include "plan/site_match.h"
 
-#include "plan/site_cost.h"
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <set>
 
 #include "plan/probe_parse.h"
+#include "plan/site_cost.h"
 #include "util/names.h"
 
 namespace uscope {
@@ -117,6 +118,7 @@ Result<std::vector<MatchedSite>> inlined_sites(PlannedObject& o, std::string_vie
     m.function_start = caller->entry;
     m.function_size = caller->end - caller->entry;
     m.inlined_in = c.caller;
+    if (!c.call_file.empty()) m.inlined_call = fmt::format("{}:{}", c.call_file, c.call_line);
     out.push_back(std::move(m));
   }
   return out;

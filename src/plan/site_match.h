@@ -93,6 +93,7 @@ struct MatchedSite {
   // subroutines): the function it is inlined into ("main.fetch"); "" for a function's own code.
   // `address` is the copy's first instruction; function_start/size are the outer function's.
   std::string inlined_in{};
+  std::string inlined_call{};  // where the copy's call is in the source: "/src/main.go:18"
 };
 
 // The site at the start of function `f` (plus `offset`) in `o`, labelled `label`.

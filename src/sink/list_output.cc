@@ -137,6 +137,7 @@ void ListPrinter::print_json(const ListedObject& o) {
     nlohmann::json j = {{"kind", "inlined"},    {"object", o.path},
                         {"name", m.label},      {"inlined_into", m.inlined_in},
                         {"address", m.address}, {"offset", m.offset}};
+    if (!m.inlined_call.empty()) j["call"] = m.inlined_call;
     if (i < o.inlined_sites.size()) j["site"] = site_json(o.inlined_sites[i].cost);
     fmt::print(out_, "{}\n", j.dump());
   }
@@ -211,8 +212,9 @@ void ListPrinter::print_text(const ListedObject& o) {
       const MatchedSite& m = o.inlined[i];
       std::string site =
           i < o.inlined_sites.size() ? site_cost_name(o.inlined_sites[i].cost.cost) : "-";
-      fmt::print(out_, "  {:#018x} {:>#10x} {:>8} {:<6}  {:<20}  {} (inlined into {})\n", m.address,
-                 m.offset, "", "", site, m.label, m.inlined_in);
+      fmt::print(out_, "  {:#018x} {:>#10x} {:>8} {:<6}  {:<20}  {} (inlined into {}{}{})\n",
+                 m.address, m.offset, "", "", site, m.label, m.inlined_in,
+                 m.inlined_call.empty() ? "" : " at ", m.inlined_call);
     }
   }
   if (!o.probes.empty()) {
