@@ -36,16 +36,6 @@ std::string clock_now() {
   return fmt::format("{:%H:%M:%S}", tm);
 }
 
-// The load bias of the main executable in `pid`: where its .text is, less where it was linked.
-std::optional<uint64_t> main_bias(pid_t pid, const ElfFile& elf) {
-  auto text = elf.section(".text");
-  auto process = Process::open(pid);
-  if (!text || !process || !process->main_object()) return std::nullopt;
-  auto at = process->main_object()->address_of_offset(text->offset);
-  if (!at) return std::nullopt;
-  return *at - text->addr;
-}
-
 int run_stat(const StatOptions& o) {
   if (!o.session.pid && o.session.command.empty())
     return report_error("uscope stat needs a Go program: -p PID or -c 'COMMAND'", kExitUsage);
@@ -106,7 +96,9 @@ int run_stat(const StatOptions& o) {
     if (!plan->goroutines || target_gone) return std::nullopt;
     if (!bias) {
       auto obj = cache.get("");
-      if (obj) bias = main_bias((*session)->watch_pid(), (*obj)->elf);
+      auto process = Process::open((*session)->watch_pid());
+      if (obj && process && process->main_object())
+        bias = load_bias(*process->main_object(), (*obj)->elf);
     }
     if (bias)
       if (auto n = count_goroutines((*session)->watch_pid(), *plan->goroutines, *bias)) return *n;

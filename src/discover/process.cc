@@ -300,6 +300,14 @@ bool process_exited(pid_t pid) {
   return state == 'Z' || state == 'X';
 }
 
+std::optional<uint64_t> load_bias(const MappedObject& o, const ElfFile& elf) {
+  auto text = elf.section(".text");
+  if (!text) return std::nullopt;
+  auto at = o.address_of_offset(text->offset);
+  if (!at) return std::nullopt;
+  return *at - text->addr;
+}
+
 bool process_alive(pid_t pid) {
   if (pid <= 0) return false;
   if (::kill(pid, 0) == 0 || errno == EPERM) return true;

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "discover/elf_file.h"
 #include "util/result.h"
 
 namespace uscope {
@@ -88,6 +89,10 @@ class Process {
   size_t main_index_ = 0;
   ExeIdentity exe_;
 };
+
+// The load bias of `elf` mapped as `o` (runtime minus link-time addresses): where its .text's file
+// offset is mapped, less .text's link-time address; nullopt when .text is absent or not mapped.
+std::optional<uint64_t> load_bias(const MappedObject& o, const ElfFile& elf);
 
 // True if the process still exists (kill(pid, 0) or /proc/PID present).
 bool process_alive(pid_t pid);
