@@ -1,0 +1,107 @@
+/* Shared by the BPF unwinder (unwind.bpf.h, included by profile.bpf.c and trace.bpf.c) and user
+ * space (discover/unwind_table.h builds the rows, attach/unwind_maps.h loads them): how a user
+ * stack is walked without frame pointers.
+ *
+ * Layout, chosen so that a frame costs a few array reads in the common case:
+ *   unwind_mappings  LPM trie (tgid, address) -> the object mapped there: its table id and the
+ *                    bias that turns a pc into an offset in the table (one lookup per object
+ *                    change; consecutive frames in one object reuse the last answer).
+ *   unwind_tables    array of maps, one inner array per object (by build-id, shared by every
+ *                    process that maps it), sized exactly: entry 0 is a header, then one page
+ *                    entry per 2^UNWIND_PAGE_BITS bytes of code, then the rows. A pc's page
+ *                    entry bounds a binary search of at most UNWIND_MAX_SEARCH steps.
+ *   unwind_rules     array of the distinct rules of every table (rows hold an index): few
+ *                    hundred distinct rules cover whole distributions, so a row is 8 bytes.
+ * The OpenTelemetry profiler keys rows by (file, 64 KiB page) in hash maps; inner arrays sized
+ * per object need no sizing guess up front and make every step an array read. */
+#ifndef USCOPE_BPF_UNWIND_H
+#define USCOPE_BPF_UNWIND_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+#define UNWIND_MAX_FRAMES 127 /* frames per stack: perf's default kernel.perf_event_max_stack */
+#define UNWIND_PAGE_BITS 8    /* a page entry per 256 bytes of code: <= 257 rows to search */
+#define UNWIND_MAX_SEARCH 10  /* binary-search steps that cover 257 rows */
+#define UNWIND_MAX_TABLES 8192 /* objects with a table loaded at once */
+#define UNWIND_MAX_RULES 65536
+
+/* How to find the canonical frame address (the caller's rsp) at a pc. */
+enum unwind_cfa_kind {
+  UNWIND_CFA_RSP = 0,     /* CFA = rsp + cfa_offset */
+  UNWIND_CFA_RBP,         /* CFA = rbp + cfa_offset */
+  UNWIND_CFA_PLT,         /* a PLT stub: CFA = rsp + cfa_offset, + 8 when (pc & 15) >= 11 */
+  UNWIND_CFA_SIGNAL,      /* a signal trampoline (__restore_rt): rsp points at the saved context;
+                           * the caller's rsp, rbp and pc are read at rsp + cfa_offset,
+                           * rsp + rbp_offset and rsp + ra_offset */
+  UNWIND_CFA_END,         /* the return address is undefined: the thread's outermost frame */
+  UNWIND_CFA_NONE,        /* no CFI covers this pc: unwind by frame pointer */
+  UNWIND_CFA_UNSUPPORTED, /* a rule uscope does not evaluate (a DWARF expression, a register) */
+};
+
+/* Where the caller's rbp is. */
+enum unwind_rbp_kind {
+  UNWIND_RBP_SAME = 0, /* not saved: the caller's rbp is this frame's */
+  UNWIND_RBP_AT_CFA,   /* saved at CFA + rbp_offset */
+  UNWIND_RBP_UNDEFINED /* lost: frames above can only unwind by rsp */
+};
+
+struct unwind_rule {
+  __u8 cfa_kind;     /* enum unwind_cfa_kind */
+  __u8 rbp_kind;     /* enum unwind_rbp_kind */
+  __s16 ra_offset;   /* the return address is at CFA + ra_offset (-8 on x86-64) */
+  __s32 cfa_offset;
+  __s32 rbp_offset;
+};
+
+/* One row of a table: `rule` holds from `pc` (an offset from the table's base) to the next row. */
+struct unwind_row {
+  __u32 pc;
+  __u32 rule; /* index into unwind_rules */
+};
+
+/* Entry 0 of a table. */
+struct unwind_table_header {
+  __u32 pages; /* page entries follow, at 1..pages */
+  __u32 rows;  /* then the rows, at 1 + pages .. */
+};
+
+/* A page entry: the rows to search for a pc in this page; the first is the one in effect at the
+ * page's start. */
+struct unwind_page {
+  __u32 first; /* index of the first row in the table's inner array */
+  __u32 count;
+};
+
+struct unwind_mapping_key {
+  __u32 prefixlen; /* bits of (tgid, address) that must match: 32 + the range's prefix */
+  __u32 tgid;      /* big-endian, like address: LPM tries compare bytes in order */
+  __u64 address;
+};
+
+#define UNWIND_TABLE_FP 0xffffffffu /* no table: unwind by frame pointer (JIT code, no CFI) */
+#define UNWIND_TABLE_PENDING 0xfffffffeu /* a table not loaded (being built, or no room) */
+
+struct unwind_mapping {
+  __u64 start, end; /* the executable range [start, end) */
+  __u64 bias;       /* pc - bias = offset into the table */
+  __u32 table;      /* index into unwind_tables, or UNWIND_TABLE_* */
+  __u32 reserved;
+};
+
+/* Why a walk ended: one per stack, counted. */
+enum unwind_end {
+  UNWIND_END_ENTRY = 0,      /* reached the thread's entry (CFI marks its return address
+                              * undefined): the stack is complete */
+  UNWIND_END_TRUNCATED,      /* UNWIND_MAX_FRAMES frames and more above */
+  UNWIND_END_FP_ZERO,        /* a frame-pointer walk (no CFI) reached rbp 0 */
+  UNWIND_END_NO_MAPPING,     /* a pc in no mapping uscope knows (the maps are re-read) */
+  UNWIND_END_TABLE_PENDING,  /* its object's table was not loaded yet (or had no room) */
+  UNWIND_END_UNSUPPORTED,    /* a CFI rule uscope does not evaluate */
+  UNWIND_END_READ_FAILED,    /* a return address or saved rbp could not be read */
+  UNWIND_END_BAD_FRAME,      /* the CFA did not move up the stack, or a zero return address */
+  UNWIND_NUM_ENDS
+};
+
+#endif
