@@ -10,6 +10,7 @@
 
 #include "profile.h"
 #include "target_filter.h"
+#include "unwind.bpf.h"
 
 /* Several -p PIDs: their tgids are the keys of `targets` (target_tgid stays 0). */
 const volatile __u32 use_targets = 0;
@@ -23,7 +24,8 @@ const volatile __u32 kernel_stacks = 1; /* 0 with -U */
 #define EEXIST 17
 
 /* What each map costs (the loader sizes them by the session):
- *   stacks   ~1 KiB per slot (127 frames), preallocated
+ *   stacks   ~1 KiB per slot (127 frames), preallocated: kernel stacks
+ *   ustacks  ~1 KiB per distinct user stack, preallocated
  *   counts   ~50 bytes per distinct key, allocated as keys appear
  *   seen     ~60 bytes per process
  *   events   the ring for first-sample records: 64 KiB */
@@ -33,6 +35,16 @@ struct {
   __uint(key_size, sizeof(__u32));
   __uint(value_size, PROFILE_MAX_FRAMES * sizeof(__u64));
 } stacks SEC(".maps");
+
+/* User stacks walked by unwind.bpf.h, keyed by their 64-bit hash: two different stacks would
+ * have to collide in 64 bits to be confused (about 1 in 10^10 for 20,000 distinct stacks). A full
+ * map is counted (PC_USER_STACKS_FULL). */
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 4096); /* resized before load */
+  __type(key, __u64);
+  __type(value, struct unwind_stack);
+} ustacks SEC(".maps");
 
 /* Read cumulatively by user space and never deleted from, so a count is never lost between an
  * update and a read. A full map is counted (PC_MAP_FULL). */
@@ -94,16 +106,43 @@ static __always_inline __s32 stack_or_loss(long id, __u32 failed, __u32 collided
   return PROFILE_STACK_FAILED;
 }
 
-/* The one place user stacks are taken: frame pointers through the kernel's perf callchain walk.
- * The unwinding issue replaces this with .eh_frame unwinding; nothing else changes. Without
- * BPF_F_REUSE_STACKID a stack whose bucket holds another fails (-EEXIST) instead of replacing it,
- * so a key never shows a stack it did not count. */
+/* The one place user stacks are taken: walked by CFI and frame pointers (unwind.bpf.h) from the
+ * registers user space was interrupted at; the stack is stored by its hash, which goes in the key.
+ * A walk that ends early keeps the frames it found and says why (its end reason is counted). */
 static __always_inline __s32 collect_user_stack(struct bpf_perf_event_data* ctx,
-                                                struct task_struct* task) {
+                                                struct task_struct* task, __u32 tgid,
+                                                __u64* hash) {
   if (!user_stacks) return PROFILE_STACK_NONE;
   if (!BPF_CORE_READ(task, mm)) return PROFILE_STACK_NONE; /* a kernel thread */
-  long id = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
-  return stack_or_loss(id, PC_USER_FAILED, PC_USER_COLLIDED);
+  __u64 pc, sp, bp;
+  if (*(volatile __u64*)&ctx->regs.cs & 3) {
+    pc = ctx->regs.ip;
+    sp = ctx->regs.sp;
+    bp = ctx->regs.bp;
+  } else {
+    /* In the kernel: where user space entered it, saved at the top of the task's stack. */
+    struct pt_regs* regs = (struct pt_regs*)bpf_task_pt_regs(task);
+    if (!regs) {
+      bump(PC_USER_FAILED);
+      return PROFILE_STACK_FAILED;
+    }
+    pc = BPF_CORE_READ(regs, ip);
+    sp = BPF_CORE_READ(regs, sp);
+    bp = BPF_CORE_READ(regs, bp);
+  }
+  struct unwind_scratch* s = unwind_user_stack(tgid, pc, sp, bp);
+  if (!s || s->stack.len == 0) {
+    bump(PC_USER_FAILED);
+    return PROFILE_STACK_FAILED;
+  }
+  *hash = s->hash;
+  if (bpf_map_lookup_elem(&ustacks, hash)) return PROFILE_STACK_HASHED;
+  long err = bpf_map_update_elem(&ustacks, hash, &s->stack, BPF_NOEXIST);
+  if (err && err != -EEXIST) { /* EEXIST: another CPU stored it first */
+    bump(PC_USER_STACKS_FULL);
+    return PROFILE_STACK_FAILED;
+  }
+  return PROFILE_STACK_HASHED;
 }
 
 static __always_inline __s32 collect_kernel_stack(struct bpf_perf_event_data* ctx) {
@@ -148,7 +187,7 @@ int profile_sample(struct bpf_perf_event_data* ctx) {
     struct task_struct* leader = BPF_CORE_READ(task, group_leader);
     bpf_probe_read_kernel_str(key.comm, sizeof(key.comm), &leader->comm);
   }
-  key.user_stack_id = collect_user_stack(ctx, task);
+  key.user_stack_id = collect_user_stack(ctx, task, tgid, &key.user_stack);
   key.kernel_stack_id = collect_kernel_stack(ctx);
   if (tgid) announce(tgid, key.comm);
 

@@ -15,25 +15,27 @@
 #define PROFILE_STACK_FAILED -2   /* the kernel could not take it (no frame-pointer chain, EFAULT) \
                                    */
 #define PROFILE_STACK_COLLIDED -3 /* its bucket in the stack map held another stack */
+#define PROFILE_STACK_HASHED -4   /* a user stack: in `ustacks` under profile_key.user_stack */
 
 /* One row of the `counts` hash: samples with this process, thread and pair of stacks. */
 struct profile_key {
   __u32 pid;             /* tgid */
   __u32 tid;             /* 0 unless split by thread */
-  __s32 user_stack_id;   /* into `stacks`, or PROFILE_STACK_* */
+  __s32 user_stack_id;   /* PROFILE_STACK_HASHED, or why there is none: PROFILE_STACK_* */
   __s32 kernel_stack_id; /* into `stacks`, or PROFILE_STACK_* */
+  __u64 user_stack;      /* the user stack's hash: its key in `ustacks` */
   char comm[PROFILE_COMM_LEN];
 };
 
 /* Per-CPU counters (the `counters` array), one slot each. */
 enum profile_counter {
   PC_SAMPLES = 0,      /* samples of a process the profile covers */
-  PC_USER_FAILED,      /* counted without its user stack: the kernel could not take it */
+  PC_USER_FAILED,      /* counted without its user stack: not even its pc could be read */
   PC_KERNEL_FAILED,    /* counted without its kernel stack */
-  PC_USER_COLLIDED,    /* counted without its user stack: a stack-map collision */
   PC_KERNEL_COLLIDED,  /* counted without its kernel stack: a stack-map collision */
   PC_MAP_FULL,         /* not counted at all: `counts` refused a new key */
   PC_NEW_PROCESS_LOST, /* a first-sample record did not fit the ring (retried next sample) */
+  PC_USER_STACKS_FULL, /* counted without its user stack: `ustacks` had no room */
   PROFILE_NUM_COUNTERS
 };
 

@@ -9,6 +9,7 @@
 
 #include "target_filter.h"
 #include "trace.h"
+#include "unwind.bpf.h"
 
 /* Wake the reader only once this many bytes are pending (0: on every event). A wake-up costs the
  * target an irq_work and the reader a context switch per event; user space polls on a timer
@@ -567,6 +568,7 @@ static __always_inline int run(struct pt_regs* ctx) {
   s->ev.cpu = bpf_get_smp_processor_id();
   s->ev.stack_len = 0;
   s->ev.kstack_len = 0;
+  s->ev.stack_end = UNWIND_END_TRUNCATED;
   s->ev.return_address = 0;
   bpf_get_current_comm(s->ev.comm, sizeof(s->ev.comm));
 
@@ -638,12 +640,18 @@ static __always_inline int run(struct pt_regs* ctx) {
   s->ev.data_len = len;
   __u32 stack_len = 0;
   if (flags & TRACE_F_STACK) {
-    /* The stack travels in the event: nothing to free, no ids to collide, no map to fill. */
-    long n = bpf_get_stack(ctx, &s->data[len], TRACE_MAX_FRAMES * 8, BPF_F_USER_STACK);
-    if (n > 0 && n <= TRACE_MAX_FRAMES * 8)
-      stack_len = (__u32)n & ~7u;
-    else
+    /* The stack travels in the event: nothing to free, no ids to collide, no map to fill. It is
+     * walked by CFI (unwind.bpf.h) from the probe's registers; how the walk ended goes along. */
+    struct unwind_scratch* u = unwind_user_stack(s->ev.tgid, s->regs[UREG_RIP],
+                                                 s->regs[UREG_RSP], s->regs[UREG_RBP]);
+    __u32 n = u ? u->stack.len : 0;
+    if (n > TRACE_MAX_FRAMES) n = TRACE_MAX_FRAMES;
+    if (n > 0 && u && bpf_probe_read_kernel(&s->data[len], n * 8, u->stack.frames) == 0) {
+      stack_len = n * 8;
+      s->ev.stack_end = u->stack.end;
+    } else {
       s->stack_failed = 1;
+    }
     if (flags & TRACE_F_AT_ENTRY)
       bpf_probe_read_user(&s->ev.return_address, 8,
                           (void*)(s->regs[UREG_RSP] - (__s64)r->sp_delta));

@@ -274,7 +274,7 @@ struct uscope_event {
   char comm[TRACE_COMM_LEN];
   __u64 return_address; /* TRACE_F_AT_ENTRY with TRACE_F_STACK: *(entry rsp), else 0 */
   __u32 kstack_len;     /* bytes of kernel stack after the user stack (TRACE_F_KSTACK) */
-  __u32 pad;
+  __u32 stack_end;      /* how the user stack's walk ended: bpf/unwind.h's enum unwind_end */
   /* followed by data_len bytes: u64 values and (u32 length, bytes) strings in emit order, then
    * stack_len bytes of user stack (TRACE_F_STACK; 0 when the capture failed: TC_STACK_FAILED),
    * then kstack_len bytes of kernel stack (TRACE_F_KSTACK; 0 when that capture failed) */

@@ -104,4 +104,47 @@ enum unwind_end {
   UNWIND_NUM_ENDS
 };
 
+/* A walked stack, as the walker leaves it in its per-CPU scratch and as profile.bpf.c stores it
+ * (ustacks, keyed by its hash). */
+struct unwind_stack {
+  __u32 len; /* frames */
+  __u32 end; /* enum unwind_end */
+  __u64 frames[UNWIND_MAX_FRAMES]; /* innermost first: the pc, then return addresses */
+};
+
+/* What the walker knows of a process (unwind_procs, by tgid). */
+enum unwind_proc_state {
+  UNWIND_PROC_LOADED = 0, /* its mappings are in unwind_mappings */
+  UNWIND_PROC_REQUESTED,  /* asked for by the walker; user space has not loaded it yet */
+  UNWIND_PROC_STALE,      /* it exec'd: its mappings are another program's until reloaded */
+};
+
+struct unwind_proc {
+  __u32 state;         /* enum unwind_proc_state */
+  __u32 reserved;
+  __u64 requested_ns;  /* when the walker last asked user space (requests are rate-limited) */
+};
+
+/* A request to user space (the unwind_requests ring): read this process's maps (again). */
+enum unwind_request_kind {
+  UNWIND_REQUEST_MAPS = 0, /* a pc in no known mapping, or a process not loaded */
+  UNWIND_REQUEST_EXEC,     /* the process exec'd */
+  UNWIND_REQUEST_EXIT,     /* the process exited: drop its mappings */
+};
+
+struct unwind_request {
+  __u32 tgid;
+  __u32 kind; /* enum unwind_request_kind */
+};
+
+#define UNWIND_REQUEST_INTERVAL_NS 10000000ull /* per process: at most one request per 10 ms */
+
+/* Per-CPU counters (unwind_stats): each walk's end, then frames by how they were unwound. */
+enum unwind_stat {
+  UNWIND_STAT_FRAMES_CFI = UNWIND_NUM_ENDS, /* frames unwound by a table row */
+  UNWIND_STAT_FRAMES_FP,                    /* frames unwound by frame pointer (no CFI) */
+  UNWIND_STAT_REQUESTS_LOST,                /* requests the ring had no room for */
+  UNWIND_NUM_STATS
+};
+
 #endif

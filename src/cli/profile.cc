@@ -19,8 +19,11 @@
 #include "cli/command.h"
 #include "cli/session.h"
 #include "collect/profile_program.h"
+#include "collect/unwind_follower.h"
+#include "discover/object_store.h"
 #include "sink/output_format.h"
 #include "sink/profile_sink.h"
+#include "sink/unwind_stats_output.h"
 #include "symbolize/kernel_symbols.h"
 #include "symbolize/profile_builder.h"
 #include "symbolize/symbolizer.h"
@@ -135,6 +138,7 @@ struct ProfileRun {
   ProfileProgram& program;
   Symbolizer& symbolizer;
   const KernelSymbols* kernel;
+  const UnwindFollower* unwind;  // null with -K
   int64_t start_unix_ns;
   std::chrono::steady_clock::time_point start;
 
@@ -145,6 +149,13 @@ struct ProfileRun {
     auto losses = program.losses();
     if (!losses) return tl::unexpected(losses.error());
     p.losses = std::move(*losses);
+    if (unwind) {
+      auto walks = unwind->walk_counts();
+      if (!walks) return tl::unexpected(walks.error());
+      // Every walk that did not reach its thread's entry, by why it stopped.
+      for (auto& [name, n] : *walks)
+        if (name != "entry" && name.rfind("frames_", 0) != 0) p.losses.emplace_back("walk_" + name, n);
+    }
     p.frequency_hz = options.frequency_hz;
     p.start_unix_ns = start_unix_ns;
     p.duration_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -225,8 +236,24 @@ int run_profile(const ProfileOptions& o) {
   settings.per_thread = o.threads;
   settings.user_stacks = !o.kernel_only;
   settings.kernel_stacks = !o.user_only;
+  std::unique_ptr<UnwindMaps> unwind;
+  std::optional<UnwindFollower> follower;
+  if (settings.user_stacks) {
+    auto u = UnwindMaps::create(ObjectStore::shared(), nullptr);
+    if (!u) return report_error(u.error().message);
+    unwind = std::move(*u);
+    settings.unwind = unwind.get();
+  }
   auto program = ProfileProgram::load(settings, on_new);
   if (!program) return report_error(program.error().message);
+  if (unwind) {
+    follower.emplace(*unwind);
+    if (auto r = follower->listen(program->ring()); !r) return report_error(r.error().message);
+    // Tables before the first sample; processes met later (-a, children, a dlopen) ask.
+    for (pid_t pid : settings.pids)
+      if (auto r = unwind->load_process(pid); !r && o.verbose)
+        fmt::print(stderr, "uscope: {}\n", r.error().message);
+  }
   ExitWatch exits;
   if (o.pids.size() > 1)
     for (pid_t pid : o.pids) exits.add(pid);
@@ -237,6 +264,7 @@ int run_profile(const ProfileOptions& o) {
                  *program,
                  symbolizer,
                  kernel ? &*kernel : nullptr,
+                 follower ? &*follower : nullptr,
                  std::chrono::duration_cast<std::chrono::nanoseconds>(
                      std::chrono::system_clock::now().time_since_epoch())
                      .count(),
@@ -256,6 +284,7 @@ int run_profile(const ProfileOptions& o) {
       failure = r.error();
       return false;
     }
+    if (follower) follower->serve();
     return r->more_pending;
   };
   cb.interval = [&] {
@@ -291,6 +320,7 @@ int run_profile(const ProfileOptions& o) {
   }
   if (!profile) return report_error(profile.error().message);
   print_profile_summary(*profile, stderr);
+  if (unwind && o.verbose) print_unwind_stats(unwind->stats(), stderr);
   return kExitOk;
 }
 

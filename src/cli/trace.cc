@@ -19,6 +19,8 @@
 #include "collect/event_decoder.h"
 #include "collect/overhead_meter.h"
 #include "collect/trace_program.h"
+#include "collect/unwind_follower.h"
+#include "discover/object_store.h"
 #include "sink/overhead_output.h"
 #include "sink/trace_output.h"
 #include "symbolize/symbolizer.h"
@@ -222,8 +224,15 @@ int run_trace(TraceCommandOptions o) {
     symbols.remember_process((*session)->watch_pid());
 
   OverheadMeter meter((*session)->watch_pid());
+  // -U: stacks walked by CFI in the kernel, through tables loaded for the target.
+  std::unique_ptr<UnwindMaps> unwind;
+  if (o.user_stack) {
+    auto u = UnwindMaps::create(ObjectStore::shared(), nullptr);
+    if (!u) return report_error(u.error().message);
+    unwind = std::move(*u);
+  }
   auto program = TraceProgram::load(plan->recipes, (*session)->target_filter(), !o.session.no_multi,
-                                    o.buffer_kib * 1024);
+                                    o.buffer_kib * 1024, 0, unwind.get());
   if (!program) return report_error(program.error().message);
   std::vector<AttachSite> sites;
   for (const auto& s : plan->sites) sites.push_back(s.attach);
@@ -255,6 +264,15 @@ int run_trace(TraceCommandOptions o) {
     sink.event(decoded, symbols.resolve(decoded));
   };
   if (auto r = program->open_events(on_event); !r) return report_error(r.error().message);
+  std::optional<UnwindFollower> follower;
+  if (unwind) {
+    follower.emplace(*unwind);
+    if (auto r = follower->listen(*program->ring()); !r) return report_error(r.error().message);
+    // A -c command's tables load at its exec (the walker asks); a -p target's now.
+    if (!(*session)->launched() && (*session)->watch_pid() > 0)
+      if (auto r = unwind->load_process((*session)->watch_pid()); !r)
+        return report_error(r.error().message);
+  }
   sink.header();
   if (auto r = (*session)->start(); !r) return report_error(r.error().message);
   meter.start();
@@ -262,6 +280,12 @@ int run_trace(TraceCommandOptions o) {
   EventLoop::Callbacks cb;
   std::optional<Error> read_error;
   read_events_in_loop(*program, cb, read_error);
+  if (follower)
+    cb.drain = [&follower, events = cb.drain] {
+      bool more = events();
+      follower->serve();
+      return more;
+    };
   cb.output = &out;
   cb.done = [&] {
     meter.sample();

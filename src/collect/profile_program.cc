@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "bpf/profile.h"
+#include "bpf/unwind.h"
 #include "collect/percpu_sum.h"
 #include "profile.skel.h"
 
@@ -23,10 +24,10 @@ constexpr uint32_t kStackSlotsHost = 16384;
 constexpr std::pair<profile_counter, const char*> kLossNames[] = {
     {PC_USER_FAILED, "user_stack_failed"},
     {PC_KERNEL_FAILED, "kernel_stack_failed"},
-    {PC_USER_COLLIDED, "user_stack_collided"},
     {PC_KERNEL_COLLIDED, "kernel_stack_collided"},
     {PC_MAP_FULL, "map_full"},
     {PC_NEW_PROCESS_LOST, "process_record_lost"},
+    {PC_USER_STACKS_FULL, "user_stacks_full"},
 };
 
 StackStatus status_of_id(int32_t id) {
@@ -35,6 +36,8 @@ StackStatus status_of_id(int32_t id) {
       return StackStatus::NotCollected;
     case PROFILE_STACK_COLLIDED:
       return StackStatus::Collided;
+    case PROFILE_STACK_HASHED:
+      return StackStatus::Ok;
     default:
       return id < 0 ? StackStatus::Failed : StackStatus::Ok;
   }
@@ -44,8 +47,12 @@ StackStatus status_of_id(int32_t id) {
 
 Result<ProfileProgram> ProfileProgram::load(const ProfileSettings& settings,
                                             NewProcessHandler on_new) {
+  if (settings.user_stacks && settings.unwind == nullptr)
+    return fail("user stacks need the unwinder's maps");
   auto object = BpfObject::open(profile__open, profile__destroy, "the profiler");
   if (!object) return tl::unexpected(object.error());
+  if (settings.unwind)
+    if (auto r = settings.unwind->share_with(*object); !r) return tl::unexpected(r.error());
   ProfileProgram p(std::move(*object));
   BpfObject& o = p.object_;
   TargetFilter filter;
@@ -60,7 +67,8 @@ Result<ProfileProgram> ProfileProgram::load(const ProfileSettings& settings,
                  o.set_rodata("per_thread", flag(settings.per_thread)),
                  o.set_rodata("user_stacks", flag(settings.user_stacks)),
                  o.set_rodata("kernel_stacks", flag(settings.kernel_stacks)),
-                 o.set_max_entries("stacks", slots),
+                 o.set_max_entries("stacks", settings.kernel_stacks ? slots : 1),
+                 o.set_max_entries("ustacks", settings.user_stacks ? slots : 1),
                  // Distinct (thread, stacks) pairs outnumber stacks, and keys cost little.
                  o.set_max_entries("counts", 2 * slots),
                  o.set_max_entries("targets", std::max<uint32_t>(
@@ -99,6 +107,27 @@ Result<void> ProfileProgram::start(uint64_t frequency_hz) {
 
 Result<void> ProfileProgram::read_samples(StackAggregator& out) {
   int counts_fd = object_.map_fd("counts"), stacks_fd = object_.map_fd("stacks");
+  int user_fd = object_.map_fd("ustacks");
+  // A user stack by its hash, with how its walk ended; read once per call.
+  std::unordered_map<uint64_t, std::optional<unwind_stack>> user_stacks;
+  auto user_stack = [&](const profile_key& key, StackSample& s) {
+    if (key.user_stack_id != PROFILE_STACK_HASHED) return;
+    auto it = user_stacks.find(key.user_stack);
+    if (it == user_stacks.end()) {
+      unwind_stack st{};
+      bool found = bpf_map_lookup_elem(user_fd, &key.user_stack, &st) == 0;
+      it = user_stacks.emplace(key.user_stack, found ? std::optional(st) : std::nullopt).first;
+    }
+    if (!it->second || it->second->len == 0) {
+      unreadable_stacks_ += s.count;
+      s.user_status = StackStatus::Failed;
+      return;
+    }
+    const unwind_stack& st = *it->second;
+    s.user.assign(st.frames, st.frames + std::min<uint32_t>(st.len, UNWIND_MAX_FRAMES));
+    s.user_end = st.end;
+    if (st.end == UNWIND_END_TRUNCATED) s.user_status = StackStatus::Truncated;
+  };
   // A stack id is shared by every key whose stack it is: each is read once per call.
   std::unordered_map<int32_t, std::vector<uint64_t>> stacks;
   unreadable_stacks_ = 0;  // each read counts the whole profile again
@@ -138,9 +167,9 @@ Result<void> ProfileProgram::read_samples(StackAggregator& out) {
     s.comm.assign(key.comm, strnlen(key.comm, sizeof key.comm));
     s.user_status = status_of_id(key.user_stack_id);
     s.kernel_status = status_of_id(key.kernel_stack_id);
-    s.user = stack(key.user_stack_id, s.user_status, count);
-    s.kernel = stack(key.kernel_stack_id, s.kernel_status, count);
     s.count = count;
+    user_stack(key, s);
+    s.kernel = stack(key.kernel_stack_id, s.kernel_status, count);
     out.add(std::move(s));
   }
   if (errno != ENOENT)

@@ -16,6 +16,7 @@
 
 #include "attach/bpf_loader.h"
 #include "attach/perf_events.h"
+#include "attach/unwind_maps.h"
 #include "collect/ring_reader.h"
 #include "collect/stack_samples.h"
 #include "util/result.h"
@@ -32,6 +33,8 @@ struct ProfileSettings {
   // Slots of the stack map (~1 KiB each, preallocated); 0: by target (more for -a). A stack
   // whose hash bucket is taken is lost and counted, so a fuller map loses more.
   uint32_t stack_slots = 0;
+  // The unwinder's shared maps (user stacks are walked through them); required with user stacks.
+  const UnwindMaps* unwind = nullptr;
 };
 
 class ProfileProgram {
@@ -55,6 +58,8 @@ class ProfileProgram {
   int new_process_fd() const { return ring_->epoll_fd(); }
   Result<ConsumeResult> consume(size_t max_records) { return ring_->consume(max_records); }
   Result<size_t> consume_all() { return ring_->consume_all(); }
+  // Another ring read with the new-process records (the unwinder's requests).
+  RingReader& ring() { return *ring_; }
 
   // Every stack counted so far (cumulative since start), innermost frames first, into `out`.
   Result<void> read_samples(StackAggregator& out);

@@ -44,6 +44,23 @@ int RingReader::on_sample(void* ctx, void* data, size_t size) {
   return 0;
 }
 
+Result<void> RingReader::add(int ringbuf_fd, Handler handler) {
+  if (ringbuf_fd < 0) return fail("cannot open the ring buffer: no such map");
+  auto extra = std::make_unique<Extra>(Extra{state_.get(), std::move(handler)});
+  if (int err = ring_buffer__add(ring_.get(), ringbuf_fd, &RingReader::on_extra_sample, extra.get()))
+    return fail_errno(-err, "cannot open the ring buffer: {}", std::strerror(-err));
+  extras_.push_back(std::move(extra));
+  return {};
+}
+
+int RingReader::on_extra_sample(void* ctx, void* data, size_t size) {
+  auto* extra = static_cast<Extra*>(ctx);
+  extra->handler(data, size);
+  State* state = extra->shared;
+  if (state->budget != SIZE_MAX && --state->budget == 0) return kBudgetUsed;
+  return 0;
+}
+
 int RingReader::epoll_fd() const {
   return ring_buffer__epoll_fd(ring_.get());
 }

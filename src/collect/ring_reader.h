@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <vector>
 
 #include "util/result.h"
 
@@ -29,6 +30,9 @@ class RingReader {
   RingReader& operator=(RingReader&&) noexcept;
   ~RingReader();
 
+  // Another ring read through the same epoll fd and budget, its records to `handler`.
+  Result<void> add(int ringbuf_fd, Handler handler);
+
   // Readable when records are pending (and the BPF side woke the reader): for epoll/poll.
   int epoll_fd() const;
   // Hands out at most `max_records` records and returns.
@@ -43,13 +47,20 @@ class RingReader {
     Handler handler;
     size_t budget = 0;  // records left in this consume(); SIZE_MAX: no limit
   };
+  // An added ring: its own handler, the first ring's budget.
+  struct Extra {
+    State* shared;
+    Handler handler;
+  };
   struct RingDeleter {
     void operator()(ring_buffer* r) const;
   };
   RingReader(std::unique_ptr<State> state, std::unique_ptr<ring_buffer, RingDeleter> ring);
   static int on_sample(void* ctx, void* data, size_t size);
+  static int on_extra_sample(void* ctx, void* data, size_t size);
 
   std::unique_ptr<State> state_;
+  std::vector<std::unique_ptr<Extra>> extras_;
   std::unique_ptr<ring_buffer, RingDeleter> ring_;  // after state_: freed before it
 };
 

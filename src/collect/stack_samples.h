@@ -29,6 +29,9 @@ struct StackSample {
   std::vector<uint64_t> kernel;  // innermost first
   StackStatus user_status = StackStatus::Ok;
   StackStatus kernel_status = StackStatus::Ok;
+  // How the BPF walker's walk of `user` ended (bpf/unwind.h's enum unwind_end); -1 when the
+  // stack was not walked by it.
+  int user_end = -1;
   uint64_t count = 0;
 };
 

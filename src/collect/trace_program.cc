@@ -29,7 +29,8 @@ TraceProgram::~TraceProgram() = default;
 
 Result<TraceProgram> TraceProgram::load(std::span<const uscope_recipe> recipes,
                                         const TargetFilter& target, bool use_multi,
-                                        uint32_t ring_bytes, uint32_t agg_keys) {
+                                        uint32_t ring_bytes, uint32_t agg_keys,
+                                       const UnwindMaps* unwind) {
   if (recipes.empty()) return fail("nothing to trace");
   // The recipe interpreter runs its ops with bpf_loop(): without it the verifier would reject
   // the program with a log no user can act on.
@@ -58,6 +59,10 @@ Result<TraceProgram> TraceProgram::load(std::span<const uscope_recipe> recipes,
     return tl::unexpected(r.error());
   uint32_t flags = 0;
   for (const auto& r : recipes) flags |= r.flags;
+  if ((flags & TRACE_F_STACK) && unwind == nullptr)
+    return fail("user stacks need the unwinder's maps");
+  if (auto r = unwind ? unwind->share_with(*obj) : UnwindMaps::leave_unused(*obj); !r)
+    return tl::unexpected(r.error());
   std::vector<std::pair<const char*, uint32_t>> sizes = {
       {"recipes", n},
       {"counters", n * TRACE_NUM_COUNTERS},

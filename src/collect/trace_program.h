@@ -14,6 +14,7 @@
 #include "attach/bpf_loader.h"
 #include "bpf/trace.h"
 #include "collect/aggregates.h"
+#include "attach/unwind_maps.h"
 #include "collect/ring_reader.h"
 #include "util/result.h"
 
@@ -40,10 +41,12 @@ class TraceProgram {
 
   // `target.tgid` 0 traces every process. Uses uprobe_multi links when `use_multi` and available.
   // `ring_bytes` sizes the event ring buffer (a power of two of at least a page; 0 = default).
+  // `unwind`: the unwinder's maps, which recipes that take user stacks (TRACE_F_STACK) walk.
   // `agg_keys` bounds the rows of the aggregates map (TRACE_F_AGGREGATE recipes; 0 = default).
   static Result<TraceProgram> load(std::span<const uscope_recipe> recipes,
                                    const TargetFilter& target, bool use_multi,
-                                   uint32_t ring_bytes = 0, uint32_t agg_keys = 0);
+                                   uint32_t ring_bytes = 0, uint32_t agg_keys = 0,
+                                   const UnwindMaps* unwind = nullptr);
   static constexpr uint32_t kDefaultAggregateKeys = 10240;
   // 4096 stacks of up to TRACE_MAX_FRAMES frames: 4 MiB, preallocated by the kernel.
   static constexpr uint32_t kStackTraceSlots = 4096;
@@ -67,6 +70,8 @@ class TraceProgram {
       std::function<void(const uscope_event& ev, std::span<const uint8_t> payload)>;
   Result<void> open_events(EventHandler on_event);
   int events_epoll_fd() const { return ring_ ? ring_->epoll_fd() : -1; }
+  // The event ring's reader (after open_events), for another ring to share its epoll fd.
+  RingReader* ring() { return ring_ ? &*ring_ : nullptr; }
   // At most `max_events` events (RingReader::consume); nothing before open_events().
   Result<ConsumeResult> consume(size_t max_events) {
     return ring_ ? ring_->consume(max_events) : Result<ConsumeResult>{};

@@ -20,12 +20,22 @@ std::string loss_text(std::string_view cause, uint64_t n) {
   static constexpr Known kKnown[] = {
       {"user_stack_failed", "user stack", "user stacks", "walk failed"},
       {"kernel_stack_failed", "kernel stack", "kernel stacks", "walk failed"},
-      {"user_stack_collided", "user stack", "user stacks", "collided"},
+      {"user_stacks_full", "user stack", "user stacks", "stack table full"},
       {"kernel_stack_collided", "kernel stack", "kernel stacks", "collided"},
       {"stack_unreadable", "stack", "stacks", "unreadable"},
       {"map_full", "sample", "samples", "count table full"},
       {"process_record_lost", "process record", "process records", "ring full"},
       {"process_record_short", "process record", "process records", "short"},
+      // How user-stack walks that did not reach the thread's entry stopped (unwind.bpf.h).
+      {"walk_truncated", "user stack", "user stacks", "cut at 127 frames"},
+      {"walk_fp_chain_end", "user stack", "user stacks", "frame-pointer chain ended"},
+      {"walk_no_mapping", "user stack", "user stacks", "cut: pc in no known mapping"},
+      {"walk_table_pending", "user stack", "user stacks", "cut: unwind table not loaded"},
+      {"walk_unsupported_cfi", "user stack", "user stacks", "cut: CFI rule not evaluated"},
+      {"walk_read_failed", "user stack", "user stacks", "cut: stack unreadable"},
+      {"walk_bad_frame", "user stack", "user stacks", "cut: broken frame"},
+      {"walk_requests_lost", "unwinder request", "unwinder requests", "ring full"},
+      {"walk_request_short", "unwinder request", "unwinder requests", "short"},
   };
   for (const auto& k : kKnown)
     if (k.cause == cause)

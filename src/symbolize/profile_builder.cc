@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "bpf/unwind.h"
 #include "symbolize/frame_names.h"
 
 namespace uscope {
@@ -210,6 +211,15 @@ class ProfileInterner {
   std::unordered_map<uint64_t, uint32_t> kernel_locations_;
 };
 
+// A stack the BPF walker took is complete when its walk reached the frame CFI marks as the
+// thread's entry; a frame-pointer walk (the walker's, without CFI, or the kernel's) when it
+// passed a function that is one.
+bool walk_complete(int user_end, bool named_entry) {
+  if (user_end == UNWIND_END_ENTRY) return true;
+  if (user_end < 0 || user_end == UNWIND_END_FP_ZERO) return named_entry;
+  return false;
+}
+
 bool has_frames(StackStatus status) {
   return status == StackStatus::Ok || status == StackStatus::Truncated;
 }
@@ -234,6 +244,7 @@ Profile build_profile(std::span<const StackSample> samples, Symbolizer& user,
     if (has_frames(s.kernel_status))
       for (uint64_t a : s.kernel) out.locations.push_back(interner.kernel_location(a, kernel));
     if (has_frames(s.user_status)) {
+      bool named_entry = false;
       for (size_t i = 0; i < s.user.size(); ++i) {
         const Frame& f = user_frames.at(UserAddress{s.pid, s.user[i], i == 0});
         out.locations.push_back(interner.user_location(s.pid, i == 0, f));
@@ -241,8 +252,9 @@ Profile build_profile(std::span<const StackSample> samples, Symbolizer& user,
         // main goes on through glibc's __libc_start_call_main, built without frame pointers, and
         // reads one more "return address" from whatever its rbp held. Every frame up to an entry
         // point was reached by an unbroken walk, so the stack is complete there.
-        out.complete = out.complete || (f.miss == FrameMiss::None && is_thread_entry(f.function));
+        named_entry = named_entry || (f.miss == FrameMiss::None && is_thread_entry(f.function));
       }
+      out.complete = walk_complete(s.user_end, named_entry);
     }
     profile.samples.push_back(std::move(out));
   }

@@ -1,0 +1,273 @@
+#include "attach/unwind_maps.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <elf.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <set>
+
+#include "attach/unwind_encoding.h"
+#include "discover/object_store.h"
+#include "discover/process.h"
+#include "unwind_maps.skel.h"
+
+namespace uscope {
+
+namespace {
+
+constexpr size_t kMaxErrorsKept = 8;
+// The maps every walking object shares (unwind_maps.bpf.h); unwind_scratch stays its own.
+constexpr const char* kSharedMaps[] = {"unwind_tables",   "unwind_rules",    "unwind_mappings",
+                                       "unwind_procs",    "unwind_requests", "unwind_stats"};
+
+// The vDSO as this process has it: the kernel maps the same image into every process.
+Result<ElfFile> own_vdso() {
+  auto base = getauxval(AT_SYSINFO_EHDR);
+  if (base == 0) return fail("the kernel gave this process no vDSO");
+  auto proc = Process::open(getpid());
+  if (!proc) return tl::unexpected(proc.error());
+  for (const Mapping& m : proc->mappings())
+    if (m.path == "[vdso]" && m.start == base) {
+      const auto* p = reinterpret_cast<const uint8_t*>(m.start);
+      return ElfFile::from_memory(std::vector<uint8_t>(p, p + (m.end - m.start)), "[vdso]");
+    }
+  return fail("no [vdso] mapping at {:#x} in /proc/self/maps", base);
+}
+
+// Where the segment at file offset 0 is linked: the vDSO is mapped from its ELF header on.
+uint64_t first_segment_vaddr(const ElfFile& elf) {
+  for (const ElfSegment& s : elf.segments())
+    if (s.type == PT_LOAD) return s.vaddr - s.offset;
+  return 0;
+}
+
+// The table of `object` from the disk cache, else built from its CFI (and stored there).
+Result<std::shared_ptr<const UnwindTable>> obtain_table(StoredObject& object, UnwindCache* cache,
+                                                        UnwindLoadStats& stats) {
+  (void)cache;  // TODO(unwtab): the disk cache
+  UnwindBuildOptions options;
+  options.go = object.go_pclntab();
+  if (!object.elf().section(".eh_frame"))
+    if (DebugInfo* d = object.debug_info())
+      options.debug_file = d->debug_file().value_or("");
+  auto start = std::chrono::steady_clock::now();
+  auto table = build_unwind_table(object.elf(), options);
+  stats.build_time += std::chrono::duration_cast<std::chrono::microseconds>(
+      std::chrono::steady_clock::now() - start);
+  if (!table) return tl::unexpected(table.error());
+  ++stats.built;
+  return std::make_shared<const UnwindTable>(std::move(*table));
+}
+
+bool same_key(const unwind_mapping_key& a, const unwind_mapping_key& b) {
+  return a.prefixlen == b.prefixlen && a.tgid == b.tgid && a.address == b.address;
+}
+
+}  // namespace
+
+UnwindMaps::UnwindMaps(BpfObject object, std::shared_ptr<ObjectStore> store, UnwindCache* cache)
+    : object_(std::move(object)), store_(std::move(store)), cache_(cache) {}
+
+UnwindMaps::~UnwindMaps() {
+  for (bpf_link* l : links_) bpf_link__destroy(l);
+}
+
+Result<std::unique_ptr<UnwindMaps>> UnwindMaps::create(std::shared_ptr<ObjectStore> store,
+                                                       UnwindCache* cache) {
+  auto object = BpfObject::open(unwind_maps__open, unwind_maps__destroy, "the unwinder's maps");
+  if (!object) return tl::unexpected(object.error());
+  if (auto r = object->load(); !r) return tl::unexpected(r.error());
+  std::unique_ptr<UnwindMaps> maps(new UnwindMaps(std::move(*object), std::move(store), cache));
+  for (const char* name : {"unwind_on_exec", "unwind_on_exit"}) {
+    bpf_link* link = bpf_program__attach(maps->object_.program(name));
+    if (link == nullptr)
+      return fail_errno(errno, "cannot attach the unwinder's {} tracepoint: {}", name + 10,
+                        std::strerror(errno));
+    maps->links_.push_back(link);
+  }
+  return maps;
+}
+
+Result<void> UnwindMaps::share_with(BpfObject& object) const {
+  for (const char* name : kSharedMaps) {
+    bpf_map* map = bpf_object__find_map_by_name(object.object(), name);
+    if (map == nullptr) continue;  // a program that does not walk stacks
+    if (int err = bpf_map__reuse_fd(map, object_.map_fd(name)); err)
+      return fail_errno(-err, "cannot share the unwinder's map {}: {}", name, std::strerror(-err));
+  }
+  return {};
+}
+
+Result<void> UnwindMaps::leave_unused(BpfObject& object) {
+  for (const char* name : {"unwind_tables", "unwind_rules", "unwind_mappings", "unwind_procs"})
+    if (auto r = object.set_max_entries(name, 1); !r) return r;
+  return {};
+}
+
+int UnwindMaps::request_ring_fd() const { return object_.map_fd("unwind_requests"); }
+int UnwindMaps::stats_map_fd() const { return object_.map_fd("unwind_stats"); }
+
+std::optional<uint32_t> UnwindMaps::rule_index(const UnwindRule& rule) {
+  if (auto it = rules_.find(rule); it != rules_.end()) return it->second;
+  if (rules_.size() >= UNWIND_MAX_RULES) return std::nullopt;
+  auto index = static_cast<uint32_t>(rules_.size());
+  unwind_rule r{};
+  r.cfa_kind = static_cast<__u8>(rule.cfa);
+  r.rbp_kind = static_cast<__u8>(rule.rbp);
+  r.ra_offset = rule.ra_offset;
+  r.cfa_offset = rule.cfa_offset;
+  r.rbp_offset = rule.rbp_offset;
+  if (bpf_map_update_elem(object_.map_fd("unwind_rules"), &index, &r, BPF_ANY)) return std::nullopt;
+  rules_.emplace(rule, index);
+  stats_.rules = rules_.size();
+  return index;
+}
+
+namespace {
+
+// Puts one encoded table into a new inner map of exactly its size.
+Result<int> create_table_map(const EncodedUnwindTable& encoded) {
+  LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = BPF_F_INNER_MAP | BPF_F_MMAPABLE);
+  auto n = static_cast<uint32_t>(encoded.entries.size());
+  int fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "unwind_table", sizeof(uint32_t), sizeof(uint64_t),
+                          n, &opts);
+  if (fd < 0) return fail_errno(errno, "cannot create its table map: {}", std::strerror(errno));
+  size_t bytes = n * sizeof(uint64_t);
+  size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  size_t mapped = (bytes + page - 1) / page * page;
+  void* mem = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (mem == MAP_FAILED) {
+    int err = errno;
+    close(fd);
+    return fail_errno(err, "cannot map its table map: {}", std::strerror(err));
+  }
+  std::memcpy(mem, encoded.entries.data(), bytes);
+  munmap(mem, mapped);
+  return fd;
+}
+
+}  // namespace
+
+UnwindMaps::Table UnwindMaps::failed(const std::string& what, const Error& e) {
+  ++stats_.failed;
+  if (stats_.errors.size() < kMaxErrorsKept)
+    stats_.errors.push_back(fmt::format("{}: {}", what, e.message));
+  return Table{UNWIND_TABLE_PENDING, 0};
+}
+
+UnwindMaps::Table UnwindMaps::install(const UnwindTable& table, const std::string& what) {
+  if (table.rows.empty()) {
+    ++stats_.frame_pointer_objects;
+    return Table{};  // no CFI: frame pointers
+  }
+  if (stats_.tables >= UNWIND_MAX_TABLES)
+    return failed(what, Error{fmt::format("no room: {} tables loaded", UNWIND_MAX_TABLES)});
+  auto encoded = encode_unwind_table(table, [this](const UnwindRule& r) { return rule_index(r); });
+  if (!encoded) return failed(what, encoded.error());
+  auto fd = create_table_map(*encoded);
+  if (!fd) return failed(what, fd.error());
+  auto id = static_cast<uint32_t>(stats_.tables);
+  int err = bpf_map_update_elem(object_.map_fd("unwind_tables"), &id, &*fd, BPF_ANY) ? errno : 0;
+  close(*fd);  // the outer map holds it now
+  if (err) return failed(what, Error{fmt::format("cannot load its table: {}", std::strerror(err))});
+  ++stats_.tables;
+  stats_.rows += encoded->rows();
+  stats_.table_bytes += encoded->entries.size() * sizeof(uint64_t);
+  return Table{id, encoded->base};
+}
+
+UnwindMaps::Table UnwindMaps::table_of(StoredObject& object, const std::string& display_path) {
+  if (auto it = tables_.find(object.key()); it != tables_.end()) return it->second;
+  auto table = obtain_table(object, cache_, stats_);
+  Table t = table ? install(**table, display_path) : failed(display_path, table.error());
+  return tables_[object.key()] = t;
+}
+
+void UnwindMaps::remove_keys(pid_t pid) {
+  auto it = keys_.find(pid);
+  if (it == keys_.end()) return;
+  for (const auto& k : it->second) bpf_map_delete_elem(object_.map_fd("unwind_mappings"), &k);
+  stats_.mapping_keys -= it->second.size();
+  keys_.erase(it);
+}
+
+Result<void> UnwindMaps::load_process(pid_t pid) {
+  auto proc = Process::open(pid);
+  if (!proc) {
+    forget(pid);
+    return tl::unexpected(proc.error());
+  }
+  std::vector<std::pair<unwind_mapping_key, unwind_mapping>> entries;
+  for (const Mapping& m : proc->mappings()) {
+    if (!m.executable() || m.path == "[vsyscall]") continue;
+    unwind_mapping value{};
+    value.start = m.start;
+    value.end = m.end;
+    value.table = UNWIND_TABLE_FP;  // JIT code, anonymous memory, objects without CFI
+    if (m.path == "[vdso]") {
+      const Table& t = vdso_table();
+      value.table = t.id;
+      value.bias = m.start - vdso_link_base_ + t.base;
+    } else if (const MappedObject* o = proc->object_containing(m.start); o && m.is_file()) {
+      auto object = store_->open(o->open_path, o->path);
+      auto bias = object ? load_bias(*o, (*object)->elf()) : std::nullopt;
+      if (object && bias) {
+        Table t = table_of(**object, o->path);
+        value.table = t.id;
+        value.bias = *bias + t.base;
+      }
+    }
+    for (const auto& k : lpm_keys(static_cast<uint32_t>(pid), m.start, m.end))
+      entries.emplace_back(k, value);
+  }
+  // New keys first, then the old ones no longer used: a walk never finds the process empty.
+  int trie = object_.map_fd("unwind_mappings");
+  std::vector<unwind_mapping_key> keys;
+  for (const auto& [k, v] : entries) {
+    if (bpf_map_update_elem(trie, &k, &v, BPF_ANY))
+      return fail_errno(errno, "cannot add PID {}'s mappings to the unwinder: {}", pid,
+                        std::strerror(errno));
+    keys.push_back(k);
+  }
+  if (auto it = keys_.find(pid); it != keys_.end()) {
+    for (const auto& old : it->second) {
+      bool kept = false;
+      for (const auto& k : keys) kept = kept || same_key(k, old);
+      if (!kept) bpf_map_delete_elem(trie, &old);
+    }
+    stats_.mapping_keys -= it->second.size();
+  }
+  stats_.mapping_keys += keys.size();
+  keys_[pid] = std::move(keys);
+  unwind_proc state{};
+  state.state = UNWIND_PROC_LOADED;
+  auto tgid = static_cast<uint32_t>(pid);
+  if (bpf_map_update_elem(object_.map_fd("unwind_procs"), &tgid, &state, BPF_ANY))
+    return fail_errno(errno, "cannot mark PID {} loaded for the unwinder: {}", pid,
+                      std::strerror(errno));
+  stats_.processes = keys_.size();
+  return {};
+}
+
+void UnwindMaps::forget(pid_t pid) {
+  remove_keys(pid);
+  auto tgid = static_cast<uint32_t>(pid);
+  bpf_map_delete_elem(object_.map_fd("unwind_procs"), &tgid);
+  stats_.processes = keys_.size();
+}
+
+const UnwindMaps::Table& UnwindMaps::vdso_table() {
+  if (vdso_) return *vdso_;
+  auto elf = own_vdso();
+  if (!elf) return *(vdso_ = failed("[vdso]", elf.error()));
+  vdso_link_base_ = first_segment_vaddr(*elf);
+  auto table = build_unwind_table(*elf);
+  return *(vdso_ = table ? install(*table, "[vdso]") : failed("[vdso]", table.error()));
+}
+
+}  // namespace uscope

@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* The unwinder's shared maps (layout in bpf/unwind.h). unwind_maps.bpf.c's copies are the ones
+ * user space creates and fills (attach/unwind_maps.h); every other object that includes this
+ * header (through unwind.bpf.h) is given their fds before it loads: one copy of the tables however
+ * many programs walk stacks. BPF only. */
+#pragma once
+
+#include "unwind.h"
+
+struct unwind_entries {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(map_flags, BPF_F_INNER_MAP | BPF_F_MMAPABLE);
+  __uint(max_entries, 1); /* each table is sized to its rows */
+  __type(key, __u32);
+  __type(value, __u64); /* a header, a page or a row: all 8 bytes */
+};
+
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+  __uint(max_entries, UNWIND_MAX_TABLES);
+  __type(key, __u32);
+  __array(values, struct unwind_entries);
+} unwind_tables SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(max_entries, UNWIND_MAX_RULES);
+  __type(key, __u32);
+  __type(value, struct unwind_rule);
+} unwind_rules SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_LPM_TRIE);
+  __uint(max_entries, 1 << 16);
+  __uint(map_flags, BPF_F_NO_PREALLOC);
+  __type(key, struct unwind_mapping_key);
+  __type(value, struct unwind_mapping);
+} unwind_mappings SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 1 << 14);
+  __type(key, __u32);
+  __type(value, struct unwind_proc);
+} unwind_procs SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_RINGBUF);
+  __uint(max_entries, 16 << 10);
+} unwind_requests SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, UNWIND_NUM_STATS);
+  __type(key, __u32);
+  __type(value, __u64);
+} unwind_stats SEC(".maps");
+
+static __always_inline void unwind_count(__u32 stat) {
+  __u64* n = bpf_map_lookup_elem(&unwind_stats, &stat);
+  if (n) *n += 1;
+}

@@ -1,0 +1,71 @@
+#include "collect/unwind_follower.h"
+
+#include "bpf/unwind.h"
+#include "collect/percpu_sum.h"
+
+namespace uscope {
+
+namespace {
+
+constexpr const char* kEndNames[UNWIND_NUM_ENDS] = {
+    "entry",           "truncated",   "fp_chain_end", "no_mapping", "table_pending",
+    "unsupported_cfi", "read_failed", "bad_frame"};
+constexpr std::pair<unwind_stat, const char*> kStatNames[] = {
+    {UNWIND_STAT_FRAMES_CFI, "frames_cfi"},
+    {UNWIND_STAT_FRAMES_FP, "frames_fp"},
+    {UNWIND_STAT_REQUESTS_LOST, "requests_lost"},
+};
+
+}  // namespace
+
+const char* unwind_end_name(uint32_t end) {
+  return end < UNWIND_NUM_ENDS ? kEndNames[end] : "unknown";
+}
+
+Result<void> UnwindFollower::listen(RingReader& reader) {
+  return reader.add(maps_.request_ring_fd(), [this](const void* data, size_t size) {
+    if (size < sizeof(unwind_request)) {
+      ++short_records_;
+      return;
+    }
+    const auto* r = static_cast<const unwind_request*>(data);
+    auto pid = static_cast<pid_t>(r->tgid);
+    if (r->kind == UNWIND_REQUEST_EXIT) {
+      load_.erase(pid);
+      forget_.insert(pid);
+    } else {
+      forget_.erase(pid);
+      load_.insert(pid);
+    }
+  });
+}
+
+void UnwindFollower::serve() {
+  for (pid_t pid : forget_) maps_.forget(pid);
+  forget_.clear();
+  // A process gone by now is forgotten by load_process itself.
+  for (pid_t pid : load_) {
+    (void)maps_.load_process(pid);
+    ++reloads_;
+  }
+  load_.clear();
+}
+
+Result<std::vector<std::pair<std::string, uint64_t>>> UnwindFollower::walk_counts() const {
+  PerCpuSum sum(maps_.stats_map_fd());
+  std::vector<std::pair<std::string, uint64_t>> out;
+  for (uint32_t end = 0; end < UNWIND_NUM_ENDS; ++end) {
+    auto v = sum.sum(end);
+    if (!v) return with_context("the unwinder's counters", v.error());
+    out.emplace_back(kEndNames[end], *v);
+  }
+  for (auto [stat, name] : kStatNames) {
+    auto v = sum.sum(stat);
+    if (!v) return with_context("the unwinder's counters", v.error());
+    out.emplace_back(name, *v);
+  }
+  out.emplace_back("request_short", short_records_);
+  return out;
+}
+
+}  // namespace uscope

@@ -1,0 +1,46 @@
+#pragma once
+// Keeps the unwinder's tables (attach/unwind_maps.h) following the processes: the walker's
+// requests (a process met without tables, a pc in a mapping it does not know: a dlopen; an exec;
+// an exit) are read from its ring, merged, and served between batches of the command's own
+// records, through the command's ring reader (one epoll fd for both). And the walk counts: why
+// each stack ended, how its frames were found.
+#include <sys/types.h>
+
+#include <cstdint>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "attach/unwind_maps.h"
+#include "collect/ring_reader.h"
+#include "util/result.h"
+
+namespace uscope {
+
+class UnwindFollower {
+ public:
+  explicit UnwindFollower(UnwindMaps& maps) : maps_(maps) {}
+
+  // Reads the request ring through `reader` from now on.
+  Result<void> listen(RingReader& reader);
+  // Loads (or drops) what the requests read since the last call asked for.
+  void serve();
+
+  // Walks by how they ended and frames by how they were found, by stable name: "entry",
+  // "truncated", "fp_chain_end", "no_mapping", "table_pending", "unsupported_cfi",
+  // "read_failed", "bad_frame", "frames_cfi", "frames_fp", "requests_lost".
+  Result<std::vector<std::pair<std::string, uint64_t>>> walk_counts() const;
+  uint64_t reloads() const { return reloads_; }
+
+ private:
+  UnwindMaps& maps_;
+  std::set<pid_t> load_, forget_;
+  uint64_t reloads_ = 0;
+  uint64_t short_records_ = 0;
+};
+
+// The stable name of a walk end (bpf/unwind.h's enum unwind_end), as walk_counts() gives it.
+const char* unwind_end_name(uint32_t end);
+
+}  // namespace uscope
