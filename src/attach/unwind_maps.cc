@@ -254,6 +254,15 @@ Result<void> UnwindMaps::load_process(pid_t pid) {
   return {};
 }
 
+Result<void> UnwindMaps::expect_exec(pid_t pid) {
+  unwind_proc state{};
+  state.state = UNWIND_PROC_STALE;
+  auto tgid = static_cast<uint32_t>(pid);
+  if (bpf_map_update_elem(object_.map_fd("unwind_procs"), &tgid, &state, BPF_ANY))
+    return fail_errno(errno, "cannot watch PID {} for the unwinder: {}", pid, std::strerror(errno));
+  return {};
+}
+
 void UnwindMaps::forget(pid_t pid) {
   remove_keys(pid);
   auto tgid = static_cast<uint32_t>(pid);

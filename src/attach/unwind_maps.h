@@ -67,6 +67,9 @@ class UnwindMaps {
   // Loads the tables of everything `pid` maps now, replacing what it had. A process that has
   // gone is forgotten and reported as such.
   Result<void> load_process(pid_t pid);
+  // A process about to exec (a -c command uscope forked): its exec asks for its tables at once,
+  // rather than at its first walk.
+  Result<void> expect_exec(pid_t pid);
   // Drops what `pid` had (it exited).
   void forget(pid_t pid);
 

@@ -250,9 +250,10 @@ int run_profile(const ProfileOptions& o) {
     follower.emplace(*unwind);
     if (auto r = follower->listen(program->ring()); !r) return report_error(r.error().message);
     // Tables before the first sample; processes met later (-a, children, a dlopen) ask.
-    for (pid_t pid : settings.pids)
-      if (auto r = unwind->load_process(pid); !r && o.verbose)
-        fmt::print(stderr, "uscope: {}\n", r.error().message);
+    for (pid_t pid : settings.pids) {
+      auto r = (*session)->launched() ? unwind->expect_exec(pid) : unwind->load_process(pid);
+      if (!r && o.verbose) fmt::print(stderr, "uscope: {}\n", r.error().message);
+    }
   }
   ExitWatch exits;
   if (o.pids.size() > 1)

@@ -230,6 +230,12 @@ int run_trace(TraceCommandOptions o) {
     auto u = UnwindMaps::create(ObjectStore::shared(), nullptr);
     if (!u) return report_error(u.error().message);
     unwind = std::move(*u);
+    // A -p target's tables before its probes fire; a -c command's at its exec.
+    pid_t pid = (*session)->watch_pid();
+    auto r = (*session)->launched() ? unwind->expect_exec(pid)
+             : pid > 0              ? unwind->load_process(pid)
+                                    : Result<void>{};
+    if (!r) return report_error(r.error().message);
   }
   auto program = TraceProgram::load(plan->recipes, (*session)->target_filter(), !o.session.no_multi,
                                     o.buffer_kib * 1024, 0, unwind.get());
@@ -268,10 +274,6 @@ int run_trace(TraceCommandOptions o) {
   if (unwind) {
     follower.emplace(*unwind);
     if (auto r = follower->listen(*program->ring()); !r) return report_error(r.error().message);
-    // A -c command's tables load at its exec (the walker asks); a -p target's now.
-    if (!(*session)->launched() && (*session)->watch_pid() > 0)
-      if (auto r = unwind->load_process((*session)->watch_pid()); !r)
-        return report_error(r.error().message);
   }
   sink.header();
   if (auto r = (*session)->start(); !r) return report_error(r.error().message);

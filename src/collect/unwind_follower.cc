@@ -7,9 +7,6 @@ namespace uscope {
 
 namespace {
 
-constexpr const char* kEndNames[UNWIND_NUM_ENDS] = {
-    "entry",           "truncated",   "fp_chain_end", "no_mapping", "table_pending",
-    "unsupported_cfi", "read_failed", "bad_frame"};
 constexpr std::pair<unwind_stat, const char*> kStatNames[] = {
     {UNWIND_STAT_FRAMES_CFI, "frames_cfi"},
     {UNWIND_STAT_FRAMES_FP, "frames_fp"},
@@ -17,10 +14,6 @@ constexpr std::pair<unwind_stat, const char*> kStatNames[] = {
 };
 
 }  // namespace
-
-const char* unwind_end_name(uint32_t end) {
-  return end < UNWIND_NUM_ENDS ? kEndNames[end] : "unknown";
-}
 
 Result<void> UnwindFollower::listen(RingReader& reader) {
   return reader.add(maps_.request_ring_fd(), [this](const void* data, size_t size) {
@@ -57,7 +50,7 @@ Result<std::vector<std::pair<std::string, uint64_t>>> UnwindFollower::walk_count
   for (uint32_t end = 0; end < UNWIND_NUM_ENDS; ++end) {
     auto v = sum.sum(end);
     if (!v) return with_context("the unwinder's counters", v.error());
-    out.emplace_back(kEndNames[end], *v);
+    out.emplace_back(unwind_end_name(end), *v);
   }
   for (auto [stat, name] : kStatNames) {
     auto v = sum.sum(stat);

@@ -14,6 +14,7 @@
 
 #include "attach/unwind_maps.h"
 #include "collect/ring_reader.h"
+#include "collect/unwind_ends.h"
 #include "util/result.h"
 
 namespace uscope {
@@ -39,8 +40,5 @@ class UnwindFollower {
   uint64_t reloads_ = 0;
   uint64_t short_records_ = 0;
 };
-
-// The stable name of a walk end (bpf/unwind.h's enum unwind_end), as walk_counts() gives it.
-const char* unwind_end_name(uint32_t end);
 
 }  // namespace uscope

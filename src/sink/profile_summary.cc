@@ -4,6 +4,7 @@
 
 #include <string_view>
 
+#include "collect/unwind_ends.h"
 #include "sink/profile_sink.h"
 #include "sink/profile_writers.h"
 
@@ -26,17 +27,13 @@ std::string loss_text(std::string_view cause, uint64_t n) {
       {"map_full", "sample", "samples", "count table full"},
       {"process_record_lost", "process record", "process records", "ring full"},
       {"process_record_short", "process record", "process records", "short"},
-      // How user-stack walks that did not reach the thread's entry stopped (unwind.bpf.h).
-      {"walk_truncated", "user stack", "user stacks", "cut at 127 frames"},
-      {"walk_fp_chain_end", "user stack", "user stacks", "frame-pointer chain ended"},
-      {"walk_no_mapping", "user stack", "user stacks", "cut: pc in no known mapping"},
-      {"walk_table_pending", "user stack", "user stacks", "cut: unwind table not loaded"},
-      {"walk_unsupported_cfi", "user stack", "user stacks", "cut: CFI rule not evaluated"},
-      {"walk_read_failed", "user stack", "user stacks", "cut: stack unreadable"},
-      {"walk_bad_frame", "user stack", "user stacks", "cut: broken frame"},
       {"walk_requests_lost", "unwinder request", "unwinder requests", "ring full"},
       {"walk_request_short", "unwinder request", "unwinder requests", "short"},
   };
+  // How user-stack walks that did not reach the thread's entry stopped (unwind.bpf.h).
+  if (cause.starts_with("walk_"))
+    if (const char* why = unwind_end_text(cause.substr(5)))
+      return fmt::format("{} user stack{} ({})", grouped(n), n == 1 ? "" : "s", why);
   for (const auto& k : kKnown)
     if (k.cause == cause)
       return fmt::format("{} {} ({})", grouped(n), n == 1 ? k.one : k.many, k.why);

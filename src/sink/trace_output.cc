@@ -2,6 +2,8 @@
 
 #include <time.h>
 
+#include "bpf/unwind.h"
+#include "collect/unwind_ends.h"
 #include "sink/text_writer.h"
 #include "symbolize/symbol_text.h"
 
@@ -241,7 +243,15 @@ void TraceOutput::text_event(const DecodedEvent& ev, const ProbeText& probe,
   if (!columns_.stacks) return;
   // bcc's order: the kernel stack, then the user stack, then an empty line.
   if (stacks.kernel) stack_lines(*stacks.kernel);
-  if (stacks.user) stack_lines(*stacks.user);
+  if (stacks.user) {
+    stack_lines(*stacks.user);
+    // A walk that did not reach the thread's entry says why it stopped.
+    if (ev.header.stack_end != UNWIND_END_ENTRY && !ev.user_stack.empty()) {
+      out_.append("        [");
+      out_.append(unwind_end_text(ev.header.stack_end));
+      out_.append("]\n");
+    }
+  }
   out_.append('\n');
 }
 
@@ -310,7 +320,13 @@ void TraceOutput::json_event(const DecodedEvent& ev, const ProbeText& probe,
     append_decimal(out_, h.duration_ns);
   }
   if (ev.truncated()) out_.append(",\"truncated\":true");
-  if (stacks.user) append_json_frames(out_, "stack", *stacks.user);
+  if (stacks.user) {
+    append_json_frames(out_, "stack", *stacks.user);
+    if (!ev.user_stack.empty()) {
+      append_key(out_, "stack_end");
+      append_json_string(out_, unwind_end_name(ev.header.stack_end));
+    }
+  }
   if (stacks.kernel) append_json_frames(out_, "kernel_stack", *stacks.kernel);
   out_.append("}\n");
 }
