@@ -109,17 +109,18 @@ UnwindRule signal_rule(Dwarf_Frame* frame, const Dwarf_Op* cfa, size_t ncfa) {
 }
 
 UnwindRule rule_of(Dwarf_Frame* frame, bool signal) {
-  Dwarf_Op* cfa = nullptr;
-  size_t ncfa = 0;
-  if (dwarf_frame_cfa(frame, &cfa, &ncfa) != 0 || ncfa == 0) return unsupported();
-  if (signal) return signal_rule(frame, cfa, ncfa);
-
   Dwarf_Op mem[3];
   Dwarf_Op* ops = nullptr;
   size_t nops = 0;
   if (dwarf_frame_register(frame, kRegRa, mem, &ops, &nops) != 0) return unsupported();
-  // glibc's _start and clone3's child say "cfi_undefined (rip)": a thread's first frame.
-  if (nops == 0 && ops == mem) return UnwindRule{.cfa = UNWIND_CFA_END};
+  // glibc's _start and clone3's child say "cfi_undefined (rip)": a thread's first frame (what
+  // the CFA is there does not matter).
+  if (nops == 0 && ops == mem && !signal) return UnwindRule{.cfa = UNWIND_CFA_END};
+
+  Dwarf_Op* cfa = nullptr;
+  size_t ncfa = 0;
+  if (dwarf_frame_cfa(frame, &cfa, &ncfa) != 0 || ncfa == 0) return unsupported();
+  if (signal) return signal_rule(frame, cfa, ncfa);
   auto ra = cfa_relative(ops, nops);
   if (!ra || !fits<int16_t>(*ra)) return unsupported();
 
