@@ -31,7 +31,8 @@
 enum unwind_cfa_kind {
   UNWIND_CFA_RSP = 0,     /* CFA = rsp + cfa_offset */
   UNWIND_CFA_RBP,         /* CFA = rbp + cfa_offset */
-  UNWIND_CFA_PLT,         /* a PLT stub: CFA = rsp + cfa_offset, + 8 when (pc & 15) >= 11 */
+  UNWIND_CFA_PLT,         /* a PLT stub: CFA = rsp + cfa_offset, + 8 when (pc & 15) >=
+                           * rbp_offset (11; 10 in IBT PLTs; a PLT stub saves no rbp) */
   UNWIND_CFA_SIGNAL,      /* a signal trampoline (__restore_rt): rsp points at the saved context;
                            * the caller's rsp, rbp and pc are read at rsp + cfa_offset,
                            * rsp + rbp_offset and rsp + ra_offset */

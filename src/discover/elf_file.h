@@ -111,6 +111,10 @@ class ElfFile {
   // e.g. no section headers) whose owner matches `owner` (empty matches all).
   Result<std::vector<ElfNote>> notes(std::string_view owner = {}) const;
 
+  // The libelf handle, for libdw readers that take an Elf* (dwarf_getcfi_elf, dwarf_begin_elf).
+  // Valid while this ElfFile lives; like the rest of it, not to be used from two threads.
+  Elf* libelf() const;
+
  private:
   struct Impl;
   explicit ElfFile(std::unique_ptr<Impl> impl);

@@ -54,7 +54,7 @@ struct FuncRecord {
   uint64_t entry = 0, end = 0;
   uint64_t func_off = 0;  // of the _func record in pclntable
   int32_t name_off = 0;
-  uint32_t pcfile = 0, pcln = 0, npcdata = 0, cu_offset = 0;
+  uint32_t pcsp = 0, pcfile = 0, pcln = 0, npcdata = 0, cu_offset = 0;
   uint8_t nfuncdata = 0;
 };
 
@@ -280,12 +280,16 @@ Result<GoPclntab> GoPclntab::parse(std::span<const uint8_t> data, uint64_t secti
     // _func: entry (uint32 or uintptr), nameOff, args, deferreturn, pcsp, pcfile, pcln, npcdata,
     // cuOffset, [startLine], funcID, flag, _, nfuncdata.
     uint64_t p = f + (has_text_start ? 4 : 8);
-    auto name_off = b.u32(p), pcfile = b.u32(p + 16), pcln = b.u32(p + 20), npcdata = b.u32(p + 24),
-         cu_offset = b.u32(p + 28);
+    auto name_off = b.u32(p), pcsp = b.u32(p + 12), pcfile = b.u32(p + 16), pcln = b.u32(p + 20),
+         npcdata = b.u32(p + 24), cu_offset = b.u32(p + 28);
+    // ... funcID, flag, _, nfuncdata end the header in every layout.
+    auto flag = b.u(f + t.func_header_size() - 3, 1);
     auto nfuncdata = b.u(f + t.func_header_size() - 1, 1);
-    if (!name_off || !pcfile || !pcln || !npcdata || !cu_offset || !nfuncdata || r.end < r.entry)
+    if (!name_off || !pcsp || !pcfile || !pcln || !npcdata || !cu_offset || !flag || !nfuncdata ||
+        r.end < r.entry)
       return fail(".gopclntab's record of function {} is truncated", i);
     r.name_off = static_cast<int32_t>(*name_off);
+    r.pcsp = *pcsp;
     r.pcfile = *pcfile;
     r.pcln = *pcln;
     r.npcdata = std::min<uint32_t>(*npcdata, 64);
@@ -299,6 +303,7 @@ Result<GoPclntab> GoPclntab::parse(std::span<const uint8_t> data, uint64_t secti
     g.end = r.end;
     g.file = t.file_of(r, t.pcvalue(r.pcfile, r.entry, r.entry).value_or(-1));
     g.line = t.pcvalue(r.pcln, r.entry, r.entry).value_or(0);
+    g.flag = static_cast<uint8_t>(*flag);
     t.functions.push_back(std::move(g));
     t.records.push_back(r);
   }
@@ -381,6 +386,16 @@ std::vector<GoFrame> GoPclntab::frames_at(uint64_t pc) const {
   outer.function = f->name;
   position(at, outer);
   out.push_back(std::move(outer));
+  return out;
+}
+
+std::vector<GoSpDelta> GoPclntab::sp_deltas(size_t index) const {
+  std::vector<GoSpDelta> out;
+  if (index >= impl_->records.size()) return out;
+  const FuncRecord& r = impl_->records[index];
+  impl_->pcranges(r.pcsp, r.entry, r.end, [&](uint64_t start, uint64_t end, int32_t delta) {
+    out.push_back({start, end, delta});
+  });
   return out;
 }
 

@@ -29,6 +29,19 @@ struct GoFunction {
   uint64_t end = 0;    // first address past it
   std::string file;    // source file of its entry, "" when unknown
   int line = 0;        // line of its entry (0 unknown)
+  // _func.flag (go1.17+, 0 before): kGoFuncTopFrame, kGoFuncSpWrite.
+  uint8_t flag = 0;
+};
+
+// The runtime's funcFlag bits (runtime/symtab.go).
+constexpr uint8_t kGoFuncTopFrame = 1;  // the outermost frame of a stack: goexit, mstart, rt0_go
+constexpr uint8_t kGoFuncSpWrite = 2;   // writes SP where pcsp cannot follow (stack switches)
+
+// One range of a function's SP-delta table (pcsp): from `start` to `end` the function's frame
+// is `delta` bytes below the return address (rsp = entry rsp - delta).
+struct GoSpDelta {
+  uint64_t start = 0, end = 0;
+  int32_t delta = 0;
 };
 
 // One position of the code at a pc: the function that ran, innermost first for inlined code.
@@ -79,6 +92,9 @@ class GoPclntab {
   // file:line of `pc` in it (for an outer frame: the line of the call into the inner one). Empty
   // when no function covers `pc`.
   std::vector<GoFrame> frames_at(uint64_t pc) const;
+  // The SP-delta table of functions()[index], in address order; empty when it has none or it is
+  // malformed (then as far as it could be read).
+  std::vector<GoSpDelta> sp_deltas(size_t index) const;
   // Every inlined copy of every function, decoded on first use and kept.
   const std::vector<GoInlinedCall>& inlined_calls() const;
 

@@ -37,12 +37,13 @@ struct UnwindTable {
   // Sorted by vaddr, no two adjacent rows with the same rule; a range no CFI covers is a row of
   // UNWIND_CFA_NONE (the last row is one, ending the last covered range).
   std::vector<UnwindRow> rows;
-  std::string source;  // what the rows came from: ".eh_frame", ".debug_frame in /usr/lib/debug/...",
-                       // ".eh_frame + .gopclntab", "" when nothing (all frame pointers)
+  // What the rows came from: ".eh_frame", ".debug_frame in /usr/lib/debug/...",
+  // ".eh_frame + .gopclntab", "" when nothing (all frame pointers).
+  std::string source;
   // What the conversion found, for `-v` and the benchmarks.
-  size_t fdes = 0;            // FDEs (or Go functions) read
-  size_t unsupported = 0;     // rows whose rule uscope does not evaluate
-  size_t signal_frames = 0;   // rows of signal trampolines
+  size_t fdes = 0;           // FDEs (or Go functions) read
+  size_t unsupported = 0;    // rows whose rule uscope does not evaluate
+  size_t signal_frames = 0;  // rows of signal trampolines
 };
 
 struct UnwindBuildOptions {

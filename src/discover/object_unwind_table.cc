@@ -1,0 +1,33 @@
+#include "discover/object_unwind_table.h"
+
+namespace uscope {
+
+Result<ObjectUnwindTable> unwind_table_of(StoredObject& object, UnwindCache* cache) {
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  ObjectUnwindTable out;
+  if (cache != nullptr) {
+    if (auto t = cache->load(object.key())) {
+      out.table = std::make_shared<const UnwindTable>(std::move(*t));
+      out.from_cache = true;
+      out.elapsed = Clock::now() - start;
+      return out;
+    }
+  }
+  UnwindBuildOptions options;
+  options.go = object.go_pclntab();
+  // Only an object without .eh_frame needs its debug file (whose lookup costs a libdwfl module).
+  if (!options.go && !object.elf().section(".eh_frame")) {
+    if (DebugInfo* d = object.debug_info()) options.debug_file = d->debug_file().value_or("");
+  }
+  auto t = build_unwind_table(object.elf(), options);
+  if (!t) return tl::unexpected(t.error());
+  out.elapsed = Clock::now() - start;
+  if (cache != nullptr) {
+    if (auto stored = cache->store(object.key(), *t); !stored) out.cache_error = stored.error();
+  }
+  out.table = std::make_shared<const UnwindTable>(std::move(*t));
+  return out;
+}
+
+}  // namespace uscope
