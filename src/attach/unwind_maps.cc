@@ -13,6 +13,7 @@
 
 #include "attach/unwind_encoding.h"
 #include "discover/object_store.h"
+#include "discover/object_unwind_table.h"
 #include "discover/process.h"
 #include "unwind_maps.skel.h"
 
@@ -44,24 +45,6 @@ uint64_t first_segment_vaddr(const ElfFile& elf) {
   for (const ElfSegment& s : elf.segments())
     if (s.type == PT_LOAD) return s.vaddr - s.offset;
   return 0;
-}
-
-// The table of `object` from the disk cache, else built from its CFI (and stored there).
-Result<std::shared_ptr<const UnwindTable>> obtain_table(StoredObject& object, UnwindCache* cache,
-                                                        UnwindLoadStats& stats) {
-  (void)cache;  // TODO(unwtab): the disk cache
-  UnwindBuildOptions options;
-  options.go = object.go_pclntab();
-  if (!object.elf().section(".eh_frame"))
-    if (DebugInfo* d = object.debug_info())
-      options.debug_file = d->debug_file().value_or("");
-  auto start = std::chrono::steady_clock::now();
-  auto table = build_unwind_table(object.elf(), options);
-  stats.build_time += std::chrono::duration_cast<std::chrono::microseconds>(
-      std::chrono::steady_clock::now() - start);
-  if (!table) return tl::unexpected(table.error());
-  ++stats.built;
-  return std::make_shared<const UnwindTable>(std::move(*table));
 }
 
 bool same_key(const unwind_mapping_key& a, const unwind_mapping_key& b) {
@@ -183,8 +166,19 @@ UnwindMaps::Table UnwindMaps::install(const UnwindTable& table, const std::strin
 
 UnwindMaps::Table UnwindMaps::table_of(StoredObject& object, const std::string& display_path) {
   if (auto it = tables_.find(object.key()); it != tables_.end()) return it->second;
-  auto table = obtain_table(object, cache_, stats_);
-  Table t = table ? install(**table, display_path) : failed(display_path, table.error());
+  auto got = unwind_table_of(object, cache_);
+  if (!got) return tables_[object.key()] = failed(display_path, got.error());
+  auto us = std::chrono::duration_cast<std::chrono::microseconds>(got->elapsed);
+  if (got->from_cache) {
+    ++stats_.from_cache;
+    stats_.cache_time += us;
+  } else {
+    ++stats_.built;
+    stats_.build_time += us;
+  }
+  if (got->cache_error && stats_.errors.size() < kMaxErrorsKept)
+    stats_.errors.push_back(fmt::format("{}: not cached: {}", display_path, got->cache_error->message));
+  Table t = install(*got->table, display_path);
   return tables_[object.key()] = t;
 }
 

@@ -21,6 +21,7 @@
 #include "collect/profile_program.h"
 #include "collect/unwind_follower.h"
 #include "discover/object_store.h"
+#include "discover/unwind_cache.h"
 #include "sink/output_format.h"
 #include "sink/profile_sink.h"
 #include "sink/unwind_stats_output.h"
@@ -236,10 +237,12 @@ int run_profile(const ProfileOptions& o) {
   settings.per_thread = o.threads;
   settings.user_stacks = !o.kernel_only;
   settings.kernel_stacks = !o.user_only;
+  UnwindCache unwind_cache("");  // tables by build-id on disk, shared by every run
   std::unique_ptr<UnwindMaps> unwind;
   std::optional<UnwindFollower> follower;
   if (settings.user_stacks) {
-    auto u = UnwindMaps::create(ObjectStore::shared(), nullptr);
+    unwind_cache = UnwindCache::open_default();
+    auto u = UnwindMaps::create(ObjectStore::shared(), &unwind_cache);
     if (!u) return report_error(u.error().message);
     unwind = std::move(*u);
     settings.unwind = unwind.get();

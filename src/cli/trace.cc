@@ -21,6 +21,7 @@
 #include "collect/trace_program.h"
 #include "collect/unwind_follower.h"
 #include "discover/object_store.h"
+#include "discover/unwind_cache.h"
 #include "sink/overhead_output.h"
 #include "sink/trace_output.h"
 #include "symbolize/symbolizer.h"
@@ -225,9 +226,11 @@ int run_trace(TraceCommandOptions o) {
 
   OverheadMeter meter((*session)->watch_pid());
   // -U: stacks walked by CFI in the kernel, through tables loaded for the target.
+  UnwindCache unwind_cache("");  // tables by build-id on disk, shared by every run
   std::unique_ptr<UnwindMaps> unwind;
   if (o.user_stack) {
-    auto u = UnwindMaps::create(ObjectStore::shared(), nullptr);
+    unwind_cache = UnwindCache::open_default();
+    auto u = UnwindMaps::create(ObjectStore::shared(), &unwind_cache);
     if (!u) return report_error(u.error().message);
     unwind = std::move(*u);
     // A -p target's tables before its probes fire; a -c command's at its exec.
