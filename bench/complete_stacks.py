@@ -409,7 +409,8 @@ def find_tools(a) -> None:
                            ("bpftrace", a.bpftrace, "bpftrace")):
         if not os.access(exe, os.X_OK):
             a.missing[tool] = f"{exe} missing: apt-get install {pkg} (scripts/install-deps.sh)"
-            R.log(f"complete_stacks.py: {a.missing[tool]}; its column stays empty")
+    for why in sorted(set(a.missing.values())):
+        R.log(f"complete_stacks.py: {why}; its columns stay empty")
     if not os.access(a.bpftool, os.X_OK):
         R.log(f"complete_stacks.py: {a.bpftool} missing (apt-get install bpftool): no BPF time per sample")
         a.bpftool = None
