@@ -221,10 +221,15 @@ def summary_line(err: str) -> str:
 # P. One process
 
 
-def one_run(a, tool: str, hz: int) -> dict:
-    target = R.Proc([str(a.target), str(a.rounds), "--gated"], stdin_pipe=True)
+def one_run(a, tool: str, hz: int, argv: list[str] | None = None,
+            names: tuple[str, ...] = ("inner", "middle")) -> dict:
+    """One gated run of a target that speaks profile_target's protocol (`argv`, default
+    `profile_target ROUNDS`; bench/complete_stacks.py runs nofp_spin), under `tool` (or "none"),
+    whose output must name every function in `names`."""
+    argv = argv or [str(a.target), str(a.rounds)]
+    target = R.Proc([*argv, "--gated"], stdin_pipe=True)
     got = target.wait_line("out", r"^ready (\d+)$", 30)
-    R.check(got is not None, "profile_target did not start", target)
+    R.check(got is not None, f"{Path(argv[0]).name} did not start", target)
     pid = int(got[1].group(1))
     out = a.workdir / {"uscope": "p.svg", "bpftrace": "p.txt", "perf": "perf.data"}.get(tool, "x")
     p = f = None
@@ -232,18 +237,18 @@ def one_run(a, tool: str, hz: int) -> dict:
         p, f = attach(a, tool, hz, pid, out)
     target.send("g")
     got = target.wait_line("out", r"^wall_ns=(\d+) cpu_ns=(\d+)$", 1800)
-    R.check(got is not None, "profile_target printed no times", target)
+    R.check(got is not None, f"{Path(argv[0]).name} printed no times", target)
     r = {"wall": int(got[1].group(1)) / 1e9, "cpu": int(got[1].group(2)) / 1e9}
     if p is not None:
         r.update(stop_tool(a, tool, p, f, out, a.workdir / "perf.txt"))
-        for fn in ("inner", "middle"):
+        for fn in names:
             R.check(fn in r["text"], f"{tool}'s output does not name {fn}()", p)
         r.pop("text")
         r.pop("svg", None)
         if out.exists():
             out.unlink()
     target.p.stdin.close()
-    R.check(target.wait(30) and target.rc == 0, "profile_target failed", target)
+    R.check(target.wait(30) and target.rc == 0, f"{Path(argv[0]).name} failed", target)
     return r
 
 

@@ -22,7 +22,7 @@ packages=(
   # SVG flame graph headless
   util-linux procps file chromium
   # peers for benchmarks, and the python3 that runs them
-  bpftrace python3
+  bpftrace linux-perf python3
 )
 missing=()
 for p in "${packages[@]}"; do
