@@ -2,8 +2,8 @@
 // stays under its limit, and a cache that cannot be written costs nothing but the message.
 #include "discover/unwind_cache.h"
 
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 
 #include <cstdlib>
