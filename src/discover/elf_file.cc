@@ -423,7 +423,9 @@ Result<ElfFile> ElfFile::from_memory(std::vector<uint8_t> bytes, std::string dis
   return ElfFile(std::move(impl));
 }
 
-Elf* ElfFile::libelf() const { return impl_->elf.get(); }
+Elf* ElfFile::libelf() const {
+  return impl_->elf.get();
+}
 
 const std::string& ElfFile::path() const {
   return impl_->path;
