@@ -20,7 +20,7 @@ struct unwind_scratch {
   __u32 tgid;
   __u32 exact_pc; /* pc is where the thread was, not a return address (no -1 for the lookup) */
   __u32 have_mapping;
-  __u32 reserved;
+  __u32 fp_only; /* the process's tables are not loaded: frame pointers only */
   struct unwind_mapping mapping; /* the last one found: frames in one object reuse it */
 };
 
@@ -120,20 +120,21 @@ static long unwind_step(__u64 index, void* unused) {
   s->hash = (s->hash ^ pc) * 0x100000001b3ull;
   s->hash ^= s->hash >> 29;
 
-  const struct unwind_mapping* m = unwind_mapping_of(s, pc);
-  if (!m) {
-    struct unwind_proc* proc = bpf_map_lookup_elem(&unwind_procs, &s->tgid);
-    unwind_request(s->tgid, proc);
-    return unwind_end(s, UNWIND_END_NO_MAPPING);
-  }
-  __u32 table = m->table;
-  if (table == UNWIND_TABLE_PENDING) return unwind_end(s, UNWIND_END_TABLE_PENDING);
+  /* Without its object's table (not loaded yet, or none), a frame is walked by frame pointer:
+   * right for code that keeps them, and counted apart. */
   const struct unwind_rule* rule = 0;
-  if (table != UNWIND_TABLE_FP) {
+  const struct unwind_mapping* m = s->fp_only ? 0 : unwind_mapping_of(s, pc);
+  if (!s->fp_only && !m) {
+    struct unwind_proc* proc = bpf_map_lookup_elem(&unwind_procs, &s->tgid);
+    unwind_request(s->tgid, proc); /* a dlopen, or JIT code mapped since the maps were read */
+  }
+  if (!m || m->table == UNWIND_TABLE_PENDING) {
+    unwind_count(UNWIND_STAT_FRAMES_UNLOADED);
+  } else if (m->table != UNWIND_TABLE_FP) {
     /* A return address is the instruction after a call: the call itself is at pc - 1 (a call
      * that does not return may be the last instruction of its function). */
     __u64 lookup = s->exact_pc ? pc : pc - 1;
-    rule = unwind_find_rule(table, lookup - m->bias);
+    rule = unwind_find_rule(m->table, lookup - m->bias);
   }
   __u8 kind = rule ? rule->cfa_kind : UNWIND_CFA_NONE;
   __u64 cfa, ra, caller_bp = bp;
@@ -159,18 +160,19 @@ static long unwind_step(__u64 index, void* unused) {
       if (unwind_read(&ra, bp + 8) || unwind_read(&caller_bp, bp))
         return unwind_end(s, UNWIND_END_READ_FAILED);
       cfa = bp + 16;
-      unwind_count(UNWIND_STAT_FRAMES_FP);
+      if (m && m->table != UNWIND_TABLE_PENDING) unwind_count(UNWIND_STAT_FRAMES_FP);
       break;
     case UNWIND_CFA_RSP:
     case UNWIND_CFA_RBP:
     case UNWIND_CFA_PLT:
       if (!rule) return unwind_end(s, UNWIND_END_UNSUPPORTED);
       cfa = (kind == UNWIND_CFA_RBP ? bp : sp) + (__s64)rule->cfa_offset;
-      /* A PLT entry pushes once more from its 11th byte on (lazy binding's push of the index). */
-      if (kind == UNWIND_CFA_PLT && (pc & 15) >= 11) cfa += 8;
+      /* A PLT entry has pushed once more (lazy binding's index) from byte rbp_offset on: 11, or
+       * 10 in an IBT PLT. */
+      if (kind == UNWIND_CFA_PLT && (pc & 15) >= (__u64)rule->rbp_offset) cfa += 8;
       if (unwind_read(&ra, cfa + (__s64)rule->ra_offset))
         return unwind_end(s, UNWIND_END_READ_FAILED);
-      if (rule->rbp_kind == UNWIND_RBP_AT_CFA) {
+      if (rule->rbp_kind == UNWIND_RBP_AT_CFA && kind != UNWIND_CFA_PLT) {
         if (unwind_read(&caller_bp, cfa + (__s64)rule->rbp_offset))
           return unwind_end(s, UNWIND_END_READ_FAILED);
       } else if (rule->rbp_kind == UNWIND_RBP_UNDEFINED) {
@@ -206,21 +208,15 @@ static __always_inline struct unwind_scratch* unwind_user_stack(__u32 tgid, __u6
   s->tgid = tgid;
   s->exact_pc = 1;
   s->have_mapping = 0;
+  s->fp_only = 0;
   s->hash = 0xcbf29ce484222325ull;
 
+  /* A process whose tables are not loaded (never seen, or exec'd: its old ones no longer apply)
+   * is walked by frame pointer while user space loads them. */
   struct unwind_proc* proc = bpf_map_lookup_elem(&unwind_procs, &tgid);
-  if (!proc || proc->state != UNWIND_PROC_LOADED) {
-    /* The pc alone, so that the sample still names where it was. */
-    s->stack.frames[0] = pc;
-    s->stack.len = 1;
-    s->hash = (s->hash ^ pc) * 0x100000001b3ull;
-    /* An exec'd process's old tables no longer apply; one never seen has none yet. */
-    s->stack.end = proc && proc->state == UNWIND_PROC_STALE ? UNWIND_END_TABLE_PENDING
-                                                            : UNWIND_END_NO_MAPPING;
-    unwind_request(tgid, proc);
-  } else {
-    bpf_loop(UNWIND_MAX_FRAMES + 1, unwind_step, 0, 0);
-  }
+  s->fp_only = !proc || proc->state != UNWIND_PROC_LOADED;
+  if (s->fp_only) unwind_request(tgid, proc);
+  bpf_loop(UNWIND_MAX_FRAMES + 1, unwind_step, 0, 0);
   __u32 end = s->stack.end;
   if (end < UNWIND_NUM_ENDS) unwind_count(end);
   s->hash = (s->hash ^ ((__u64)end << 32 | s->stack.len)) * 0x100000001b3ull;

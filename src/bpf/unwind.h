@@ -82,7 +82,7 @@ struct unwind_mapping_key {
 };
 
 #define UNWIND_TABLE_FP 0xffffffffu /* no table: unwind by frame pointer (JIT code, no CFI) */
-#define UNWIND_TABLE_PENDING 0xfffffffeu /* a table not loaded (being built, or no room) */
+#define UNWIND_TABLE_PENDING 0xfffffffeu /* a table not loaded (it failed, or had no room) */
 
 struct unwind_mapping {
   __u64 start, end; /* the executable range [start, end) */
@@ -96,9 +96,8 @@ enum unwind_end {
   UNWIND_END_ENTRY = 0,      /* reached the thread's entry (CFI marks its return address
                               * undefined): the stack is complete */
   UNWIND_END_TRUNCATED,      /* UNWIND_MAX_FRAMES frames and more above */
-  UNWIND_END_FP_ZERO,        /* a frame-pointer walk (no CFI) reached rbp 0 */
-  UNWIND_END_NO_MAPPING,     /* a pc in no mapping uscope knows (the maps are re-read) */
-  UNWIND_END_TABLE_PENDING,  /* its object's table was not loaded yet (or had no room) */
+  UNWIND_END_FP_ZERO,        /* a frame-pointer walk (no CFI, or tables not loaded yet) reached
+                              * rbp 0: complete if the code kept frame pointers */
   UNWIND_END_UNSUPPORTED,    /* a CFI rule uscope does not evaluate */
   UNWIND_END_READ_FAILED,    /* a return address or saved rbp could not be read */
   UNWIND_END_BAD_FRAME,      /* the CFA did not move up the stack, or a zero return address */
@@ -144,6 +143,8 @@ struct unwind_request {
 enum unwind_stat {
   UNWIND_STAT_FRAMES_CFI = UNWIND_NUM_ENDS, /* frames unwound by a table row */
   UNWIND_STAT_FRAMES_FP,                    /* frames unwound by frame pointer (no CFI) */
+  UNWIND_STAT_FRAMES_UNLOADED, /* frames unwound by frame pointer while their tables load: a new
+                                * process, a pc in no known mapping (a dlopen), an exec */
   UNWIND_STAT_REQUESTS_LOST,                /* requests the ring had no room for */
   UNWIND_NUM_STATS
 };

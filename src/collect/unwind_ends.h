@@ -1,7 +1,7 @@
 #pragma once
 // How a user-stack walk ended (bpf/unwind.h's enum unwind_end): its stable name, as JSON and the
-// profile's loss list give it ("no_mapping"), and what it means to a reader ("cut: pc in no known
-// mapping"). Header-only: the sinks print them without linking the collectors.
+// profile's loss list give it ("read_failed"), and what it means to a reader ("cut: stack
+// unreadable"). Header-only: the sinks print them without linking the collectors.
 #include <cstdint>
 #include <string_view>
 
@@ -10,15 +10,12 @@
 namespace uscope {
 
 inline constexpr const char* kUnwindEndNames[UNWIND_NUM_ENDS] = {
-    "entry",           "truncated",   "fp_chain_end", "no_mapping", "table_pending",
-    "unsupported_cfi", "read_failed", "bad_frame"};
+    "entry", "truncated", "fp_chain_end", "unsupported_cfi", "read_failed", "bad_frame"};
 
 inline constexpr const char* kUnwindEndTexts[UNWIND_NUM_ENDS] = {
     "complete",
     "cut at 127 frames",
     "frame-pointer chain ended",
-    "cut: pc in no known mapping",
-    "cut: unwind table not loaded",
     "cut: CFI rule not evaluated",
     "cut: stack unreadable",
     "cut: broken frame"};

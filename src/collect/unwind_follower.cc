@@ -10,6 +10,7 @@ namespace {
 constexpr std::pair<unwind_stat, const char*> kStatNames[] = {
     {UNWIND_STAT_FRAMES_CFI, "frames_cfi"},
     {UNWIND_STAT_FRAMES_FP, "frames_fp"},
+    {UNWIND_STAT_FRAMES_UNLOADED, "frames_unloaded"},
     {UNWIND_STAT_REQUESTS_LOST, "requests_lost"},
 };
 

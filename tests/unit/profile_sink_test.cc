@@ -98,10 +98,10 @@ TEST(profile_summary, groups_digits_rounds_the_share_down_and_names_unknown_caus
   s.count = 1;
   s.complete = false;
   p.samples.push_back(s);
-  p.losses = {{"user_stack_collided", 1234}, {"map_full", 0}, {"ring_overrun", 3}};
+  p.losses = {{"kernel_stack_collided", 1234}, {"map_full", 0}, {"ring_overrun", 3}};
   std::string line = written_summary(p);
   EXPECT_EQ(line,
-            "10,000 samples from 1 process; lost: 1,234 user stacks (collided), 3 ring overrun; "
+            "10,000 samples from 1 process; lost: 1,234 kernel stacks (collided), 3 ring overrun; "
             "complete stacks: 99.9% (reach _start/main/start_thread/clone3)");
   p.user_frames = false;
   EXPECT_THAT(written_summary(p), HasSubstr("complete stacks: n/a (-K: no user frames)"));
@@ -109,13 +109,15 @@ TEST(profile_summary, groups_digits_rounds_the_share_down_and_names_unknown_caus
 
 TEST(profile_summary, reads_every_cause_the_profiler_counts) {
   Profile p;
-  p.losses = {{"user_stack_failed", 1},     {"kernel_stack_failed", 2}, {"user_stack_collided", 3},
+  p.losses = {{"user_stack_failed", 1},     {"kernel_stack_failed", 2}, {"user_stacks_full", 3},
               {"kernel_stack_collided", 1}, {"map_full", 1000},         {"process_record_lost", 2},
-              {"stack_unreadable", 1}};
+              {"stack_unreadable", 1},      {"walk_read_failed", 4},    {"walk_requests_lost", 1}};
   EXPECT_THAT(written_summary(p),
               HasSubstr("lost: 1 user stack (walk failed), 2 kernel stacks (walk failed), 3 user "
-                        "stacks (collided), 1 kernel stack (collided), 1,000 samples (count table "
-                        "full), 2 process records (ring full), 1 stack (unreadable); complete"));
+                        "stacks (stack table full), 1 kernel stack (collided), 1,000 samples "
+                        "(count table full), 2 process records (ring full), 1 stack (unreadable), "
+                        "4 user stacks (cut: stack unreadable), 1 unwinder request (ring full); "
+                        "complete"));
 }
 
 TEST(profile_speedscope, writes_one_sampled_profile_per_process_root_first) {
