@@ -97,6 +97,9 @@ std::vector<Frame> fill(std::span<const uint64_t> addresses, FrameMiss miss) {
 
 // Return addresses are looked up one byte earlier: inside the call instruction, hence inside the
 // calling function even when the call was its last instruction (a call to a noreturn function).
+// The exception is a signal handler's return address: the first byte of the signal trampoline
+// (glibc's __restore_rt), which no call precedes; its - 1 falls outside any symbol, and
+// symbolize() then looks up the address itself.
 uint64_t lookup_address(std::span<const uint64_t> addresses, size_t i, bool first_is_ip) {
   const bool is_return = i > 0 || !first_is_ip;
   return is_return && addresses[i] > 0 ? addresses[i] - 1 : addresses[i];
@@ -311,6 +314,11 @@ std::vector<Frame> Symbolizer::symbolize(pid_t pid, std::span<const uint64_t> ad
     }
     if (n.miss == FrameMiss::Unmapped && gone) n.miss = FrameMiss::ProcessGone;
     frames.push_back(resolve(n, addresses[i], lookup, state, perf_map_reread));
+    if (frames.back().miss == FrameMiss::UnknownAddress && lookup != addresses[i])
+      if (Frame at = resolve(normalize(state->maps, addresses[i]), addresses[i], addresses[i], state,
+                             perf_map_reread);
+          at.miss == FrameMiss::None)
+        frames.back() = std::move(at);  // a signal trampoline: see lookup_address()
   }
   return frames;
 }

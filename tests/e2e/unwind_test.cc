@@ -56,6 +56,22 @@ TEST(unwind, no_frame_pointer_fixture_reaches_every_thread_entry) {
   EXPECT_TRUE(bpf_links_of_programs("unwind_on_exec").empty());
 }
 
+TEST(unwind, signal_handler_stacks_cross_the_signal_frame) {
+  USCOPE_REQUIRE_ROOT();
+  RunningCommand target({fixture("unwind/nofp_signal")});
+  ASSERT_TRUE(target.wait_for_output("ready"));
+  auto r = profile_pid(target.pid());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_GE(complete_share(r.err), 0.99) << r.err << r.out;
+  // From the handler through the kernel's signal frame (__restore_rt's CFI) to the code it
+  // interrupted, and on to _start.
+  EXPECT_GT(share_with(parse_folded(r.out), "_start;__libc_start_main;__libc_start_call_main;main;"
+                                            "interrupted_outer;interrupted_leaf;__restore_rt;"
+                                            "on_sigprof;handler_spin;"),
+            0.5)
+      << r.out;
+}
+
 TEST(unwind, python_stacks_reach_their_entry) {
   USCOPE_REQUIRE_ROOT();
   RunningCommand target({"/usr/bin/python3.11", "-c",
