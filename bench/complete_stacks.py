@@ -213,7 +213,7 @@ def prog_stats(a, pid: int, name: str) -> tuple[int, int] | None:
 
 def uscope_cmd(a, pid, out: Path) -> list[str]:
     return [str(a.uscope), "profile", "-p", str(pid), "-F", str(a.hz), "-d", f"{a.seconds:g}",
-            "--format", "folded", "-o", str(out)]
+            "--format", "folded", "-o", str(out), "-v"]
 
 
 def run_uscope(a, pid: int, name: str) -> dict:
@@ -239,8 +239,90 @@ def run_uscope(a, pid: int, name: str) -> dict:
          "summary": summary, "distinct": len(out.read_text(errors="replace").splitlines())}
     if stats and stats[1] > 0:
         r["bpf_ns"], r["bpf_runs"] = stats[0] / stats[1], stats[1]
+    tables = unwind_tables_line(p.text("err"))
+    if tables:
+        r["tables"] = tables
     out.unlink(missing_ok=True)
     return r
+
+
+def unwind_tables_line(err: str) -> str | None:
+    """`uscope profile -v`'s line on its unwind tables (objects, rows, MiB in BPF maps, build time)."""
+    for line in err.splitlines():
+        if line.startswith("uscope: unwind tables: "):
+            return line[len("uscope: "):]
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Unwind tables: what they cost to build per object (cold and from uscope's disk cache), and in
+# BPF maps for everything a process maps (python3.11 above; a JVM here).
+
+TABLE_OBJECTS = {
+    "libc.so.6": "/lib/x86_64-linux-gnu/libc.so.6",
+    "python3.11": "/usr/bin/python3.11",
+    "libjvm.so": "/usr/lib/jvm/java-17-openjdk-amd64/lib/server/libjvm.so",
+}
+
+JAVA_SPIN = """
+public class Spin {
+  static long fib(int n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }
+  public static void main(String[] args) {
+    System.out.println("ready");
+    long s = 0;
+    while (true) s += fib(25);
+  }
+}
+"""
+
+
+def object_table(a, path: str, cache: Path) -> dict:
+    p = R.Proc([str(a.uscope), "list", "--info", path, "--format", "json"],
+               env={**os.environ, "USCOPE_CACHE_DIR": str(cache)})
+    p.wait(120)
+    R.check(p.rc == 0, f"uscope list --info {path} failed", p)
+    u = json.loads(p.text("out"))["unwind"]
+    R.check(u is not None and not u["error"], f"no unwind table for {path}", p)
+    return u
+
+
+def table_costs(a) -> dict:
+    """Per object: rows, cache file size, build time cold and read time from the cache (median of
+    3 each, the cache emptied before each cold build)."""
+    out = {}
+    for name, path in TABLE_OBJECTS.items():
+        if not Path(path).exists():
+            continue
+        cold, warm, u = [], [], None
+        for _ in range(3):
+            cache = a.workdir / "cache"
+            shutil.rmtree(cache, ignore_errors=True)
+            u = object_table(a, path, cache)
+            if u["from_cache"]:
+                raise R.BenchError(f"{path}: a cold build read the cache")
+            cold.append(u["milliseconds"])
+            w = object_table(a, path, cache)
+            if not w["from_cache"]:
+                raise R.BenchError(f"{path}: the second run did not read the cache")
+            warm.append(w["milliseconds"])
+        size = Path(u["cache_file"]).stat().st_size if u["cache_file"] else 0
+        out[name] = {"rows": u["rows"], "rules": u["rules"], "fdes": u["fdes"], "cold": cold,
+                     "warm": warm, "bytes": size}
+    return out
+
+
+def jvm_tables(a) -> str | None:
+    """`uscope profile -v`'s table line for a JVM running a loop (every object it maps)."""
+    if not shutil.which("java"):
+        return None
+    src = a.workdir / "Spin.java"
+    src.write_text(JAVA_SPIN)
+    with started(["java", str(src)], r"^ready$", "java") as t:
+        p = R.Proc([str(a.uscope), "profile", "-p", str(t.pid), "-d", "1", "--format", "folded",
+                    "-o", str(a.workdir / "jvm.folded"), "-v"])
+        p.wait(120)
+        R.check(p.rc == 0, "uscope profile of the JVM failed", p)
+        return unwind_tables_line(p.text("err"))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -351,7 +433,8 @@ def cell(r: dict | None, tool: str, a) -> str:
     return f"{r['share']:.1f}% of {r['samples']:,}"
 
 
-def report(a, mach: dict, results: dict, slow: dict | None, elapsed: float) -> str:
+def report(a, mach: dict, results: dict, slow: dict | None, tables: dict, jvm: str | None,
+           elapsed: float) -> str:
     L = [f"Run {mach['date']} on Linux {mach['kernel']}, {mach['cpus']} CPUs ({mach['cpu']}); "
          f"{mach['uscope']} (git {mach['git']}), {a.versions}. Load average {mach['load']} at the "
          f"start, {R.loadavg()} at the end; {elapsed:.0f} s.", "",
@@ -377,6 +460,25 @@ def report(a, mach: dict, results: dict, slow: dict | None, elapsed: float) -> s
                  f"{none:.3f} s [{R.spread(slow['none'], '.3f')}], `uscope profile -F 99` {us:.3f} s "
                  f"[{R.spread(slow['uscope'], '.3f')}]: ratio {us / none:.3f} ({(us / none - 1) * 100:+.1f}%).")
         L.append("")
+    if tables:
+        L.append("Unwind tables per object (`uscope list --info OBJECT --format json`; medians of 3, "
+                 "[min–max]; the cache emptied before each cold build):")
+        L.append("")
+        L.append("| object | rows | rules | FDEs | cache file | built | from the cache |")
+        L.append("|---|---:|---:|---:|---:|---:|---:|")
+        for name, t in tables.items():
+            L.append(f"| {name} | {t['rows']:,} | {t['rules']:,} | {t['fdes']:,} | "
+                     f"{t['bytes'] / 1e6:.2f} MB | {R.med(t['cold']):.1f} ms [{R.spread(t['cold'], '.1f')}] | "
+                     f"{R.med(t['warm']):.1f} ms [{R.spread(t['warm'], '.1f')}] |")
+        L.append("")
+    L.append("Tables in BPF maps for everything each process maps (`uscope profile -v`):")
+    L.append("")
+    for name, res in results.items():
+        if "uscope" in res and "tables" in res["uscope"]:
+            L.append(f"- {name}: `{res['uscope']['tables']}`")
+    if jvm:
+        L.append(f"- a JVM (`java Spin.java`, a fib loop): `{jvm}`")
+    L.append("")
     L.append("uscope's summaries:")
     L.append("")
     for name, res in results.items():
@@ -440,7 +542,8 @@ def main() -> int:
                     help="nofp_spin's rounds for the slowdown (default 15000, ~1.5 s of CPU)")
     ap.add_argument("--slowdown-runs", type=int, default=5, help="measured slowdown rounds (default 5)")
     ap.add_argument("--skip", action="append", default=[],
-                    choices=[*TARGETS, "slowdown"], help="leave out a target or the slowdown (repeatable)")
+                    choices=[*TARGETS, "slowdown", "tables"],
+                    help="leave out a target, the slowdown or the table costs (repeatable)")
     ap.add_argument("--markdown", type=Path, help="write the tables into this file (between markers)")
     a = ap.parse_args()
     if os.geteuid() != 0:
@@ -459,7 +562,7 @@ def main() -> int:
     a.uscope_shown = str(a.uscope.resolve())
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     t0 = time.monotonic()
-    results, slow = {}, None
+    results, slow, tables, jvm = {}, None, {}, None
     try:
         a.uscope = R.snapshot_binary(a.uscope.resolve(), a.workdir)
         mach = R.machine(argparse.Namespace(bpftrace="/bin/true", uscope=a.uscope))
@@ -474,6 +577,10 @@ def main() -> int:
         if "slowdown" not in a.skip:
             R.log("slowdown of nofp_spin under uscope profile -F 99")
             slow = slowdown(a)
+        if "tables" not in a.skip:
+            R.log("unwind tables: per object, and a JVM's")
+            tables = table_costs(a)
+            jvm = jvm_tables(a)
     except R.BenchError as e:
         print(f"complete_stacks.py: FAILED: {e}", file=sys.stderr)
         return 1
@@ -483,7 +590,7 @@ def main() -> int:
     finally:
         R.cleanup()
         shutil.rmtree(a.workdir, ignore_errors=True)
-    body = report(a, mach, results, slow, time.monotonic() - t0)
+    body = report(a, mach, results, slow, tables, jvm, time.monotonic() - t0)
     print(body)
     if a.markdown:
         R.write_marked_block(a.markdown, body, BEGIN_MARK, END_MARK)

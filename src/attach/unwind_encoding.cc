@@ -33,6 +33,10 @@ size_t EncodedUnwindTable::rows() const {
   return entries.empty() ? 0 : value_of<unwind_table_header>(entries[0]).rows;
 }
 
+size_t EncodedUnwindTable::pages() const {
+  return entries.empty() ? 0 : value_of<unwind_table_header>(entries[0]).pages;
+}
+
 Result<EncodedUnwindTable> encode_unwind_table(const UnwindTable& table, const RuleIndexer& index) {
   EncodedUnwindTable out;
   if (table.rows.empty()) return out;
@@ -79,15 +83,17 @@ std::optional<uint32_t> encoded_rule_at(const EncodedUnwindTable& table, uint64_
   if (page >= header.pages) return std::nullopt;
   auto p = value_of<unwind_page>(table.entries[1 + page]);
   // The walker's search (unwind.bpf.h), step for step.
-  uint32_t lo = p.first, hi = p.first + p.count;
-  for (int step = 0; step < UNWIND_MAX_SEARCH && hi - lo > 1; ++step) {
-    uint32_t mid = lo + (hi - lo) / 2;
-    if (value_of<unwind_row>(table.entries.at(mid)).pc <= offset)
+  uint32_t lo = p.first, n = p.count;
+  for (int step = 0; step < UNWIND_MAX_SEARCH && n > 1; ++step) {
+    uint32_t half = n / 2, mid = lo + half;
+    if (value_of<unwind_row>(table.entries.at(mid)).pc <= offset) {
       lo = mid;
-    else
-      hi = mid;
+      n -= half;
+    } else {
+      n = half;
+    }
   }
-  if (hi - lo > 1) return std::nullopt;  // the walker would have given up: a layout bug
+  if (n > 1) return std::nullopt;  // the walker would have stopped short: a layout bug
   return value_of<unwind_row>(table.entries.at(lo)).rule;
 }
 

@@ -19,6 +19,7 @@ struct EncodedUnwindTable {
   uint64_t base = 0;              // the link-time address row offsets count from
   std::vector<uint64_t> entries;  // entries[0] header, then pages, then rows
   size_t rows() const;
+  size_t pages() const;
 };
 
 // The index of a rule in the shared rule array, or nullopt when that array is full.

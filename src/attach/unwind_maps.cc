@@ -140,7 +140,7 @@ UnwindMaps::Table UnwindMaps::failed(const std::string& what, const Error& e) {
   ++stats_.failed;
   if (stats_.errors.size() < kMaxErrorsKept)
     stats_.errors.push_back(fmt::format("{}: {}", what, e.message));
-  return Table{UNWIND_TABLE_PENDING, 0};
+  return Table{UNWIND_TABLE_PENDING, 0, 0};
 }
 
 UnwindMaps::Table UnwindMaps::install(const UnwindTable& table, const std::string& what) {
@@ -161,7 +161,7 @@ UnwindMaps::Table UnwindMaps::install(const UnwindTable& table, const std::strin
   ++stats_.tables;
   stats_.rows += encoded->rows();
   stats_.table_bytes += encoded->entries.size() * sizeof(uint64_t);
-  return Table{id, encoded->base};
+  return Table{id, encoded->base, static_cast<uint32_t>(encoded->pages())};
 }
 
 UnwindMaps::Table UnwindMaps::table_of(StoredObject& object, const std::string& display_path) {
@@ -206,6 +206,7 @@ Result<void> UnwindMaps::load_process(pid_t pid) {
     if (m.path == "[vdso]") {
       const Table& t = vdso_table();
       value.table = t.id;
+      value.pages = t.pages;
       value.bias = m.start - vdso_link_base_ + t.base;
     } else if (const MappedObject* o = proc->object_containing(m.start); o && m.is_file()) {
       auto object = store_->open(o->open_path, o->path);
@@ -213,6 +214,7 @@ Result<void> UnwindMaps::load_process(pid_t pid) {
       if (object && bias) {
         Table t = table_of(**object, o->path);
         value.table = t.id;
+        value.pages = t.pages;
         value.bias = *bias + t.base;
       }
     }

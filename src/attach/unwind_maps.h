@@ -85,6 +85,7 @@ class UnwindMaps {
   struct Table {
     uint32_t id = UNWIND_TABLE_FP;  // or UNWIND_TABLE_PENDING when it failed
     uint64_t base = 0;              // link-time address the table's offsets count from
+    uint32_t pages = 0;             // its page entries
   };
   // The table of an object (built or read once per session), loaded into the maps.
   Table table_of(StoredObject& object, const std::string& display_path);

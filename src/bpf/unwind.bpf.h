@@ -57,34 +57,36 @@ static __always_inline int unwind_read(__u64* out, __u64 address) {
   return bpf_probe_read_user(out, sizeof(*out), (const void*)address);
 }
 
-/* The rule in effect at `offset` of table `table`, or 0 when the table has no row there. */
-static __always_inline const struct unwind_rule* unwind_find_rule(__u32 table, __u64 offset) {
+/* The rule in effect at `offset` of table `table` (of `pages` pages), or 0 when the table has no
+ * row there. Inner-map lookups are helper calls (the verifier cannot inline a map it does not
+ * know): a page with one row costs two, and the search keeps the row it lands on. */
+static __always_inline const struct unwind_rule* unwind_find_rule(__u32 table, __u32 pages,
+                                                                  __u64 offset) {
+  __u64 page = offset >> UNWIND_PAGE_BITS;
+  if (page >= pages) return 0;
   void* entries = bpf_map_lookup_elem(&unwind_tables, &table);
   if (!entries) return 0;
-  __u32 zero = 0;
-  const struct unwind_table_header* header = bpf_map_lookup_elem(entries, &zero);
-  if (!header) return 0;
-  __u64 page = offset >> UNWIND_PAGE_BITS;
-  if (page >= header->pages) return 0;
   __u32 page_index = 1 + (__u32)page;
   const struct unwind_page* p = bpf_map_lookup_elem(entries, &page_index);
   if (!p || p->count == 0) return 0;
-  /* The last row of the page's whose pc <= offset; the first always is (it holds at the page's
+  /* The last of the page's rows whose pc <= offset; the first always is (it holds at the page's
    * start). */
-  __u32 lo = p->first, hi = p->first + p->count; /* the answer is in [lo, hi) */
-  for (int step = 0; step < UNWIND_MAX_SEARCH; ++step) {
-    if (hi - lo <= 1) break;
-    __u32 mid = lo + (hi - lo) / 2;
+  __u32 lo = p->first, n = p->count;
+  const struct unwind_row* best = bpf_map_lookup_elem(entries, &lo);
+  if (!best) return 0;
+  for (int step = 0; step < UNWIND_MAX_SEARCH && n > 1; ++step) {
+    __u32 half = n / 2, mid = lo + half;
     const struct unwind_row* row = bpf_map_lookup_elem(entries, &mid);
     if (!row) return 0;
-    if (row->pc <= offset)
+    if (row->pc <= offset) {
       lo = mid;
-    else
-      hi = mid;
+      best = row;
+      n -= half;
+    } else {
+      n = half;
+    }
   }
-  const struct unwind_row* row = bpf_map_lookup_elem(entries, &lo);
-  if (!row) return 0;
-  __u32 rule = row->rule;
+  __u32 rule = best->rule;
   return bpf_map_lookup_elem(&unwind_rules, &rule);
 }
 
@@ -134,7 +136,7 @@ static long unwind_step(__u64 index, void* unused) {
     /* A return address is the instruction after a call: the call itself is at pc - 1 (a call
      * that does not return may be the last instruction of its function). */
     __u64 lookup = s->exact_pc ? pc : pc - 1;
-    rule = unwind_find_rule(m->table, lookup - m->bias);
+    rule = unwind_find_rule(m->table, m->pages, lookup - m->bias);
   }
   __u8 kind = rule ? rule->cfa_kind : UNWIND_CFA_NONE;
   __u64 cfa, ra, caller_bp = bp;

@@ -88,7 +88,7 @@ struct unwind_mapping {
   __u64 start, end; /* the executable range [start, end) */
   __u64 bias;       /* pc - bias = offset into the table */
   __u32 table;      /* index into unwind_tables, or UNWIND_TABLE_* */
-  __u32 reserved;
+  __u32 pages;      /* the table's page entries (its header's), read here without a lookup */
 };
 
 /* Why a walk ended: one per stack, counted. */

@@ -17,6 +17,7 @@
 #include "discover/library_names.h"
 #include "discover/object_info.h"
 #include "discover/object_store.h"
+#include "discover/object_unwind_table.h"
 #include "discover/process.h"
 #include "discover/symbol_table.h"
 #include "discover/target.h"
@@ -84,6 +85,8 @@ int run_info(const ListOptions& o, CommandOutput& output, const Process* process
   if (!obj) return report_error(obj.error().message);
   auto info = describe_object((*obj)->elf());
   if (!info) return report_error(info.error().message);
+  UnwindCache cache = UnwindCache::open_default();
+  info->unwind = describe_unwind_table(**obj, &cache);
   print_object_info(*info, output.format, output.file.get());
   if (auto r = output.file.close(); !r) return report_error(r.error().message);
   return kExitOk;

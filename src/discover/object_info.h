@@ -29,6 +29,16 @@ struct GoFacts {
   std::string pclntab_error;
 };
 
+// The object's unwind table (discover/object_unwind_table.h): what `profile` and `trace -U` walk.
+struct UnwindFacts {
+  std::string source;  // ".eh_frame", ...; "" when the object has no CFI (frame pointers)
+  size_t rows = 0, rules = 0, fdes = 0, unsupported = 0, signal_frames = 0;
+  bool from_cache = false;
+  double milliseconds = 0;  // reading it from the cache, or building it
+  std::string cache_file;   // where it is cached, "" when not
+  std::string error;        // why there is no table (malformed CFI)
+};
+
 struct ObjectInfo {
   std::string path;
   std::string machine;  // "x86-64", "aarch64", "i386", "machine 243"
@@ -44,6 +54,7 @@ struct ObjectInfo {
   DwarfPresence dwarf;
   // nullopt: not a Go program (neither .go.buildinfo nor .gopclntab).
   std::optional<GoFacts> go;
+  std::optional<UnwindFacts> unwind;  // nullopt: not asked for
 };
 
 // Fails only when the symbol tables cannot be read; a Go table that cannot be read is recorded

@@ -1,5 +1,7 @@
 #include "discover/object_unwind_table.h"
 
+#include <set>
+
 namespace uscope {
 
 Result<ObjectUnwindTable> unwind_table_of(StoredObject& object, UnwindCache* cache) {
@@ -28,6 +30,28 @@ Result<ObjectUnwindTable> unwind_table_of(StoredObject& object, UnwindCache* cac
   }
   out.table = std::make_shared<const UnwindTable>(std::move(*t));
   return out;
+}
+
+UnwindFacts describe_unwind_table(StoredObject& object, UnwindCache* cache) {
+  UnwindFacts f;
+  auto got = unwind_table_of(object, cache);
+  if (!got) {
+    f.error = got.error().message;
+    return f;
+  }
+  const UnwindTable& t = *got->table;
+  f.source = t.source;
+  f.rows = t.rows.size();
+  std::set<UnwindRule> rules;
+  for (const UnwindRow& r : t.rows) rules.insert(r.rule);
+  f.rules = rules.size();
+  f.fdes = t.fdes;
+  f.unsupported = t.unsupported;
+  f.signal_frames = t.signal_frames;
+  f.from_cache = got->from_cache;
+  f.milliseconds = std::chrono::duration<double, std::milli>(got->elapsed).count();
+  if (cache && !got->cache_error) f.cache_file = cache->path_of(object.key());
+  return f;
 }
 
 }  // namespace uscope

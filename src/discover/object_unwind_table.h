@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 
+#include "discover/object_info.h"
 #include "discover/object_store.h"
 #include "discover/unwind_cache.h"
 #include "discover/unwind_table.h"
@@ -23,5 +24,8 @@ struct ObjectUnwindTable {
 
 // `cache` may be null (no disk cache). Fails only when the object's CFI cannot be read.
 Result<ObjectUnwindTable> unwind_table_of(StoredObject& object, UnwindCache* cache);
+
+// The table's facts for `list --info` (a malformed CFI is recorded, not failed).
+UnwindFacts describe_unwind_table(StoredObject& object, UnwindCache* cache);
 
 }  // namespace uscope

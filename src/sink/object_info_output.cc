@@ -1,5 +1,7 @@
 #include "sink/object_info_output.h"
 
+#include "sink/profile_writers.h"
+
 #include <fmt/core.h>
 
 #include <algorithm>
@@ -156,6 +158,20 @@ nlohmann::json or_null(const std::optional<T>& v) {
 
 }  // namespace
 
+std::string unwind_text(const UnwindFacts& u) {
+  if (!u.error.empty()) return "none: " + u.error;
+  if (u.source.empty()) return "none: no CFI (stacks are walked by frame pointer)";
+  std::string text = fmt::format("{}: {} rows, {} rules from {} FDEs", u.source, grouped(u.rows),
+                                 grouped(u.rules), grouped(u.fdes));
+  if (u.unsupported) text += fmt::format(", {} rows not evaluated", grouped(u.unsupported));
+  if (u.signal_frames)
+    text += fmt::format(", {} signal frame{}", u.signal_frames, u.signal_frames == 1 ? "" : "s");
+  text += fmt::format("; {} in {:.1f} ms", u.from_cache ? "read from the cache" : "built",
+                      u.milliseconds);
+  if (!u.cache_file.empty()) text += fmt::format(" ({})", u.cache_file);
+  return text;
+}
+
 std::string object_info_text(const ObjectInfo& o) {
   std::string out = fmt::format("{} ({}, {}, {}-bit, {} linked{}{})\n", o.path,
                                 object_kind_name(o.shared_library, o.pie), o.machine,
@@ -168,6 +184,7 @@ std::string object_info_text(const ObjectInfo& o) {
   } else {
     add_line(out, "Go", "no: not a Go program (no .go.buildinfo or .gopclntab section)");
   }
+  if (o.unwind) add_line(out, "unwind", unwind_text(*o.unwind));
   return out;
 }
 
@@ -192,6 +209,19 @@ nlohmann::json object_info_json(const ObjectInfo& o) {
                                                         ? nullptr
                                                         : nlohmann::json(o.dwarf.compression)}};
   j["go"] = o.go ? go_json(*o.go) : nullptr;
+  if (o.unwind) {
+    const UnwindFacts& u = *o.unwind;
+    j["unwind"] = {{"source", u.source},
+                   {"rows", u.rows},
+                   {"rules", u.rules},
+                   {"fdes", u.fdes},
+                   {"unsupported", u.unsupported},
+                   {"signal_frames", u.signal_frames},
+                   {"from_cache", u.from_cache},
+                   {"milliseconds", u.milliseconds},
+                   {"cache_file", u.cache_file.empty() ? nullptr : nlohmann::json(u.cache_file)},
+                   {"error", u.error.empty() ? nullptr : nlohmann::json(u.error)}};
+  }
   return j;
 }
 
