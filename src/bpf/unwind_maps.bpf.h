@@ -31,7 +31,7 @@ struct {
 
 struct {
   __uint(type, BPF_MAP_TYPE_LPM_TRIE);
-  __uint(max_entries, 1 << 16);
+  __uint(max_entries, 1 << 18); /* ~100 a process: thousands of processes (allocated as used) */
   __uint(map_flags, BPF_F_NO_PREALLOC);
   __type(key, struct unwind_mapping_key);
   __type(value, struct unwind_mapping);

@@ -26,23 +26,34 @@ Result<void> UnwindFollower::listen(RingReader& reader) {
     auto pid = static_cast<pid_t>(r->tgid);
     if (r->kind == UNWIND_REQUEST_EXIT) {
       load_.erase(pid);
+      execed_.erase(pid);
       forget_.insert(pid);
     } else {
       forget_.erase(pid);
       load_.insert(pid);
+      if (r->kind == UNWIND_REQUEST_EXEC) execed_.insert(pid);
     }
   });
 }
 
 void UnwindFollower::serve() {
-  for (pid_t pid : forget_) maps_.forget(pid);
+  for (pid_t pid : forget_) {
+    maps_.forget(pid);
+    loaded_at_.erase(pid);
+  }
   forget_.clear();
-  // A process gone by now is forgotten by load_process itself.
+  auto now = std::chrono::steady_clock::now();
   for (pid_t pid : load_) {
+    auto at = loaded_at_.find(pid);
+    if (at != loaded_at_.end() && now - at->second < kReloadInterval && !execed_.contains(pid))
+      continue;  // the walker asks again while it still needs it
+    // A process gone by now is forgotten by load_process itself.
     (void)maps_.load_process(pid);
+    loaded_at_[pid] = now;
     ++reloads_;
   }
   load_.clear();
+  execed_.clear();
 }
 
 Result<std::vector<std::pair<std::string, uint64_t>>> UnwindFollower::walk_counts() const {

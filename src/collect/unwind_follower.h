@@ -7,6 +7,8 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <chrono>
+#include <map>
 #include <set>
 #include <string>
 #include <utility>
@@ -21,6 +23,8 @@ namespace uscope {
 
 class UnwindFollower {
  public:
+  static constexpr std::chrono::milliseconds kReloadInterval{100};
+
   explicit UnwindFollower(UnwindMaps& maps) : maps_(maps) {}
 
   // Reads the request ring through `reader` from now on.
@@ -36,7 +40,11 @@ class UnwindFollower {
 
  private:
   UnwindMaps& maps_;
-  std::set<pid_t> load_, forget_;
+  std::set<pid_t> load_, forget_, execed_;
+  // When each process was last loaded: a process asks again while a pc stays in no mapping it
+  // knows (a broken frame-pointer walk's garbage, a mapping /proc does not show yet), and is
+  // reloaded at most every kReloadInterval unless it exec'd.
+  std::map<pid_t, std::chrono::steady_clock::time_point> loaded_at_;
   uint64_t reloads_ = 0;
   uint64_t short_records_ = 0;
 };
