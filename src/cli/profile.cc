@@ -324,7 +324,10 @@ int run_profile(const ProfileOptions& o) {
   }
   if (!profile) return report_error(profile.error().message);
   print_profile_summary(*profile, stderr);
-  if (unwind && o.verbose) print_unwind_stats(unwind->stats(), stderr);
+  if (unwind && o.verbose) {
+    auto walks = follower->walk_counts();
+    print_unwind_stats(unwind->stats(), walks ? *walks : decltype(walks)::value_type{}, stderr);
+  }
   return kExitOk;
 }
 
