@@ -23,7 +23,7 @@ const volatile __u64 wakeup_bytes = 0;
  *   entries   ~100 bytes x 65536 (preallocated) with a return probe that needs its entry, else 1
  *   latency   512 bytes per TRACE_F_HISTOGRAM recipe, else 1 row
  *   aggregates ~700 bytes per distinct key, allocated as keys appear (up to --max-keys), else 1
- *   stack_traces 1 KiB per distinct user stack with a `ustack` key, else 1
+ *   stack_traces 1 KiB per distinct user stack with a `ustack` key, else 1 (preallocated)
  *   scratches ~3.5 KiB per CPU */
 struct {
   __uint(type, BPF_MAP_TYPE_ARRAY);
@@ -84,14 +84,13 @@ struct {
   __type(value, struct uscope_agg_value);
 } aggregates SEC(".maps");
 
-/* User stacks of `ustack` keys. Without BPF_F_REUSE_STACKID a stack whose hash bucket holds
- * another one fails (TC_STACK_COLLIDED) instead of replacing it: a row keyed by an id never
- * shows a stack it did not count. */
+/* User stacks of `ustack` keys, walked by unwind.bpf.h and keyed by their 64-bit hash (as
+ * profile.bpf.c's ustacks). A full table is counted (TC_STACK_TABLE_FULL). */
 struct {
-  __uint(type, BPF_MAP_TYPE_STACK_TRACE);
+  __uint(type, BPF_MAP_TYPE_HASH);
   __uint(max_entries, 1); /* resized when a recipe has TRACE_F_AGG_USTACK */
-  __uint(key_size, sizeof(__u32));
-  __uint(value_size, TRACE_MAX_FRAMES * sizeof(__u64));
+  __type(key, __u64);
+  __type(value, struct unwind_stack);
 } stack_traces SEC(".maps");
 
 /* The value a new key starts from (never written). */
@@ -502,16 +501,23 @@ static __always_inline void aggregate(struct pt_regs* ctx, struct scratch* s,
   s->key.stack_id = -1;
   bpf_probe_read_kernel(s->key.data, len, s->data);
   if (flags & TRACE_F_AGG_USTACK) {
-    long id = bpf_get_stackid(ctx, &stack_traces, BPF_F_USER_STACK);
-    if (id >= 0) {
-      s->key.stack_id = (__s32)id;
+    struct unwind_scratch* u = unwind_user_stack(s->ev.tgid, s->regs[UREG_RIP],
+                                                 s->regs[UREG_RSP], s->regs[UREG_RBP]);
+    if (u && u->stack.len) {
+      s->key.stack = u->hash;
+      long err = bpf_map_lookup_elem(&stack_traces, &u->hash)
+                     ? 0
+                     : bpf_map_update_elem(&stack_traces, &u->hash, &u->stack, BPF_NOEXIST);
+      if (err == 0 || err == -EEXIST) { /* EEXIST: another CPU stored it first */
+        s->key.stack_id = 0;
+      } else {
+        s->key.stack = 0;
+        count(ri, TC_STACK_FAILED);
+        count(ri, TC_STACK_TABLE_FULL);
+      }
     } else {
       count(ri, TC_STACK_FAILED);
-      if (id == -EEXIST) count(ri, TC_STACK_COLLIDED);
     }
-    if (flags & TRACE_F_AT_ENTRY)
-      bpf_probe_read_user(&s->key.return_address, 8,
-                          (void*)(s->regs[UREG_RSP] - (__s64)r->sp_delta));
   }
   __u64 v = s->agg_value;
   if (flags & TRACE_F_HISTOGRAM) v = s->ev.duration_ns; /* latency --by */

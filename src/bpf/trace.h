@@ -163,10 +163,9 @@ enum uscope_agg_mode {
 
 struct uscope_agg_key {
   __u32 slot;     /* which aggregation (recipe's agg_slot): several share the map */
-  __s32 stack_id; /* TRACE_F_AGG_USTACK: id in `stack_traces`, or -1 (counted TC_STACK_FAILED) */
-  /* TRACE_F_AGG_USTACK with TRACE_F_AT_ENTRY: *(entry rsp), the caller the frame-pointer walk
-   * skips in a prologue (as uscope_event.return_address) */
-  __u64 return_address;
+  __s32 stack_id; /* TRACE_F_AGG_USTACK: 0, the stack is in `stack_traces` under `stack`; or -1
+                     (counted TC_STACK_FAILED) */
+  __u64 stack;    /* TRACE_F_AGG_USTACK: the walked stack's hash (bpf/unwind.bpf.h) */
   __u8 data[TRACE_AGG_KEY_BYTES]; /* u64 values and (u32 length, bytes) strings, as in events */
 };
 
@@ -229,8 +228,8 @@ enum uscope_counter {
   TC_STACK_FAILED,   /* event written without its user stack: the capture failed */
   TC_TRUNCATED,      /* event written with at least one string cut (TRACE_STR_TRUNCATED) */
   TC_AGG_FULL,       /* TRACE_F_AGGREGATE: a new key found the `aggregates` map full: not counted */
-  TC_STACK_COLLIDED, /* TRACE_F_AGG_USTACK: the stack's hash bucket held another stack; counted
-                        under stack id -1 (also TC_STACK_FAILED), never under a wrong stack */
+  TC_STACK_TABLE_FULL, /* TRACE_F_AGG_USTACK: `stack_traces` had no room for a new stack; counted
+                          under stack id -1 (also TC_STACK_FAILED) */
   TC_ENTRY_REPEATED, /* TRACE_F_GOROUTINE: an entry of a call already recorded, which replaced it:
                         Go re-runs a function's first instruction after growing the goroutine's
                         stack (morestack). Not a new call */

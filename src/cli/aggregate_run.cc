@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <map>
+#include <memory>
 #include <optional>
 #include <utility>
 
@@ -12,6 +13,9 @@
 #include "collect/aggregates.h"
 #include "collect/overhead_meter.h"
 #include "collect/trace_program.h"
+#include "collect/unwind_follower.h"
+#include "discover/object_store.h"
+#include "discover/unwind_cache.h"
 #include "sink/overhead_output.h"
 #include "symbolize/symbol_text.h"
 #include "symbolize/symbolizer.h"
@@ -37,12 +41,12 @@ namespace {
 
 // Sums of the counters that say what the table does not hold.
 struct Losses {
-  uint64_t agg_full = 0, stack_failed = 0, stack_collided = 0, read_errors = 0, filtered = 0,
+  uint64_t agg_full = 0, stack_failed = 0, stack_table_full = 0, read_errors = 0, filtered = 0,
            no_entry = 0, malformed = 0, entry_save_failed = 0;
   void add(const RecipeCounters& c) {
     agg_full += c.agg_full;
     stack_failed += c.stack_failed;
-    stack_collided += c.stack_collided;
+    stack_table_full += c.stack_table_full;
     read_errors += c.read_errors;
     filtered += c.filtered;
     no_entry += c.no_entry;
@@ -75,8 +79,23 @@ int run_aggregation(Session& session, const SessionOptions& so, const MapOptions
   std::vector<AttachSite> sites;
   for (const auto& s : plan.sites) sites.push_back(s.attach);
   OverheadMeter meter(session.watch_pid());
-  auto program =
-      TraceProgram::load(plan.recipes, session.target_filter(), !so.no_multi, 0, ao.max_keys);
+  // ustack keys: stacks walked by CFI in the kernel, through tables loaded for the target.
+  UnwindCache unwind_cache("");
+  std::unique_ptr<UnwindMaps> unwind;
+  std::optional<UnwindFollower> follower;
+  if (ustack) {
+    unwind_cache = UnwindCache::open_default();
+    auto u = UnwindMaps::create(ObjectStore::shared(), &unwind_cache);
+    if (!u) return report_error(u.error().message);
+    unwind = std::move(*u);
+    pid_t pid = session.watch_pid();
+    auto r = session.launched() ? unwind->expect_exec(pid) : unwind->load_process(pid);
+    if (!r) return report_error(r.error().message);
+    follower.emplace(*unwind);
+    if (auto l = follower->listen_alone(); !l) return report_error(l.error().message);
+  }
+  auto program = TraceProgram::load(plan.recipes, session.target_filter(), !so.no_multi, 0,
+                                    ao.max_keys, unwind.get());
   if (!program) return report_error(program.error().message);
   if (auto r = program->attach(sites, true); !r)
     return report_error(session.explain_attach_failure(r.error(), sites).message);
@@ -114,11 +133,11 @@ int run_aggregation(Session& session, const SessionOptions& so, const MapOptions
   Losses last_losses;
   uint64_t interval = 0;
   // A stack is symbolized when first seen, while its process still runs (a -c command has often
-  // exited by the final table): by (stack id, return address), which name one stack.
+  // exited by the final table): by (stack id, stack hash), which name one stack.
   Symbolizer symbolizer;
   std::map<std::pair<int32_t, uint64_t>, std::vector<std::string>> stacks;
   auto symbolize = [&](const AggregateRow& row) -> const std::vector<std::string>* {
-    auto [it, fresh] = stacks.try_emplace({row.stack_id, row.return_address});
+    auto [it, fresh] = stacks.try_emplace({row.stack_id, row.stack});
     if (fresh) {
       auto addrs = program->user_stack(row);
       if (!addrs) {
@@ -158,7 +177,7 @@ int run_aggregation(Session& session, const SessionOptions& so, const MapOptions
       // Losses per interval too, so that they add up like the rows.
       shown.agg_full -= last_losses.agg_full;
       shown.stack_failed -= last_losses.stack_failed;
-      shown.stack_collided -= last_losses.stack_collided;
+      shown.stack_table_full -= last_losses.stack_table_full;
       shown.read_errors -= last_losses.read_errors;
       shown.no_entry -= last_losses.no_entry;
       shown.malformed -= last_losses.malformed;
@@ -167,7 +186,7 @@ int run_aggregation(Session& session, const SessionOptions& so, const MapOptions
     }
     t.not_counted = shown.agg_full;
     t.losses = {{"stack_failed", shown.stack_failed},
-                {"stack_collided", shown.stack_collided},
+                {"stack_table_full", shown.stack_table_full},
                 {"read_errors", shown.read_errors},
                 {"malformed", shown.malformed}};
     if (view.kind == "latency") {
@@ -211,7 +230,10 @@ int run_aggregation(Session& session, const SessionOptions& so, const MapOptions
   cb.interval = print;
   cb.output = &out;
   if (ustack) {
-    cb.drain = symbolize_new;  // on every wake-up of the loop (at least every 100 ms)
+    cb.drain = [&] {  // on every wake-up of the loop (at least every 100 ms)
+      follower->serve();
+      return symbolize_new();
+    };
     cb.data_poll = std::chrono::milliseconds(1);
   }
   cb.done = [&] {

@@ -1,7 +1,10 @@
 #include "collect/aggregates.h"
 
+#include "bpf/unwind.h"
+
 #include <bpf/bpf.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -26,7 +29,7 @@ Result<std::vector<AggregateRow>> read_aggregate_map(int map_fd) {
     AggregateRow row;
     row.slot = key.slot;
     row.stack_id = key.stack_id;
-    row.return_address = key.return_address;
+    row.stack = key.stack;
     std::memcpy(row.key.data(), key.data, sizeof(key.data));
     row.count = value.count;
     row.sum = value.sum;
@@ -38,18 +41,10 @@ Result<std::vector<AggregateRow>> read_aggregate_map(int map_fd) {
 
 Result<std::vector<uint64_t>> read_stack_trace(int stacks_fd, const AggregateRow& row) {
   if (row.stack_id < 0) return std::vector<uint64_t>{};
-  uint64_t frames[TRACE_MAX_FRAMES] = {};
-  auto id = static_cast<uint32_t>(row.stack_id);
-  if (bpf_map_lookup_elem(stacks_fd, &id, frames))
-    return fail_errno(errno, "cannot read user stack {}: {}", row.stack_id, std::strerror(errno));
-  std::vector<uint64_t> out;
-  for (uint64_t f : frames) {
-    if (!f) break;  // the kernel zero-fills past the last frame
-    out.push_back(f);
-  }
-  if (row.return_address && !out.empty() && (out.size() < 2 || out[1] != row.return_address))
-    out.insert(out.begin() + 1, row.return_address);
-  return out;
+  unwind_stack st{};
+  if (bpf_map_lookup_elem(stacks_fd, &row.stack, &st))
+    return fail_errno(errno, "cannot read user stack {:#x}: {}", row.stack, std::strerror(errno));
+  return std::vector<uint64_t>(st.frames, st.frames + std::min<uint32_t>(st.len, UNWIND_MAX_FRAMES));
 }
 
 Result<std::vector<PayloadValue>> decode_key(std::span<const OutputField> fields,
@@ -61,7 +56,7 @@ std::vector<AggregateRow> AggregateDeltas::advance(const std::vector<AggregateRo
   std::vector<AggregateRow> out;
   for (const auto& row : cumulative) {
     auto [it, fresh] =
-        last_.try_emplace(Id{row.slot, row.stack_id, row.return_address, row.key}, AggregateRow{});
+        last_.try_emplace(Id{row.slot, row.stack_id, row.stack, row.key}, AggregateRow{});
     AggregateRow& before = it->second;
     if (!fresh && row.count <= before.count) continue;
     if (fresh && row.count == 0) {

@@ -19,7 +19,7 @@ namespace uscope {
 struct AggregateRow {
   uint32_t slot = 0;
   int32_t stack_id = -1;
-  uint64_t return_address = 0;  // see uscope_agg_key
+  uint64_t stack = 0;  // the user stack's key in the stack table (see uscope_agg_key)
   std::array<uint8_t, TRACE_AGG_KEY_BYTES> key{};
   uint64_t count = 0;
   uint64_t sum = 0;               // two's complement sum of the values

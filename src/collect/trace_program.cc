@@ -59,7 +59,7 @@ Result<TraceProgram> TraceProgram::load(std::span<const uscope_recipe> recipes,
     return tl::unexpected(r.error());
   uint32_t flags = 0;
   for (const auto& r : recipes) flags |= r.flags;
-  if ((flags & TRACE_F_STACK) && unwind == nullptr)
+  if ((flags & (TRACE_F_STACK | TRACE_F_AGG_USTACK)) && unwind == nullptr)
     return fail("user stacks need the unwinder's maps");
   if (auto r = unwind ? unwind->share_with(*obj) : UnwindMaps::leave_unused(*obj); !r)
     return tl::unexpected(r.error());
@@ -133,7 +133,7 @@ Result<std::vector<RecipeCounters>> TraceProgram::counters() const {
     c.stack_failed = v[TC_STACK_FAILED];
     c.truncated = v[TC_TRUNCATED];
     c.agg_full = v[TC_AGG_FULL];
-    c.stack_collided = v[TC_STACK_COLLIDED];
+    c.stack_table_full = v[TC_STACK_TABLE_FULL];
   }
   return out;
 }

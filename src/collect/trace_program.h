@@ -29,7 +29,7 @@ struct RecipeCounters {
   uint64_t stack_failed = 0;    // written without its user stack
   uint64_t truncated = 0;       // written with a string cut
   uint64_t agg_full = 0;        // a new key found the aggregates map full: that hit not counted
-  uint64_t stack_collided = 0;  // a ustack key's stack collided in the stack map (stack_failed)
+  uint64_t stack_table_full = 0;  // a ustack key's stack found the stack table full (stack_failed)
 };
 
 class TraceProgram {

@@ -17,7 +17,18 @@ constexpr std::pair<unwind_stat, const char*> kStatNames[] = {
 }  // namespace
 
 Result<void> UnwindFollower::listen(RingReader& reader) {
-  return reader.add(maps_.request_ring_fd(), [this](const void* data, size_t size) {
+  return reader.add(maps_.request_ring_fd(), handler());
+}
+
+Result<void> UnwindFollower::listen_alone() {
+  auto r = RingReader::open(maps_.request_ring_fd(), handler());
+  if (!r) return tl::unexpected(r.error());
+  own_.emplace(std::move(*r));
+  return {};
+}
+
+RingReader::Handler UnwindFollower::handler() {
+  return [this](const void* data, size_t size) {
     if (size < sizeof(unwind_request)) {
       ++short_records_;
       return;
@@ -33,10 +44,11 @@ Result<void> UnwindFollower::listen(RingReader& reader) {
       load_.insert(pid);
       if (r->kind == UNWIND_REQUEST_EXEC) execed_.insert(pid);
     }
-  });
+  };
 }
 
 void UnwindFollower::serve() {
+  if (own_) (void)own_->consume_all();  // requests are few: merged below, rate-limited by BPF
   for (pid_t pid : forget_) {
     maps_.forget(pid);
     loaded_at_.erase(pid);

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <chrono>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -29,6 +30,8 @@ class UnwindFollower {
 
   // Reads the request ring through `reader` from now on.
   Result<void> listen(RingReader& reader);
+  // Or through a reader of its own, read by serve(): for a command with no ring of its own.
+  Result<void> listen_alone();
   // Loads (or drops) what the requests read since the last call asked for.
   void serve();
 
@@ -39,7 +42,10 @@ class UnwindFollower {
   uint64_t reloads() const { return reloads_; }
 
  private:
+  RingReader::Handler handler();
+
   UnwindMaps& maps_;
+  std::optional<RingReader> own_;
   std::set<pid_t> load_, forget_, execed_;
   // When each process was last loaded: a process asks again while a pc stays in no mapping it
   // knows (a broken frame-pointer walk's garbage, a mapping /proc does not show yet), and is

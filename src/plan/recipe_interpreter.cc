@@ -379,15 +379,12 @@ void aggregate(const uscope_recipe& r, const RecipeInput& in, const Machine& m, 
   out.key.stack_id = -1;
   std::memcpy(out.key.data, m.payload().data(), m.pos());
   if (r.flags & TRACE_F_AGG_USTACK) {
-    if (in.stack_id >= 0)
-      out.key.stack_id = static_cast<int32_t>(in.stack_id);
-    else
+    if (in.stack) {
+      out.key.stack_id = 0;
+      out.key.stack = *in.stack;
+    } else {
       out.stack_failed = true;
-    uint64_t ret = 0;
-    if ((r.flags & TRACE_F_AT_ENTRY) && in.read &&
-        in.read(in.regs[UREG_RSP] - static_cast<uint64_t>(static_cast<int64_t>(r.sp_delta)), &ret,
-                8))
-      out.key.return_address = ret;
+    }
   }
   out.value = r.flags & TRACE_F_HISTOGRAM ? in.duration_ns : m.value();
   if (r.agg_mode != TRACE_AGG_COUNT)

@@ -42,8 +42,9 @@ struct RecipeInput {
   // Return probes: the slots the entry half saved for this call; nullopt when none was recorded.
   std::optional<EntrySlots> entry{};
   uint64_t duration_ns = 0;  // return probes with an entry: time since it
-  // TRACE_F_AGG_USTACK: what bpf_get_stackid() returns (an id, or a negative errno).
-  int64_t stack_id = -1;
+  // TRACE_F_AGG_USTACK: the walked stack's hash, as stored in the stack table; nullopt when the
+  // walk or the store failed.
+  std::optional<uint64_t> stack;
   MemoryReader read{};  // none: every read fails
 };
 

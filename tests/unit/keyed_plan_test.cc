@@ -197,35 +197,21 @@ TEST(keyed_plan, latency_without_keys_still_records_the_entry_time) {
   EXPECT_EQ(c.entry->flags, static_cast<uint32_t>(TRACE_F_SAVE_ENTRY));
 }
 
-TEST(keyed_plan, ustack_key_takes_the_stack_id_and_counts_a_failure) {
+TEST(keyed_plan, ustack_key_takes_the_stack_and_counts_a_failure) {
   auto c = compile(spec_of("ustack,pid", ProbeKind::Entry), ProbeKind::Entry);
   EXPECT_TRUE(c.main.flags & TRACE_F_AGG_USTACK);
   EXPECT_EQ(c.key_fields.size(), 1u);
   RecipeInput in = call(0, 0);
-  in.stack_id = 12;
+  in.stack = 0x1234abcdu;
   auto r = interpret_recipe(c.main, in);
-  EXPECT_EQ(r.key.stack_id, 12);
+  EXPECT_EQ(r.key.stack_id, 0);
+  EXPECT_EQ(r.key.stack, 0x1234abcdu);
   EXPECT_FALSE(r.stack_failed);
-  in.stack_id = -17;  // -EEXIST: the bucket holds another stack
+  in.stack.reset();  // the walk failed, or the stack table was full
   r = interpret_recipe(c.main, in);
   EXPECT_EQ(r.key.stack_id, -1);
+  EXPECT_EQ(r.key.stack, 0u);
   EXPECT_TRUE(r.stack_failed);
-}
-
-TEST(keyed_plan, ustack_key_at_function_entry_keeps_the_caller_the_walk_skips) {
-  auto c = compile(spec_of("ustack", ProbeKind::Entry), ProbeKind::Entry, "p:c:f");
-  ASSERT_TRUE(c.main.flags & TRACE_F_AT_ENTRY);
-  RecipeInput in = call(0, 0);
-  in.stack_id = 3;
-  in.regs[UREG_RSP] = 0x7000;
-  in.read = [](uint64_t addr, void* dst, size_t len) {
-    uint64_t caller = 0x401234;
-    if (addr != 0x7000 || len != 8) return false;
-    std::memcpy(dst, &caller, 8);
-    return true;
-  };
-  auto r = interpret_recipe(c.main, in);
-  EXPECT_EQ(r.key.return_address, 0x401234u);
 }
 
 TEST(aggregate_deltas, each_interval_shows_the_growth_and_the_deltas_sum_to_the_total) {
