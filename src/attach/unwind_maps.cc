@@ -225,9 +225,21 @@ Result<void> UnwindMaps::load_process(pid_t pid) {
   int trie = object_.map_fd("unwind_mappings");
   std::vector<unwind_mapping_key> keys;
   for (const auto& [k, v] : entries) {
-    if (bpf_map_update_elem(trie, &k, &v, BPF_ANY))
-      return fail_errno(errno, "cannot add PID {}'s mappings to the unwinder: {}", pid,
-                        std::strerror(errno));
+    if (bpf_map_update_elem(trie, &k, &v, BPF_ANY)) {
+      int err = errno;
+      // What went in stays known, so that forget() removes it; the walker asks again later.
+      auto& known = keys_[pid];
+      for (const auto& k : keys) {
+        bool had = false;
+        for (const auto& o : known) had = had || same_key(k, o);
+        if (!had) {
+          known.push_back(k);
+          ++stats_.mapping_keys;
+        }
+      }
+      return fail_errno(err, "cannot add PID {}'s mappings to the unwinder: {}", pid,
+                        std::strerror(err));
+    }
     keys.push_back(k);
   }
   if (auto it = keys_.find(pid); it != keys_.end()) {
