@@ -60,8 +60,8 @@ Result<EncodedUnwindTable> encode_unwind_table(const UnwindTable& table, const R
   }
   uint64_t first_row = 1 + pages;
   out.entries.reserve(first_row + rows.size());
-  out.entries.push_back(entry_of(unwind_table_header{static_cast<uint32_t>(pages),
-                                                     static_cast<uint32_t>(rows.size())}));
+  out.entries.push_back(entry_of(
+      unwind_table_header{static_cast<uint32_t>(pages), static_cast<uint32_t>(rows.size())}));
   // Page p searches from the last row at or before its start to the last row before its end.
   size_t r = 0;
   for (uint64_t p = 0; p < pages; ++p) {
@@ -69,8 +69,8 @@ Result<EncodedUnwindTable> encode_unwind_table(const UnwindTable& table, const R
     while (r + 1 < rows.size() && rows[r + 1].pc <= start) ++r;
     size_t last = r;
     while (last + 1 < rows.size() && rows[last + 1].pc < end) ++last;
-    out.entries.push_back(entry_of(unwind_page{static_cast<uint32_t>(first_row + r),
-                                               static_cast<uint32_t>(last - r + 1)}));
+    out.entries.push_back(entry_of(
+        unwind_page{static_cast<uint32_t>(first_row + r), static_cast<uint32_t>(last - r + 1)}));
   }
   for (const unwind_row& row : rows) out.entries.push_back(entry_of(row));
   return out;

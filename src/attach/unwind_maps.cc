@@ -23,8 +23,8 @@ namespace {
 
 constexpr size_t kMaxErrorsKept = 8;
 // The maps every walking object shares (unwind_maps.bpf.h); unwind_scratch stays its own.
-constexpr const char* kSharedMaps[] = {"unwind_tables",   "unwind_rules",    "unwind_mappings",
-                                       "unwind_procs",    "unwind_requests", "unwind_stats"};
+constexpr const char* kSharedMaps[] = {"unwind_tables", "unwind_rules",    "unwind_mappings",
+                                       "unwind_procs",  "unwind_requests", "unwind_stats"};
 
 // The vDSO as this process has it: the kernel maps the same image into every process.
 Result<ElfFile> own_vdso() {
@@ -92,8 +92,12 @@ Result<void> UnwindMaps::leave_unused(BpfObject& object) {
   return {};
 }
 
-int UnwindMaps::request_ring_fd() const { return object_.map_fd("unwind_requests"); }
-int UnwindMaps::stats_map_fd() const { return object_.map_fd("unwind_stats"); }
+int UnwindMaps::request_ring_fd() const {
+  return object_.map_fd("unwind_requests");
+}
+int UnwindMaps::stats_map_fd() const {
+  return object_.map_fd("unwind_stats");
+}
 
 std::optional<uint32_t> UnwindMaps::rule_index(const UnwindRule& rule) {
   if (auto it = rules_.find(rule); it != rules_.end()) return it->second;
@@ -117,8 +121,8 @@ namespace {
 Result<int> create_table_map(const EncodedUnwindTable& encoded) {
   LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = BPF_F_INNER_MAP | BPF_F_MMAPABLE);
   auto n = static_cast<uint32_t>(encoded.entries.size());
-  int fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "unwind_table", sizeof(uint32_t), sizeof(uint64_t),
-                          n, &opts);
+  int fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "unwind_table", sizeof(uint32_t), sizeof(uint64_t), n,
+                          &opts);
   if (fd < 0) return fail_errno(errno, "cannot create its table map: {}", std::strerror(errno));
   size_t bytes = n * sizeof(uint64_t);
   size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
@@ -177,7 +181,8 @@ UnwindMaps::Table UnwindMaps::table_of(StoredObject& object, const std::string& 
     stats_.build_time += us;
   }
   if (got->cache_error && stats_.errors.size() < kMaxErrorsKept)
-    stats_.errors.push_back(fmt::format("{}: not cached: {}", display_path, got->cache_error->message));
+    stats_.errors.push_back(
+        fmt::format("{}: not cached: {}", display_path, got->cache_error->message));
   Table t = install(*got->table, display_path);
   return tables_[object.key()] = t;
 }

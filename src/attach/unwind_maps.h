@@ -37,16 +37,16 @@ class UnwindCache;
 
 // What the tables cost and where they came from, for -v and the benchmarks.
 struct UnwindLoadStats {
-  size_t processes = 0;          // loaded now
-  size_t tables = 0;             // objects with a table in the maps
+  size_t processes = 0;              // loaded now
+  size_t tables = 0;                 // objects with a table in the maps
   size_t frame_pointer_objects = 0;  // objects mapped without CFI: walked by frame pointer
-  size_t failed = 0;             // objects whose table could not be built or loaded (see errors)
-  uint64_t rows = 0;             // rows in the maps
-  uint64_t table_bytes = 0;      // bytes of table entries in the maps (excluding map overhead)
-  size_t rules = 0;              // distinct rules
+  size_t failed = 0;         // objects whose table could not be built or loaded (see errors)
+  uint64_t rows = 0;         // rows in the maps
+  uint64_t table_bytes = 0;  // bytes of table entries in the maps (excluding map overhead)
+  size_t rules = 0;          // distinct rules
   size_t built = 0, from_cache = 0;  // tables built from CFI / read from the cache this session
   std::chrono::microseconds build_time{0}, cache_time{0};
-  size_t mapping_keys = 0;       // LPM entries
+  size_t mapping_keys = 0;          // LPM entries
   std::vector<std::string> errors;  // one line per object that failed, first few
 };
 

@@ -110,8 +110,7 @@ static __always_inline __s32 stack_or_loss(long id, __u32 failed, __u32 collided
  * registers user space was interrupted at; the stack is stored by its hash, which goes in the key.
  * A walk that ends early keeps the frames it found and says why (its end reason is counted). */
 static __always_inline __s32 collect_user_stack(struct bpf_perf_event_data* ctx,
-                                                struct task_struct* task, __u32 tgid,
-                                                __u64* hash) {
+                                                struct task_struct* task, __u32 tgid, __u64* hash) {
   if (!user_stacks) return PROFILE_STACK_NONE;
   if (!BPF_CORE_READ(task, mm)) return PROFILE_STACK_NONE; /* a kernel thread */
   __u64 pc, sp, bp;

@@ -11,8 +11,9 @@
 #define PROFILE_MAX_FRAMES 127 /* frames per stack: perf's default kernel.perf_event_max_stack */
 
 /* A key's stack id when there is no stack to look up (ids >= 0 index the stack map). */
-#define PROFILE_STACK_NONE -1     /* not asked for (-U/-K), or none: a kernel thread's user stack */
-#define PROFILE_STACK_FAILED -2   /* the kernel could not take it (no frame-pointer chain, EFAULT) \
+#define PROFILE_STACK_NONE -1 /* not asked for (-U/-K), or none: a kernel thread's user stack */
+#define PROFILE_STACK_FAILED                                                                       \
+  -2                              /* the kernel could not take it (no frame-pointer chain, EFAULT) \
                                    */
 #define PROFILE_STACK_COLLIDED -3 /* its bucket in the stack map held another stack */
 #define PROFILE_STACK_HASHED -4   /* a user stack: in `ustacks` under profile_key.user_stack */

@@ -501,8 +501,8 @@ static __always_inline void aggregate(struct pt_regs* ctx, struct scratch* s,
   s->key.stack_id = -1;
   bpf_probe_read_kernel(s->key.data, len, s->data);
   if (flags & TRACE_F_AGG_USTACK) {
-    struct unwind_scratch* u = unwind_user_stack(s->ev.tgid, s->regs[UREG_RIP],
-                                                 s->regs[UREG_RSP], s->regs[UREG_RBP]);
+    struct unwind_scratch* u =
+        unwind_user_stack(s->ev.tgid, s->regs[UREG_RIP], s->regs[UREG_RSP], s->regs[UREG_RBP]);
     if (u && u->stack.len) {
       s->key.stack = u->hash;
       long err = bpf_map_lookup_elem(&stack_traces, &u->hash)
@@ -648,8 +648,8 @@ static __always_inline int run(struct pt_regs* ctx) {
   if (flags & TRACE_F_STACK) {
     /* The stack travels in the event: nothing to free, no ids to collide, no map to fill. It is
      * walked by CFI (unwind.bpf.h) from the probe's registers; how the walk ended goes along. */
-    struct unwind_scratch* u = unwind_user_stack(s->ev.tgid, s->regs[UREG_RIP],
-                                                 s->regs[UREG_RSP], s->regs[UREG_RBP]);
+    struct unwind_scratch* u =
+        unwind_user_stack(s->ev.tgid, s->regs[UREG_RIP], s->regs[UREG_RSP], s->regs[UREG_RBP]);
     __u32 n = u ? u->stack.len : 0;
     if (n > TRACE_MAX_FRAMES) n = TRACE_MAX_FRAMES;
     if (n > 0 && u && bpf_probe_read_kernel(&s->data[len], n * 8, u->stack.frames) == 0) {

@@ -222,17 +222,17 @@ enum uscope_counter {
   TC_READ_ERRORS, /* a user memory read failed (value shown as 0 / empty string) */
   TC_NO_ENTRY,    /* return without a recorded entry */
   TC_ENTRY_SAVE_FAILED,
-  TC_MATCHED,        /* return matched with its entry (latency histogram) */
-  TC_MALFORMED,      /* event dropped: malformed recipe (stack machine misuse, bad op) or an event
-                        larger than TRACE_MAX_DATA */
-  TC_STACK_FAILED,   /* event written without its user stack: the capture failed */
-  TC_TRUNCATED,      /* event written with at least one string cut (TRACE_STR_TRUNCATED) */
-  TC_AGG_FULL,       /* TRACE_F_AGGREGATE: a new key found the `aggregates` map full: not counted */
+  TC_MATCHED,      /* return matched with its entry (latency histogram) */
+  TC_MALFORMED,    /* event dropped: malformed recipe (stack machine misuse, bad op) or an event
+                      larger than TRACE_MAX_DATA */
+  TC_STACK_FAILED, /* event written without its user stack: the capture failed */
+  TC_TRUNCATED,    /* event written with at least one string cut (TRACE_STR_TRUNCATED) */
+  TC_AGG_FULL,     /* TRACE_F_AGGREGATE: a new key found the `aggregates` map full: not counted */
   TC_STACK_TABLE_FULL, /* TRACE_F_AGG_USTACK: `stack_traces` had no room for a new stack; counted
                           under stack id -1 (also TC_STACK_FAILED) */
-  TC_ENTRY_REPEATED, /* TRACE_F_GOROUTINE: an entry of a call already recorded, which replaced it:
-                        Go re-runs a function's first instruction after growing the goroutine's
-                        stack (morestack). Not a new call */
+  TC_ENTRY_REPEATED,   /* TRACE_F_GOROUTINE: an entry of a call already recorded, which replaced it:
+                          Go re-runs a function's first instruction after growing the goroutine's
+                          stack (morestack). Not a new call */
   TRACE_NUM_COUNTERS
 };
 

@@ -20,7 +20,7 @@ struct unwind_scratch {
   __u32 tgid;
   __u32 exact_pc; /* pc is where the thread was, not a return address (no -1 for the lookup) */
   __u32 have_mapping;
-  __u32 fp_only; /* the process's tables are not loaded: frame pointers only */
+  __u32 fp_only;                 /* the process's tables are not loaded: frame pointers only */
   struct unwind_mapping mapping; /* the last one found: frames in one object reuse it */
 };
 
@@ -91,7 +91,7 @@ static __always_inline const struct unwind_rule* unwind_find_rule(__u32 table, _
 }
 
 static __always_inline const struct unwind_mapping* unwind_mapping_of(struct unwind_scratch* s,
-                                                                     __u64 pc) {
+                                                                      __u64 pc) {
   if (s->have_mapping && pc >= s->mapping.start && pc < s->mapping.end) return &s->mapping;
   struct unwind_mapping_key key = {
       .prefixlen = 96, .tgid = __builtin_bswap32(s->tgid), .address = __builtin_bswap64(pc)};
@@ -147,8 +147,7 @@ static long unwind_step(__u64 index, void* unused) {
     case UNWIND_CFA_SIGNAL:
       /* The kernel's signal frame: the interrupted rsp, rbp and pc in the saved context. */
       if (!rule || unwind_read(&cfa, sp + rule->cfa_offset) ||
-          unwind_read(&caller_bp, sp + rule->rbp_offset) ||
-          unwind_read(&ra, sp + rule->ra_offset))
+          unwind_read(&caller_bp, sp + rule->rbp_offset) || unwind_read(&ra, sp + rule->ra_offset))
         return unwind_end(s, UNWIND_END_READ_FAILED);
       unwind_count(UNWIND_STAT_FRAMES_CFI);
       s->pc = ra;

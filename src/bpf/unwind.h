@@ -21,9 +21,9 @@
 #include <linux/types.h>
 #endif
 
-#define UNWIND_MAX_FRAMES 127 /* frames per stack: perf's default kernel.perf_event_max_stack */
-#define UNWIND_PAGE_BITS 8    /* a page entry per 256 bytes of code: <= 257 rows to search */
-#define UNWIND_MAX_SEARCH 10  /* binary-search steps that cover 257 rows */
+#define UNWIND_MAX_FRAMES 127  /* frames per stack: perf's default kernel.perf_event_max_stack */
+#define UNWIND_PAGE_BITS 8     /* a page entry per 256 bytes of code: <= 257 rows to search */
+#define UNWIND_MAX_SEARCH 10   /* binary-search steps that cover 257 rows */
 #define UNWIND_MAX_TABLES 8192 /* objects with a table loaded at once */
 #define UNWIND_MAX_RULES 65536
 
@@ -49,9 +49,9 @@ enum unwind_rbp_kind {
 };
 
 struct unwind_rule {
-  __u8 cfa_kind;     /* enum unwind_cfa_kind */
-  __u8 rbp_kind;     /* enum unwind_rbp_kind */
-  __s16 ra_offset;   /* the return address is at CFA + ra_offset (-8 on x86-64) */
+  __u8 cfa_kind;   /* enum unwind_cfa_kind */
+  __u8 rbp_kind;   /* enum unwind_rbp_kind */
+  __s16 ra_offset; /* the return address is at CFA + ra_offset (-8 on x86-64) */
   __s32 cfa_offset;
   __s32 rbp_offset;
 };
@@ -81,7 +81,7 @@ struct unwind_mapping_key {
   __u64 address;
 };
 
-#define UNWIND_TABLE_FP 0xffffffffu /* no table: unwind by frame pointer (JIT code, no CFI) */
+#define UNWIND_TABLE_FP 0xffffffffu      /* no table: unwind by frame pointer (JIT code, no CFI) */
 #define UNWIND_TABLE_PENDING 0xfffffffeu /* a table not loaded (it failed, or had no room) */
 
 struct unwind_mapping {
@@ -93,22 +93,22 @@ struct unwind_mapping {
 
 /* Why a walk ended: one per stack, counted. */
 enum unwind_end {
-  UNWIND_END_ENTRY = 0,      /* reached the thread's entry (CFI marks its return address
-                              * undefined): the stack is complete */
-  UNWIND_END_TRUNCATED,      /* UNWIND_MAX_FRAMES frames and more above */
-  UNWIND_END_FP_ZERO,        /* a frame-pointer walk (no CFI, or tables not loaded yet) reached
-                              * rbp 0: complete if the code kept frame pointers */
-  UNWIND_END_UNSUPPORTED,    /* a CFI rule uscope does not evaluate */
-  UNWIND_END_READ_FAILED,    /* a return address or saved rbp could not be read */
-  UNWIND_END_BAD_FRAME,      /* the CFA did not move up the stack, or a zero return address */
+  UNWIND_END_ENTRY = 0,   /* reached the thread's entry (CFI marks its return address
+                           * undefined): the stack is complete */
+  UNWIND_END_TRUNCATED,   /* UNWIND_MAX_FRAMES frames and more above */
+  UNWIND_END_FP_ZERO,     /* a frame-pointer walk (no CFI, or tables not loaded yet) reached
+                           * rbp 0: complete if the code kept frame pointers */
+  UNWIND_END_UNSUPPORTED, /* a CFI rule uscope does not evaluate */
+  UNWIND_END_READ_FAILED, /* a return address or saved rbp could not be read */
+  UNWIND_END_BAD_FRAME,   /* the CFA did not move up the stack, or a zero return address */
   UNWIND_NUM_ENDS
 };
 
 /* A walked stack, as the walker leaves it in its per-CPU scratch and as profile.bpf.c stores it
  * (ustacks, keyed by its hash). */
 struct unwind_stack {
-  __u32 len; /* frames */
-  __u32 end; /* enum unwind_end */
+  __u32 len;                       /* frames */
+  __u32 end;                       /* enum unwind_end */
   __u64 frames[UNWIND_MAX_FRAMES]; /* innermost first: the pc, then return addresses */
 };
 
@@ -120,9 +120,9 @@ enum unwind_proc_state {
 };
 
 struct unwind_proc {
-  __u32 state;         /* enum unwind_proc_state */
+  __u32 state; /* enum unwind_proc_state */
   __u32 reserved;
-  __u64 requested_ns;  /* when the walker last asked user space (requests are rate-limited) */
+  __u64 requested_ns; /* when the walker last asked user space (requests are rate-limited) */
 };
 
 /* A request to user space (the unwind_requests ring): read this process's maps (again). */
@@ -145,7 +145,7 @@ enum unwind_stat {
   UNWIND_STAT_FRAMES_FP,                    /* frames unwound by frame pointer (no CFI) */
   UNWIND_STAT_FRAMES_UNLOADED, /* frames unwound by frame pointer while their tables load: a new
                                 * process, a pc in no known mapping (a dlopen), an exec */
-  UNWIND_STAT_REQUESTS_LOST,                /* requests the ring had no room for */
+  UNWIND_STAT_REQUESTS_LOST,   /* requests the ring had no room for */
   UNWIND_NUM_STATS
 };
 

@@ -155,7 +155,8 @@ struct ProfileRun {
       if (!walks) return tl::unexpected(walks.error());
       // Every walk that did not reach its thread's entry, by why it stopped.
       for (auto& [name, n] : *walks)
-        if (name != "entry" && name.rfind("frames_", 0) != 0) p.losses.emplace_back("walk_" + name, n);
+        if (name != "entry" && name.rfind("frames_", 0) != 0)
+          p.losses.emplace_back("walk_" + name, n);
     }
     p.frequency_hz = options.frequency_hz;
     p.start_unix_ns = start_unix_ns;

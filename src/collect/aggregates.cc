@@ -44,7 +44,8 @@ Result<std::vector<uint64_t>> read_stack_trace(int stacks_fd, const AggregateRow
   unwind_stack st{};
   if (bpf_map_lookup_elem(stacks_fd, &row.stack, &st))
     return fail_errno(errno, "cannot read user stack {:#x}: {}", row.stack, std::strerror(errno));
-  return std::vector<uint64_t>(st.frames, st.frames + std::min<uint32_t>(st.len, UNWIND_MAX_FRAMES));
+  return std::vector<uint64_t>(st.frames,
+                               st.frames + std::min<uint32_t>(st.len, UNWIND_MAX_FRAMES));
 }
 
 Result<std::vector<PayloadValue>> decode_key(std::span<const OutputField> fields,

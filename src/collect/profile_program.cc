@@ -22,12 +22,9 @@ constexpr uint32_t kStackSlotsHost = 16384;
 
 // The stable names of the counters that are losses, as Profile::losses carries them.
 constexpr std::pair<profile_counter, const char*> kLossNames[] = {
-    {PC_USER_FAILED, "user_stack_failed"},
-    {PC_KERNEL_FAILED, "kernel_stack_failed"},
-    {PC_KERNEL_COLLIDED, "kernel_stack_collided"},
-    {PC_MAP_FULL, "map_full"},
-    {PC_NEW_PROCESS_LOST, "process_record_lost"},
-    {PC_USER_STACKS_FULL, "user_stacks_full"},
+    {PC_USER_FAILED, "user_stack_failed"},         {PC_KERNEL_FAILED, "kernel_stack_failed"},
+    {PC_KERNEL_COLLIDED, "kernel_stack_collided"}, {PC_MAP_FULL, "map_full"},
+    {PC_NEW_PROCESS_LOST, "process_record_lost"},  {PC_USER_STACKS_FULL, "user_stacks_full"},
 };
 
 StackStatus status_of_id(int32_t id) {

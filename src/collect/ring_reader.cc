@@ -47,7 +47,8 @@ int RingReader::on_sample(void* ctx, void* data, size_t size) {
 Result<void> RingReader::add(int ringbuf_fd, Handler handler) {
   if (ringbuf_fd < 0) return fail("cannot open the ring buffer: no such map");
   auto extra = std::make_unique<Extra>(Extra{state_.get(), std::move(handler)});
-  if (int err = ring_buffer__add(ring_.get(), ringbuf_fd, &RingReader::on_extra_sample, extra.get()))
+  if (int err =
+          ring_buffer__add(ring_.get(), ringbuf_fd, &RingReader::on_extra_sample, extra.get()))
     return fail_errno(-err, "cannot open the ring buffer: {}", std::strerror(-err));
   extras_.push_back(std::move(extra));
   return {};

@@ -30,7 +30,7 @@ TraceProgram::~TraceProgram() = default;
 Result<TraceProgram> TraceProgram::load(std::span<const uscope_recipe> recipes,
                                         const TargetFilter& target, bool use_multi,
                                         uint32_t ring_bytes, uint32_t agg_keys,
-                                       const UnwindMaps* unwind) {
+                                        const UnwindMaps* unwind) {
   if (recipes.empty()) return fail("nothing to trace");
   // The recipe interpreter runs its ops with bpf_loop(): without it the verifier would reject
   // the program with a log no user can act on.

@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "attach/bpf_loader.h"
+#include "attach/unwind_maps.h"
 #include "bpf/trace.h"
 #include "collect/aggregates.h"
-#include "attach/unwind_maps.h"
 #include "collect/ring_reader.h"
 #include "util/result.h"
 
@@ -24,11 +24,11 @@ namespace uscope {
 struct RecipeCounters {
   uint64_t hits = 0, emitted = 0, lost = 0, filtered = 0, read_errors = 0, no_entry = 0,
            entry_save_failed = 0, matched = 0;
-  uint64_t entry_repeated = 0;  // Go: entries run again for a recorded call (TC_ENTRY_REPEATED)
-  uint64_t malformed = 0;       // malformed recipe or oversized event: dropped
-  uint64_t stack_failed = 0;    // written without its user stack
-  uint64_t truncated = 0;       // written with a string cut
-  uint64_t agg_full = 0;        // a new key found the aggregates map full: that hit not counted
+  uint64_t entry_repeated = 0;    // Go: entries run again for a recorded call (TC_ENTRY_REPEATED)
+  uint64_t malformed = 0;         // malformed recipe or oversized event: dropped
+  uint64_t stack_failed = 0;      // written without its user stack
+  uint64_t truncated = 0;         // written with a string cut
+  uint64_t agg_full = 0;          // a new key found the aggregates map full: that hit not counted
   uint64_t stack_table_full = 0;  // a ustack key's stack found the stack table full (stack_failed)
 };
 

@@ -6,8 +6,8 @@
 // each stack ended, how its frames were found.
 #include <sys/types.h>
 
-#include <cstdint>
 #include <chrono>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <set>

@@ -1,8 +1,8 @@
 #pragma once
 // What the unwinder's tables cost and where they came from (attach/unwind_maps.h), for -v: one
 // line, then one per object whose table failed.
-#include <cstdio>
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <utility>
 #include <vector>
@@ -14,7 +14,6 @@ namespace uscope {
 std::string unwind_stats_text(const UnwindLoadStats& stats);
 // `walks`: UnwindFollower::walk_counts(), whose frame counts make a second line.
 void print_unwind_stats(const UnwindLoadStats& stats,
-                        const std::vector<std::pair<std::string, uint64_t>>& walks,
-                        std::FILE* out);
+                        const std::vector<std::pair<std::string, uint64_t>>& walks, std::FILE* out);
 
 }  // namespace uscope

@@ -315,8 +315,8 @@ std::vector<Frame> Symbolizer::symbolize(pid_t pid, std::span<const uint64_t> ad
     if (n.miss == FrameMiss::Unmapped && gone) n.miss = FrameMiss::ProcessGone;
     frames.push_back(resolve(n, addresses[i], lookup, state, perf_map_reread));
     if (frames.back().miss == FrameMiss::UnknownAddress && lookup != addresses[i])
-      if (Frame at = resolve(normalize(state->maps, addresses[i]), addresses[i], addresses[i], state,
-                             perf_map_reread);
+      if (Frame at = resolve(normalize(state->maps, addresses[i]), addresses[i], addresses[i],
+                             state, perf_map_reread);
           at.miss == FrameMiss::None)
         frames.back() = std::move(at);  // a signal trampoline: see lookup_address()
   }

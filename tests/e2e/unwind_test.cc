@@ -44,10 +44,10 @@ TEST(unwind, no_frame_pointer_fixture_reaches_every_thread_entry) {
   EXPECT_GE(complete_share(r.err), 0.99) << r.err << r.out;
   // The whole chain, through a VLA's rbp-based frame and a function using every callee-saved
   // register, on the main thread and on the pthreads.
-  const std::string chain = "spin_loop;spin_level1;spin_level2;spin_level2;spin_level2;spin_level2;"
-                            "spin_level3;spin_level4;spin_level5;";
-  EXPECT_GT(share_with(lines, "_start;__libc_start_main;__libc_start_call_main;main;" + chain),
-            0.1)
+  const std::string chain =
+      "spin_loop;spin_level1;spin_level2;spin_level2;spin_level2;spin_level2;"
+      "spin_level3;spin_level4;spin_level5;";
+  EXPECT_GT(share_with(lines, "_start;__libc_start_main;__libc_start_call_main;main;" + chain), 0.1)
       << r.out;
   EXPECT_GT(share_with(lines, "start_thread;spin_thread;" + chain), 0.2) << r.out;
   // Across the PLT into the no-frame-pointer library.
@@ -65,9 +65,10 @@ TEST(unwind, signal_handler_stacks_cross_the_signal_frame) {
   EXPECT_GE(complete_share(r.err), 0.99) << r.err << r.out;
   // From the handler through the kernel's signal frame (__restore_rt's CFI) to the code it
   // interrupted, and on to _start.
-  EXPECT_GT(share_with(parse_folded(r.out), "_start;__libc_start_main;__libc_start_call_main;main;"
-                                            "interrupted_outer;interrupted_leaf;__restore_rt;"
-                                            "on_sigprof;handler_spin;"),
+  EXPECT_GT(share_with(parse_folded(r.out),
+                       "_start;__libc_start_main;__libc_start_call_main;main;"
+                       "interrupted_outer;interrupted_leaf;__restore_rt;"
+                       "on_sigprof;handler_spin;"),
             0.5)
       << r.out;
 }
@@ -93,8 +94,8 @@ TEST(unwind, redis_under_load_reaches_its_entry) {
   GatedProcess server({"/usr/bin/redis-server", "--port", std::to_string(port), "--bind",
                        "127.0.0.1", "--save", "", "--appendonly", "no"});
   ASSERT_TRUE(wait_for_port(port)) << "redis-server did not start";
-  RunningCommand load({"redis-benchmark", "-p", std::to_string(port), "-q", "-l", "-t", "set,get",
-                       "-c", "50"});
+  RunningCommand load(
+      {"redis-benchmark", "-p", std::to_string(port), "-q", "-l", "-t", "set,get", "-c", "50"});
   ASSERT_TRUE(wait_until("redis-benchmark's first 10,000 commands", [&] {
     auto info = shell("redis-cli -p " + std::to_string(port) + " info stats");
     auto at = info.find("total_commands_processed:");
@@ -116,8 +117,9 @@ TEST(unwind, library_dlopened_mid_profile_unwinds) {
   ASSERT_TRUE(wait_for_links(profiler.pid(), "profile_sample"));
   target.start();  // it dlopen()s libnofp_late.so and spins there
   ASSERT_TRUE(target.wait_for_line("loaded"));
-  const std::string late = "_start;__libc_start_main;__libc_start_call_main;main;run_late;"
-                           "late_outer;late_middle;late_leaf;";
+  const std::string late =
+      "_start;__libc_start_main;__libc_start_call_main;main;run_late;"
+      "late_outer;late_middle;late_leaf;";
   EXPECT_TRUE(wait_until("the library's frames unwound to _start in the rewritten profile",
                          [&] { return share_with(parse_folded(read_file(out)), late) > 0; }));
   profiler.signal(SIGINT);
@@ -132,8 +134,9 @@ TEST(unwind, trace_shows_complete_stacks_without_frame_pointers) {
   USCOPE_REQUIRE_ROOT();
   RunningCommand target({fixture("unwind/nofp_spin")});
   ASSERT_TRUE(target.wait_for_output("ready"));
-  auto r = uscope({"trace", "-U", "-M", "20", "--format", "json", "-p",
-                   std::to_string(target.pid()), "p:" + fixture("unwind/nofp_spin") + ":spin_leaf"});
+  auto r =
+      uscope({"trace", "-U", "-M", "20", "--format", "json", "-p", std::to_string(target.pid()),
+              "p:" + fixture("unwind/nofp_spin") + ":spin_leaf"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   size_t events = 0;
   for (const auto& e : json_lines(r.out)) {

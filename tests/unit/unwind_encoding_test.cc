@@ -134,10 +134,10 @@ void expect_tiles(uint32_t tgid, uint64_t start, uint64_t end) {
 }
 
 TEST(UnwindEncoding, LpmKeysTileTheRange) {
-  expect_tiles(42, 0x559946fd8000, 0x559946fd9000);                // one page
-  expect_tiles(42, 0x7fb7f5bbf000, 0x7fb7f5d15000);                // libc's text
-  expect_tiles(7, 0x1000, 0x7ffffffff000);                         // almost everything
-  expect_tiles(7, 0xffffffffff600000, 0xffffffffff601000);         // up to the top
+  expect_tiles(42, 0x559946fd8000, 0x559946fd9000);         // one page
+  expect_tiles(42, 0x7fb7f5bbf000, 0x7fb7f5d15000);         // libc's text
+  expect_tiles(7, 0x1000, 0x7ffffffff000);                  // almost everything
+  expect_tiles(7, 0xffffffffff600000, 0xffffffffff601000);  // up to the top
   EXPECT_EQ(1u, lpm_keys(1, 0x10000, 0x20000).size());
 }
 
