@@ -21,6 +21,7 @@ struct unwind_scratch {
   __u32 exact_pc; /* pc is where the thread was, not a return address (no -1 for the lookup) */
   __u32 have_mapping;
   __u32 fp_only;                 /* the process's tables are not loaded: frame pointers only */
+  __u32 unloaded;                /* a frame was walked by frame pointer for want of its table */
   struct unwind_mapping mapping; /* the last one found: frames in one object reuse it */
 };
 
@@ -132,6 +133,7 @@ static long unwind_step(__u64 index, void* unused) {
   }
   if (!m || m->table == UNWIND_TABLE_PENDING) {
     unwind_count(UNWIND_STAT_FRAMES_UNLOADED);
+    s->unloaded = 1;
   } else if (m->table != UNWIND_TABLE_FP) {
     /* A return address is the instruction after a call: the call itself is at pc - 1 (a call
      * that does not return may be the last instruction of its function). */
@@ -210,6 +212,7 @@ static __always_inline struct unwind_scratch* unwind_user_stack(__u32 tgid, __u6
   s->exact_pc = 1;
   s->have_mapping = 0;
   s->fp_only = 0;
+  s->unloaded = 0;
   s->hash = 0xcbf29ce484222325ull;
 
   /* A process whose tables are not loaded (never seen, or exec'd: its old ones no longer apply)
@@ -218,6 +221,9 @@ static __always_inline struct unwind_scratch* unwind_user_stack(__u32 tgid, __u6
   s->fp_only = !proc || proc->state != UNWIND_PROC_LOADED;
   if (s->fp_only) unwind_request(tgid, proc);
   bpf_loop(UNWIND_MAX_FRAMES + 1, unwind_step, 0, 0);
+  /* A walk cut short after guessing by frame pointer says so, not how the guess failed. */
+  if (s->unloaded && s->stack.end != UNWIND_END_ENTRY && s->stack.end != UNWIND_END_FP_ZERO)
+    s->stack.end = UNWIND_END_UNLOADED;
   __u32 end = s->stack.end;
   if (end < UNWIND_NUM_ENDS) unwind_count(end);
   s->hash = (s->hash ^ ((__u64)end << 32 | s->stack.len)) * 0x100000001b3ull;

@@ -101,6 +101,8 @@ enum unwind_end {
   UNWIND_END_UNSUPPORTED, /* a CFI rule uscope does not evaluate */
   UNWIND_END_READ_FAILED, /* a return address or saved rbp could not be read */
   UNWIND_END_BAD_FRAME,   /* the CFA did not move up the stack, or a zero return address */
+  UNWIND_END_UNLOADED,    /* stopped after a frame walked by frame pointer because its table was
+                           * not loaded yet (a new process, a dlopen, an exec) */
   UNWIND_NUM_ENDS
 };
 

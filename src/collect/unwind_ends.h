@@ -10,14 +10,17 @@
 namespace uscope {
 
 inline constexpr const char* kUnwindEndNames[UNWIND_NUM_ENDS] = {
-    "entry", "truncated", "fp_chain_end", "unsupported_cfi", "read_failed", "bad_frame"};
+    "entry",       "truncated", "fp_chain_end", "unsupported_cfi",
+    "read_failed", "bad_frame", "unloaded"};
 
-inline constexpr const char* kUnwindEndTexts[UNWIND_NUM_ENDS] = {"complete",
-                                                                 "cut at 127 frames",
-                                                                 "frame-pointer chain ended",
-                                                                 "cut: CFI rule not evaluated",
-                                                                 "cut: stack unreadable",
-                                                                 "cut: broken frame"};
+inline constexpr const char* kUnwindEndTexts[UNWIND_NUM_ENDS] = {
+    "complete",
+    "cut at 127 frames",
+    "frame-pointer chain ended",
+    "cut: CFI rule not evaluated",
+    "cut: stack unreadable",
+    "cut: broken frame",
+    "cut: frame pointers while its tables loaded"};
 
 inline const char* unwind_end_name(uint32_t end) {
   return end < UNWIND_NUM_ENDS ? kUnwindEndNames[end] : "unknown";

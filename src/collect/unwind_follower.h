@@ -24,7 +24,7 @@ namespace uscope {
 
 class UnwindFollower {
  public:
-  static constexpr std::chrono::milliseconds kReloadInterval{100};
+  static constexpr std::chrono::milliseconds kReloadInterval{20};
 
   explicit UnwindFollower(UnwindMaps& maps) : maps_(maps) {}
 
@@ -36,8 +36,8 @@ class UnwindFollower {
   void serve();
 
   // Walks by how they ended and frames by how they were found, by stable name: "entry",
-  // "truncated", "fp_chain_end", "unsupported_cfi", "read_failed", "bad_frame", "frames_cfi",
-  // "frames_fp", "frames_unloaded", "requests_lost", "request_short".
+  // "truncated", "fp_chain_end", "unsupported_cfi", "read_failed", "bad_frame", "unloaded",
+  // "frames_cfi", "frames_fp", "frames_unloaded", "requests_lost", "request_short".
   Result<std::vector<std::pair<std::string, uint64_t>>> walk_counts() const;
   uint64_t reloads() const { return reloads_; }
 
