@@ -53,19 +53,21 @@ bool same_key(const unwind_mapping_key& a, const unwind_mapping_key& b) {
 
 }  // namespace
 
-UnwindMaps::UnwindMaps(BpfObject object, std::shared_ptr<ObjectStore> store, UnwindCache* cache)
-    : object_(std::move(object)), store_(std::move(store)), cache_(cache) {}
+UnwindMaps::UnwindMaps(BpfObject object, std::shared_ptr<ObjectStore> store,
+                       std::optional<UnwindCache> cache)
+    : object_(std::move(object)), store_(std::move(store)), cache_(std::move(cache)) {}
 
 UnwindMaps::~UnwindMaps() {
   for (bpf_link* l : links_) bpf_link__destroy(l);
 }
 
 Result<std::unique_ptr<UnwindMaps>> UnwindMaps::create(std::shared_ptr<ObjectStore> store,
-                                                       UnwindCache* cache) {
+                                                       std::optional<UnwindCache> cache) {
   auto object = BpfObject::open(unwind_maps__open, unwind_maps__destroy, "the unwinder's maps");
   if (!object) return tl::unexpected(object.error());
   if (auto r = object->load(); !r) return tl::unexpected(r.error());
-  std::unique_ptr<UnwindMaps> maps(new UnwindMaps(std::move(*object), std::move(store), cache));
+  std::unique_ptr<UnwindMaps> maps(
+      new UnwindMaps(std::move(*object), std::move(store), std::move(cache)));
   for (const char* name : {"unwind_on_exec", "unwind_on_exit"}) {
     bpf_link* link = bpf_program__attach(maps->object_.program(name));
     if (link == nullptr)
@@ -170,7 +172,7 @@ UnwindMaps::Table UnwindMaps::install(const UnwindTable& table, const std::strin
 
 UnwindMaps::Table UnwindMaps::table_of(StoredObject& object, const std::string& display_path) {
   if (auto it = tables_.find(object.key()); it != tables_.end()) return it->second;
-  auto got = unwind_table_of(object, cache_);
+  auto got = unwind_table_of(object, cache_ ? &*cache_ : nullptr);
   if (!got) return tables_[object.key()] = failed(display_path, got.error());
   auto us = std::chrono::duration_cast<std::chrono::microseconds>(got->elapsed);
   if (got->from_cache) {

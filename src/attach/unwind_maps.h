@@ -24,6 +24,7 @@
 
 #include "attach/bpf_loader.h"
 #include "bpf/unwind.h"
+#include "discover/unwind_cache.h"
 #include "discover/unwind_table.h"
 #include "util/result.h"
 
@@ -33,7 +34,6 @@ namespace uscope {
 
 class ObjectStore;
 class StoredObject;
-class UnwindCache;
 
 // What the tables cost and where they came from, for -v and the benchmarks.
 struct UnwindLoadStats {
@@ -52,9 +52,9 @@ struct UnwindLoadStats {
 
 class UnwindMaps {
  public:
-  // `store` opens the objects (shared with the symbolizer); `cache` may be null (no disk cache).
+  // `store` opens the objects (shared with the symbolizer); `cache`: nullopt, no disk cache.
   static Result<std::unique_ptr<UnwindMaps>> create(std::shared_ptr<ObjectStore> store,
-                                                    UnwindCache* cache);
+                                                    std::optional<UnwindCache> cache);
   ~UnwindMaps();
   UnwindMaps(const UnwindMaps&) = delete;
   UnwindMaps& operator=(const UnwindMaps&) = delete;
@@ -81,7 +81,8 @@ class UnwindMaps {
   const UnwindLoadStats& stats() const { return stats_; }
 
  private:
-  UnwindMaps(BpfObject object, std::shared_ptr<ObjectStore> store, UnwindCache* cache);
+  UnwindMaps(BpfObject object, std::shared_ptr<ObjectStore> store,
+             std::optional<UnwindCache> cache);
   struct Table {
     uint32_t id = UNWIND_TABLE_FP;  // or UNWIND_TABLE_PENDING when it failed
     uint64_t base = 0;              // link-time address the table's offsets count from
@@ -97,7 +98,7 @@ class UnwindMaps {
 
   BpfObject object_;
   std::shared_ptr<ObjectStore> store_;
-  UnwindCache* cache_;
+  std::optional<UnwindCache> cache_;
   std::vector<bpf_link*> links_;
   std::map<std::string, Table> tables_;  // by StoredObject::key()
   std::optional<Table> vdso_;

@@ -80,12 +80,10 @@ int run_aggregation(Session& session, const SessionOptions& so, const MapOptions
   for (const auto& s : plan.sites) sites.push_back(s.attach);
   OverheadMeter meter(session.watch_pid());
   // ustack keys: stacks walked by CFI in the kernel, through tables loaded for the target.
-  UnwindCache unwind_cache("");
   std::unique_ptr<UnwindMaps> unwind;
   std::optional<UnwindFollower> follower;
   if (ustack) {
-    unwind_cache = UnwindCache::open_default();
-    auto u = UnwindMaps::create(ObjectStore::shared(), &unwind_cache);
+    auto u = UnwindMaps::create(ObjectStore::shared(), UnwindCache::open_default());
     if (!u) return report_error(u.error().message);
     unwind = std::move(*u);
     pid_t pid = session.watch_pid();

@@ -238,12 +238,10 @@ int run_profile(const ProfileOptions& o) {
   settings.per_thread = o.threads;
   settings.user_stacks = !o.kernel_only;
   settings.kernel_stacks = !o.user_only;
-  UnwindCache unwind_cache("");  // tables by build-id on disk, shared by every run
   std::unique_ptr<UnwindMaps> unwind;
   std::optional<UnwindFollower> follower;
   if (settings.user_stacks) {
-    unwind_cache = UnwindCache::open_default();
-    auto u = UnwindMaps::create(ObjectStore::shared(), &unwind_cache);
+    auto u = UnwindMaps::create(ObjectStore::shared(), UnwindCache::open_default());
     if (!u) return report_error(u.error().message);
     unwind = std::move(*u);
     settings.unwind = unwind.get();

@@ -226,11 +226,9 @@ int run_trace(TraceCommandOptions o) {
 
   OverheadMeter meter((*session)->watch_pid());
   // -U: stacks walked by CFI in the kernel, through tables loaded for the target.
-  UnwindCache unwind_cache("");  // tables by build-id on disk, shared by every run
   std::unique_ptr<UnwindMaps> unwind;
   if (o.user_stack) {
-    unwind_cache = UnwindCache::open_default();
-    auto u = UnwindMaps::create(ObjectStore::shared(), &unwind_cache);
+    auto u = UnwindMaps::create(ObjectStore::shared(), UnwindCache::open_default());
     if (!u) return report_error(u.error().message);
     unwind = std::move(*u);
     // A -p target's tables before its probes fire; a -c command's at its exec.
