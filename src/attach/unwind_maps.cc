@@ -23,8 +23,9 @@ namespace {
 
 constexpr size_t kMaxErrorsKept = 8;
 // The maps every walking object shares (unwind_maps.bpf.h); unwind_scratch stays its own.
-constexpr const char* kSharedMaps[] = {"unwind_tables", "unwind_rules",    "unwind_mappings",
-                                       "unwind_procs",  "unwind_requests", "unwind_stats"};
+constexpr const char* kSharedMaps[] = {"unwind_tables",    "unwind_rules",    "unwind_mappings",
+                                       "unwind_procs",     "unwind_requests", "unwind_stats",
+                                       "unwind_generation"};
 
 // The vDSO as this process has it: the kernel maps the same image into every process.
 Result<ElfFile> own_vdso() {
@@ -59,6 +60,12 @@ UnwindMaps::UnwindMaps(BpfObject object, std::shared_ptr<ObjectStore> store,
 
 UnwindMaps::~UnwindMaps() {
   for (bpf_link* l : links_) bpf_link__destroy(l);
+  if (generation_ != nullptr) munmap(const_cast<uint64_t*>(generation_), generation_bytes_);
+}
+
+void UnwindMaps::changed() {
+  // Atomic, like the BPF side's increments on exec and exit: none is lost.
+  __atomic_fetch_add(generation_, 1, __ATOMIC_SEQ_CST);
 }
 
 Result<std::unique_ptr<UnwindMaps>> UnwindMaps::create(std::shared_ptr<ObjectStore> store,
@@ -68,6 +75,13 @@ Result<std::unique_ptr<UnwindMaps>> UnwindMaps::create(std::shared_ptr<ObjectSto
   if (auto r = object->load(); !r) return tl::unexpected(r.error());
   std::unique_ptr<UnwindMaps> maps(
       new UnwindMaps(std::move(*object), std::move(store), std::move(cache)));
+  maps->generation_bytes_ = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  void* generation = mmap(nullptr, maps->generation_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED,
+                          maps->object_.map_fd("unwind_generation"), 0);
+  if (generation == MAP_FAILED)
+    return fail_errno(errno, "cannot map the unwinder's generation counter: {}",
+                      std::strerror(errno));
+  maps->generation_ = static_cast<uint64_t*>(generation);
   for (const char* name : {"unwind_on_exec", "unwind_on_exit"}) {
     bpf_link* link = bpf_program__attach(maps->object_.program(name));
     if (link == nullptr)
@@ -234,6 +248,7 @@ Result<void> UnwindMaps::load_process(pid_t pid) {
   for (const auto& [k, v] : entries) {
     if (bpf_map_update_elem(trie, &k, &v, BPF_ANY)) {
       int err = errno;
+      changed();
       // What went in stays known, so that forget() removes it; the walker asks again later.
       auto& known = keys_[pid];
       for (const auto& k : keys) {
@@ -262,9 +277,11 @@ Result<void> UnwindMaps::load_process(pid_t pid) {
   unwind_proc state{};
   state.state = UNWIND_PROC_LOADED;
   auto tgid = static_cast<uint32_t>(pid);
-  if (bpf_map_update_elem(object_.map_fd("unwind_procs"), &tgid, &state, BPF_ANY))
-    return fail_errno(errno, "cannot mark PID {} loaded for the unwinder: {}", pid,
-                      std::strerror(errno));
+  int err = bpf_map_update_elem(object_.map_fd("unwind_procs"), &tgid, &state, BPF_ANY) ? errno : 0;
+  changed();
+  if (err)
+    return fail_errno(err, "cannot mark PID {} loaded for the unwinder: {}", pid,
+                      std::strerror(err));
   stats_.processes = keys_.size();
   return {};
 }
@@ -273,8 +290,10 @@ Result<void> UnwindMaps::expect_exec(pid_t pid) {
   unwind_proc state{};
   state.state = UNWIND_PROC_STALE;
   auto tgid = static_cast<uint32_t>(pid);
-  if (bpf_map_update_elem(object_.map_fd("unwind_procs"), &tgid, &state, BPF_ANY))
-    return fail_errno(errno, "cannot watch PID {} for the unwinder: {}", pid, std::strerror(errno));
+  int err = bpf_map_update_elem(object_.map_fd("unwind_procs"), &tgid, &state, BPF_ANY) ? errno : 0;
+  changed();
+  if (err)
+    return fail_errno(err, "cannot watch PID {} for the unwinder: {}", pid, std::strerror(err));
   return {};
 }
 
@@ -282,6 +301,7 @@ void UnwindMaps::forget(pid_t pid) {
   remove_keys(pid);
   auto tgid = static_cast<uint32_t>(pid);
   bpf_map_delete_elem(object_.map_fd("unwind_procs"), &tgid);
+  changed();
   stats_.processes = keys_.size();
 }
 

@@ -95,6 +95,9 @@ class UnwindMaps {
   Table failed(const std::string& what, const Error& e);
   std::optional<uint32_t> rule_index(const UnwindRule& rule);
   void remove_keys(pid_t pid);
+  // Tells every walker that unwind_procs or unwind_mappings changed (bpf/unwind_maps.bpf.h's
+  // unwind_generation): what a CPU remembered of a process is looked up again.
+  void changed();
 
   BpfObject object_;
   std::shared_ptr<ObjectStore> store_;
@@ -106,6 +109,8 @@ class UnwindMaps {
   std::map<UnwindRule, uint32_t> rules_;
   std::map<pid_t, std::vector<unwind_mapping_key>> keys_;  // what each process has in the trie
   UnwindLoadStats stats_;
+  volatile uint64_t* generation_ = nullptr;  // unwind_generation, mmapped
+  size_t generation_bytes_ = 0;
 };
 
 }  // namespace uscope

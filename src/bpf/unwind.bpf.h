@@ -12,7 +12,29 @@
 
 #define UNWIND_EFAULT 14
 
-/* The walk in progress, per CPU (too big for the 512-byte stack); this object's own. */
+/* Whether a CPU's scratch keeps what it learned for its next walk. Only where no other walk can
+ * start on the CPU before this one ends: profile.bpf.c's perf_event program runs with interrupts
+ * off. A uprobe program (trace.bpf.c) can be preempted under CONFIG_PREEMPT, and another thread's
+ * walk in between could leave another process's mappings remembered. */
+#ifndef UNWIND_REMEMBER_ACROSS_WALKS
+#define UNWIND_REMEMBER_ACROSS_WALKS 0
+#endif
+#define UNWIND_CACHED_MAPPINGS 4 /* a stack rarely crosses more objects than this */
+#define UNWIND_CACHED_RULES 128  /* rules by pc: the return addresses of a hot path */
+#define UNWIND_NO_RULE 0xffffffffu
+
+/* A rule found before at a pc of the process a CPU knows (direct-mapped by pc). */
+struct unwind_known_rule {
+  __u64 pc;    /* the lookup address: a return address - 1, or where the thread was */
+  __u32 rule;  /* index into unwind_rules, or UNWIND_NO_RULE */
+  __u32 epoch; /* valid while it is the scratch's */
+};
+
+/* The walk in progress, per CPU (too big for the 512-byte stack); this object's own. It also
+ * remembers, across walks, the process it walked last, the mappings and the rules it found in it:
+ * while unwind_generation has not moved, a sample of the same process needs neither unwind_procs
+ * nor the LPM trie (hash and trie lookups, of memory cold after a millisecond), and a frame at a
+ * pc seen before needs no table search. */
 struct unwind_scratch {
   struct unwind_stack stack; /* first: stored as is by profile.bpf.c */
   __u64 pc, sp, bp;
@@ -20,9 +42,17 @@ struct unwind_scratch {
   __u32 tgid;
   __u32 exact_pc; /* pc is where the thread was, not a return address (no -1 for the lookup) */
   __u32 have_mapping;
-  __u32 fp_only;                 /* the process's tables are not loaded: frame pointers only */
-  __u32 unloaded;                /* a frame was walked by frame pointer for want of its table */
+  __u32 fp_only;  /* the process's tables are not loaded: frame pointers only */
+  __u32 unloaded; /* a frame was walked by frame pointer for want of its table */
+  __u32 frames_cfi, frames_fp, frames_unloaded; /* counted once a walk, not once a frame */
   struct unwind_mapping mapping; /* the last one found: frames in one object reuse it */
+  __u64 known_generation;        /* unwind_generation when known_tgid was found loaded */
+  __u32 known_tgid;              /* 0: none */
+  __u32 known_count;             /* mappings found in it, round robin */
+  __u32 epoch;                   /* moves when known_tgid or known_generation change */
+  __u32 reserved;
+  struct unwind_mapping known[UNWIND_CACHED_MAPPINGS];
+  struct unwind_known_rule rules[UNWIND_CACHED_RULES];
 };
 
 struct {
@@ -58,27 +88,27 @@ static __always_inline int unwind_read(__u64* out, __u64 address) {
   return bpf_probe_read_user(out, sizeof(*out), (const void*)address);
 }
 
-/* The rule in effect at `offset` of table `table` (of `pages` pages), or 0 when the table has no
- * row there. Inner-map lookups are helper calls (the verifier cannot inline a map it does not
- * know): a page with one row costs two, and the search keeps the row it lands on. */
-static __always_inline const struct unwind_rule* unwind_find_rule(__u32 table, __u32 pages,
-                                                                  __u64 offset) {
+/* The index of the rule in effect at `offset` of table `table` (of `pages` pages), or
+ * UNWIND_NO_RULE when the table has no row there. Inner-map lookups are helper calls (the verifier
+ * cannot inline a map it does not know): a page with one row costs two, and the search keeps the
+ * row it lands on. */
+static __always_inline __u32 unwind_find_rule(__u32 table, __u32 pages, __u64 offset) {
   __u64 page = offset >> UNWIND_PAGE_BITS;
-  if (page >= pages) return 0;
+  if (page >= pages) return UNWIND_NO_RULE;
   void* entries = bpf_map_lookup_elem(&unwind_tables, &table);
-  if (!entries) return 0;
+  if (!entries) return UNWIND_NO_RULE;
   __u32 page_index = 1 + (__u32)page;
   const struct unwind_page* p = bpf_map_lookup_elem(entries, &page_index);
-  if (!p || p->count == 0) return 0;
+  if (!p || p->count == 0) return UNWIND_NO_RULE;
   /* The last of the page's rows whose pc <= offset; the first always is (it holds at the page's
    * start). */
   __u32 lo = p->first, n = p->count;
   const struct unwind_row* best = bpf_map_lookup_elem(entries, &lo);
-  if (!best) return 0;
+  if (!best) return UNWIND_NO_RULE;
   for (int step = 0; step < UNWIND_MAX_SEARCH && n > 1; ++step) {
     __u32 half = n / 2, mid = lo + half;
     const struct unwind_row* row = bpf_map_lookup_elem(entries, &mid);
-    if (!row) return 0;
+    if (!row) return UNWIND_NO_RULE;
     if (row->pc <= offset) {
       lo = mid;
       best = row;
@@ -87,19 +117,56 @@ static __always_inline const struct unwind_rule* unwind_find_rule(__u32 table, _
       n = half;
     }
   }
-  __u32 rule = best->rule;
-  return bpf_map_lookup_elem(&unwind_rules, &rule);
+  return best->rule;
+}
+
+/* The rule at `pc` (a lookup address) in mapping `m`: remembered, or searched for and remembered
+ * when the CPU knows this process. */
+static __always_inline const struct unwind_rule* unwind_rule_at(struct unwind_scratch* s, __u64 pc,
+                                                                const struct unwind_mapping* m) {
+  int remember = s->known_tgid == s->tgid;
+  __u32 slot = (__u32)(pc ^ (pc >> 7) ^ (pc >> 14)) & (UNWIND_CACHED_RULES - 1);
+  struct unwind_known_rule* known = &s->rules[slot];
+  __u32 index;
+  if (remember && known->pc == pc && known->epoch == s->epoch) {
+    index = known->rule;
+  } else {
+    index = unwind_find_rule(m->table, m->pages, pc - m->bias);
+    if (remember) {
+      known->pc = pc;
+      known->rule = index;
+      known->epoch = s->epoch;
+    }
+  }
+  if (index == UNWIND_NO_RULE) return 0;
+  return bpf_map_lookup_elem(&unwind_rules, &index);
 }
 
 static __always_inline const struct unwind_mapping* unwind_mapping_of(struct unwind_scratch* s,
                                                                       __u64 pc) {
   if (s->have_mapping && pc >= s->mapping.start && pc < s->mapping.end) return &s->mapping;
+  int remember = s->known_tgid == s->tgid;
+  if (remember) {
+    for (__u32 i = 0; i < UNWIND_CACHED_MAPPINGS; ++i) {
+      if (i >= s->known_count) break;
+      if (pc >= s->known[i].start && pc < s->known[i].end) {
+        s->mapping = s->known[i];
+        s->have_mapping = 1;
+        return &s->mapping;
+      }
+    }
+  }
   struct unwind_mapping_key key = {
       .prefixlen = 96, .tgid = __builtin_bswap32(s->tgid), .address = __builtin_bswap64(pc)};
   const struct unwind_mapping* m = bpf_map_lookup_elem(&unwind_mappings, &key);
   if (!m) return 0;
   s->mapping = *m;
   s->have_mapping = 1;
+  if (remember) {
+    __u32 slot = s->known_count++ & (UNWIND_CACHED_MAPPINGS - 1);
+    s->known[slot] = *m;
+    if (s->known_count > UNWIND_CACHED_MAPPINGS) s->known_count = UNWIND_CACHED_MAPPINGS;
+  }
   return &s->mapping;
 }
 
@@ -132,13 +199,13 @@ static long unwind_step(__u64 index, void* unused) {
     unwind_request(s->tgid, proc); /* a dlopen, or JIT code mapped since the maps were read */
   }
   if (!m || m->table == UNWIND_TABLE_PENDING) {
-    unwind_count(UNWIND_STAT_FRAMES_UNLOADED);
+    s->frames_unloaded++;
     s->unloaded = 1;
   } else if (m->table != UNWIND_TABLE_FP) {
     /* A return address is the instruction after a call: the call itself is at pc - 1 (a call
      * that does not return may be the last instruction of its function). */
     __u64 lookup = s->exact_pc ? pc : pc - 1;
-    rule = unwind_find_rule(m->table, m->pages, lookup - m->bias);
+    rule = unwind_rule_at(s, lookup, m);
   }
   __u8 kind = rule ? rule->cfa_kind : UNWIND_CFA_NONE;
   __u64 cfa, ra, caller_bp = bp;
@@ -151,7 +218,7 @@ static long unwind_step(__u64 index, void* unused) {
       if (!rule || unwind_read(&cfa, sp + rule->cfa_offset) ||
           unwind_read(&caller_bp, sp + rule->rbp_offset) || unwind_read(&ra, sp + rule->ra_offset))
         return unwind_end(s, UNWIND_END_READ_FAILED);
-      unwind_count(UNWIND_STAT_FRAMES_CFI);
+      s->frames_cfi++;
       s->pc = ra;
       s->sp = cfa;
       s->bp = caller_bp;
@@ -163,7 +230,7 @@ static long unwind_step(__u64 index, void* unused) {
       if (unwind_read(&ra, bp + 8) || unwind_read(&caller_bp, bp))
         return unwind_end(s, UNWIND_END_READ_FAILED);
       cfa = bp + 16;
-      if (m && m->table != UNWIND_TABLE_PENDING) unwind_count(UNWIND_STAT_FRAMES_FP);
+      if (m && m->table != UNWIND_TABLE_PENDING) s->frames_fp++;
       break;
     case UNWIND_CFA_RSP:
     case UNWIND_CFA_RBP:
@@ -173,15 +240,25 @@ static long unwind_step(__u64 index, void* unused) {
       /* A PLT entry has pushed once more (lazy binding's index) from byte rbp_offset on: 11, or
        * 10 in an IBT PLT. */
       if (kind == UNWIND_CFA_PLT && (pc & 15) >= (__u64)rule->rbp_offset) cfa += 8;
-      if (unwind_read(&ra, cfa + (__s64)rule->ra_offset))
-        return unwind_end(s, UNWIND_END_READ_FAILED);
-      if (rule->rbp_kind == UNWIND_RBP_AT_CFA && kind != UNWIND_CFA_PLT) {
-        if (unwind_read(&caller_bp, cfa + (__s64)rule->rbp_offset))
+      if (rule->rbp_kind == UNWIND_RBP_AT_CFA && kind != UNWIND_CFA_PLT &&
+          rule->rbp_offset + 8 == rule->ra_offset) {
+        /* rbp pushed first, next to the return address (the usual prologue): one read */
+        __u64 pair[2];
+        if (bpf_probe_read_user(pair, sizeof(pair), (const void*)(cfa + (__s64)rule->rbp_offset)))
           return unwind_end(s, UNWIND_END_READ_FAILED);
-      } else if (rule->rbp_kind == UNWIND_RBP_UNDEFINED) {
-        caller_bp = 0;
+        caller_bp = pair[0];
+        ra = pair[1];
+      } else {
+        if (unwind_read(&ra, cfa + (__s64)rule->ra_offset))
+          return unwind_end(s, UNWIND_END_READ_FAILED);
+        if (rule->rbp_kind == UNWIND_RBP_AT_CFA && kind != UNWIND_CFA_PLT) {
+          if (unwind_read(&caller_bp, cfa + (__s64)rule->rbp_offset))
+            return unwind_end(s, UNWIND_END_READ_FAILED);
+        } else if (rule->rbp_kind == UNWIND_RBP_UNDEFINED) {
+          caller_bp = 0;
+        }
       }
-      unwind_count(UNWIND_STAT_FRAMES_CFI);
+      s->frames_cfi++;
       break;
     default:
       return unwind_end(s, UNWIND_END_UNSUPPORTED);
@@ -213,19 +290,31 @@ static __always_inline struct unwind_scratch* unwind_user_stack(__u32 tgid, __u6
   s->have_mapping = 0;
   s->fp_only = 0;
   s->unloaded = 0;
+  s->frames_cfi = s->frames_fp = s->frames_unloaded = 0;
   s->hash = 0xcbf29ce484222325ull;
 
   /* A process whose tables are not loaded (never seen, or exec'd: its old ones no longer apply)
    * is walked by frame pointer while user space loads them. */
-  struct unwind_proc* proc = bpf_map_lookup_elem(&unwind_procs, &tgid);
-  s->fp_only = !proc || proc->state != UNWIND_PROC_LOADED;
-  if (s->fp_only) unwind_request(tgid, proc);
+  __u64 generation = unwind_generation_now();
+  if (!UNWIND_REMEMBER_ACROSS_WALKS || s->known_tgid != tgid || s->known_generation != generation) {
+    struct unwind_proc* proc = bpf_map_lookup_elem(&unwind_procs, &tgid);
+    s->fp_only = !proc || proc->state != UNWIND_PROC_LOADED;
+    if (s->fp_only) unwind_request(tgid, proc);
+    /* What this CPU knew was of another process, or has changed since. */
+    s->known_tgid = s->fp_only || !UNWIND_REMEMBER_ACROSS_WALKS ? 0 : tgid;
+    s->known_generation = generation;
+    s->known_count = 0;
+    s->epoch++; /* every rule remembered is of before */
+  }
   bpf_loop(UNWIND_MAX_FRAMES + 1, unwind_step, 0, 0);
   /* A walk cut short after guessing by frame pointer says so, not how the guess failed. */
   if (s->unloaded && s->stack.end != UNWIND_END_ENTRY && s->stack.end != UNWIND_END_FP_ZERO)
     s->stack.end = UNWIND_END_UNLOADED;
   __u32 end = s->stack.end;
   if (end < UNWIND_NUM_ENDS) unwind_count(end);
+  if (s->frames_cfi) unwind_count_n(UNWIND_STAT_FRAMES_CFI, s->frames_cfi);
+  if (s->frames_fp) unwind_count_n(UNWIND_STAT_FRAMES_FP, s->frames_fp);
+  if (s->frames_unloaded) unwind_count_n(UNWIND_STAT_FRAMES_UNLOADED, s->frames_unloaded);
   s->hash = (s->hash ^ ((__u64)end << 32 | s->stack.len)) * 0x100000001b3ull;
   return s;
 }

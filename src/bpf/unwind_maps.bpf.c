@@ -27,6 +27,7 @@ int BPF_PROG(unwind_on_exec, struct task_struct* p, pid_t old_pid, struct linux_
   struct unwind_proc* proc = bpf_map_lookup_elem(&unwind_procs, &tgid);
   if (!proc) return 0; /* not one whose tables are loaded */
   proc->state = UNWIND_PROC_STALE;
+  unwind_changed();
   /* Lost, the walker asks again when it next meets the stale process. */
   proc->requested_ns = bpf_ktime_get_ns();
   tell_user_space(tgid, UNWIND_REQUEST_EXEC);
@@ -38,6 +39,7 @@ int BPF_PROG(unwind_on_exit, struct task_struct* p) {
   if (p->pid != p->tgid) return 0; /* a thread; the process lives on */
   __u32 tgid = p->tgid;
   if (bpf_map_delete_elem(&unwind_procs, &tgid)) return 0; /* not one uscope loaded */
+  unwind_changed();
   /* Lost, the mappings stay until the PID is used again (its first walk reloads them). */
   tell_user_space(tgid, UNWIND_REQUEST_EXIT);
   return 0;

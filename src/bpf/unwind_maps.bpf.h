@@ -56,7 +56,35 @@ struct {
   __type(value, __u64);
 } unwind_stats SEC(".maps");
 
+/* Moves on every change to unwind_procs or unwind_mappings: user space's loads and removals
+ * (attach/unwind_maps.cc) and a loaded process's exec or exit (unwind_maps.bpf.c). A CPU's memory
+ * of the process it walked last (unwind.bpf.h) holds while it has not moved. Mmapped by user space,
+ * whose increments are atomic like these. */
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(map_flags, BPF_F_MMAPABLE);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, __u64);
+} unwind_generation SEC(".maps");
+
+static __always_inline __u64 unwind_generation_now(void) {
+  __u32 zero = 0;
+  __u64* g = bpf_map_lookup_elem(&unwind_generation, &zero);
+  return g ? *(volatile __u64*)g : 0;
+}
+
+static __always_inline void unwind_changed(void) {
+  __u32 zero = 0;
+  __u64* g = bpf_map_lookup_elem(&unwind_generation, &zero);
+  if (g) __sync_fetch_and_add(g, 1);
+}
+
+static __always_inline void unwind_count_n(__u32 stat, __u64 n) {
+  __u64* c = bpf_map_lookup_elem(&unwind_stats, &stat);
+  if (c) *c += n;
+}
+
 static __always_inline void unwind_count(__u32 stat) {
-  __u64* n = bpf_map_lookup_elem(&unwind_stats, &stat);
-  if (n) *n += 1;
+  unwind_count_n(stat, 1);
 }
