@@ -247,6 +247,12 @@ Result<PlannedObject*> ObjectCache::get(const std::string& target) {
   return obj;
 }
 
+Result<PlannedObject*> ObjectCache::open_as(const std::string& target, const ObjectRef& ref) {
+  auto obj = open(ref);
+  if (obj) by_target_.insert_or_assign(target, *obj);
+  return obj;
+}
+
 Result<PlannedObject*> ObjectCache::open(const ObjectRef& ref) {
   if (auto it = by_path_.find(ref.open_path); it != by_path_.end()) return it->second.get();
   auto stored = store_->open(ref.open_path, ref.display_path);

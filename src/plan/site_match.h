@@ -69,6 +69,9 @@ class ObjectCache {
   Result<PlannedObject*> get(const std::string& target);
   // An object already resolved (`list -p` walks a process's mappings).
   Result<PlannedObject*> open(const ObjectRef& ref);
+  // `ref` opened and named `target` from now on, also when the process does not map it (yet):
+  // `tls` probes a library a process will dlopen().
+  Result<PlannedObject*> open_as(const std::string& target, const ObjectRef& ref);
   Result<const SymbolTable*> symbols(PlannedObject& o);
   Result<const std::vector<UsdtProbe>*> usdt(PlannedObject& o);
 
