@@ -2,6 +2,7 @@
 
 #include <elf.h>
 #include <fmt/core.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <utility>
@@ -237,9 +238,16 @@ Result<TlsPlan> plan_tls(ObjectCache& cache, const TargetContext& ctx,
 
   // Libraries: mapped libssl, the ones asked for, the system's for a command about to start.
   std::vector<std::pair<std::string, ObjectRef>> libs;  // (how, ref)
+  // One file named twice (mapped, and asked for by name) is probed once: by its inode.
+  auto same_file = [](const std::string& a, const std::string& b) {
+    struct stat sa {
+    }, sb{};
+    if (stat(a.c_str(), &sa) != 0 || stat(b.c_str(), &sb) != 0) return a == b;
+    return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+  };
   auto add_lib = [&](std::string how, ObjectRef ref) {
     for (const auto& [h, r] : libs)
-      if (r.open_path == ref.open_path) return;
+      if (same_file(r.open_path, ref.open_path)) return;
     libs.emplace_back(std::move(how), std::move(ref));
   };
   if (ctx.process)
