@@ -12,8 +12,10 @@ namespace {
 
 bool iequals_prefix(std::string_view s, std::string_view p) {
   if (s.size() < p.size()) return false;
-  for (size_t i = 0; i < p.size(); ++i)
-    if ((s[i] | 0x20) != p[i]) return false;
+  for (size_t i = 0; i < p.size(); ++i) {
+    char c = (s[i] >= 'A' && s[i] <= 'Z') ? static_cast<char>(s[i] - 'A' + 'a') : s[i];
+    if (c != p[i]) return false;
+  }
   return true;
 }
 
