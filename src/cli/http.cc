@@ -39,18 +39,11 @@ int run_http(const HttpCommandOptions& o) {
   auto session = Session::open(o.session);
   if (!session) return report_error(session.error().message);
   ObjectCache cache((*session)->context());
-  auto go_field = [&](std::string_view type, std::string_view field) -> Result<GoField> {
-    auto obj = cache.get("");
-    if (!obj) return tl::unexpected(obj.error());
-    auto types = go_types_of(**obj);
-    if (!types) return tl::unexpected(types.error());
-    return (*types)->field(type, field);
-  };
   HttpPlanOptions popts;
   popts.server = !o.client_only;
   popts.client = !o.server_only;
   popts.move_sites = !o.no_move;
-  auto plan = plan_http(cache, go_field, popts);
+  auto plan = plan_http(cache, go_field_lookup(cache), popts);
   if (!plan) return report_error(plan.error().message);
   if (o.session.verbose) {
     for (const auto& s : plan->layout.sources)
@@ -59,13 +52,8 @@ int run_http(const HttpCommandOptions& o) {
     print_sites(plan->trace.sites, plan->trace.skipped);
   }
 
-  auto program =
-      TraceProgram::load(plan->trace.recipes, (*session)->target_filter(), !o.session.no_multi);
+  auto program = attach_trace_plan(**session, plan->trace, o.session.no_multi);
   if (!program) return report_error(program.error().message);
-  std::vector<AttachSite> sites;
-  for (const auto& s : plan->trace.sites) sites.push_back(s.attach);
-  if (auto r = program->attach(sites); !r)
-    return report_error((*session)->explain_attach_failure(r.error(), sites).message);
   {
     bool server = false, client = false;
     for (auto side : plan->side_of_probe) (side == HttpSide::Server ? server : client) = true;

@@ -137,6 +137,17 @@ bool target_ended(StopReason why) {
 }
 }  // namespace
 
+Result<TraceProgram> attach_trace_plan(const Session& session, const TracePlan& plan,
+                                       bool no_multi) {
+  auto program = TraceProgram::load(plan.recipes, session.target_filter(), !no_multi);
+  if (!program) return tl::unexpected(program.error());
+  std::vector<AttachSite> sites;
+  for (const auto& s : plan.sites) sites.push_back(s.attach);
+  if (auto r = program->attach(sites); !r)
+    return tl::unexpected(session.explain_attach_failure(r.error(), sites));
+  return program;
+}
+
 StopReason run_event_session(Session& session, TraceProgram& program, OutputBuffer& out,
                              std::optional<Error>& read_error) {
   EventLoop::Callbacks cb;
@@ -159,19 +170,16 @@ Result<void> add_program_losses(const TraceProgram& program, const EventDecoder&
                                 uint64_t events_read, EventLosses& l) {
   auto counters = program.counters();
   if (!counters) return fail("cannot read the event counters: {}", counters.error().message);
-  uint64_t emitted = 0;
-  for (const auto& c : *counters) {
-    l.ring_lost += c.lost;
-    l.read_errors += c.read_errors;
-    l.no_entry += c.no_entry;
-    l.entry_save_failed += c.entry_save_failed;
-    l.malformed += c.malformed;
-    l.truncated += c.truncated;
-    l.filtered += c.filtered;
-    emitted += c.emitted;
-  }
+  const RecipeCounters c = sum_of(*counters);
+  l.ring_lost += c.lost;
+  l.read_errors += c.read_errors;
+  l.no_entry += c.no_entry;
+  l.entry_save_failed += c.entry_save_failed;
+  l.malformed += c.malformed;
+  l.truncated += c.truncated;
+  l.filtered += c.filtered;
   l.malformed += decoder.malformed() + program.short_records();
-  if (emitted > events_read) l.output_dropped += emitted - events_read;
+  if (c.emitted > events_read) l.output_dropped += c.emitted - events_read;
   return {};
 }
 

@@ -85,7 +85,12 @@ bool append_printed(OutputBuffer& out, const std::function<void(std::FILE*)>& pr
 // saying on stderr when the output did not take it.
 void finish_output(OutputBuffer& out, uint64_t tables_not_written);
 
-// The event commands (http, tls): runs the loop, reading `program`'s events (handed to the handler
+// The event commands (http, tls): the trace program loaded with `plan`'s recipes for the
+// session's target and attached at its sites (one uprobe_multi link per object unless
+// `no_multi`); a failed attach explained by what happened to the target.
+Result<TraceProgram> attach_trace_plan(const Session& session, const TracePlan& plan,
+                                       bool no_multi);
+// Then runs the loop, reading `program`'s events (handed to the handler
 // given to open_events()) with `out` as the output, until a stop; detaches the probes; then reads
 // what the ring holds, all of it when the target ended (exit or exec), else within a short
 // deadline. A failed read lands in `read_error`.

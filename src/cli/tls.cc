@@ -63,31 +63,19 @@ int run_tls(const TlsCommandOptions& o) {
   auto session = Session::open(o.session);
   if (!session) return report_error(session.error().message);
   ObjectCache cache((*session)->context());
-  auto go_field = [&](std::string_view type, std::string_view field) -> Result<GoField> {
-    auto obj = cache.get("");
-    if (!obj) return tl::unexpected(obj.error());
-    auto types = go_types_of(**obj);
-    if (!types) return tl::unexpected(types.error());
-    return (*types)->field(type, field);
-  };
   TlsPlanOptions popts;
   popts.max_bytes = o.max_bytes;
   popts.libraries = o.libraries;
   popts.move_sites = !o.no_move;
-  auto plan = plan_tls(cache, (*session)->context(), go_field, popts);
+  auto plan = plan_tls(cache, (*session)->context(), go_field_lookup(cache), popts);
   if (!plan) return report_error(plan.error().message);
   if (o.session.verbose) {
     print_objects(*plan);
     print_sites(plan->trace.sites, plan->trace.skipped);
   }
 
-  auto program =
-      TraceProgram::load(plan->trace.recipes, (*session)->target_filter(), !o.session.no_multi);
+  auto program = attach_trace_plan(**session, plan->trace, o.session.no_multi);
   if (!program) return report_error(program.error().message);
-  std::vector<AttachSite> sites;
-  for (const auto& s : plan->trace.sites) sites.push_back(s.attach);
-  if (auto r = program->attach(sites); !r)
-    return report_error((*session)->explain_attach_failure(r.error(), sites).message);
   {
     std::vector<std::string> what;
     bool fd_unknown = false;

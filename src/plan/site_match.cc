@@ -270,6 +270,17 @@ Result<PlannedObject*> ObjectCache::open(const ObjectRef& ref) {
   return raw;
 }
 
+GoFieldLookup go_field_lookup(ObjectCache& cache, std::string target) {
+  return [&cache, target = std::move(target)](std::string_view type,
+                                              std::string_view field) -> Result<GoField> {
+    auto obj = cache.get(target);
+    if (!obj) return tl::unexpected(obj.error());
+    auto types = go_types_of(**obj);
+    if (!types) return tl::unexpected(types.error());
+    return (*types)->field(type, field);
+  };
+}
+
 std::optional<uint64_t> symbol_address(PlannedObject& o, const std::string& name) {
   if (!o.symbol_addresses) {
     o.symbol_addresses.emplace();

@@ -4,6 +4,7 @@
 // so `list` shows the functions `trace`, `count` and `latency` would probe.
 #include <sys/types.h>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -59,6 +60,14 @@ std::optional<uint64_t> symbol_address(PlannedObject& o, const std::string& name
 Result<DwarfTypes*> dwarf_of(PlannedObject& o);
 // Go's type layouts (DWARF, runtime type descriptors, uscope's table), for a Go binary.
 Result<GoTypes*> go_types_of(PlannedObject& o);
+
+class ObjectCache;
+// How a Go struct field's offset is found (http, tls): GoTypes::field() of an object in the
+// product, a table in tests.
+using GoFieldLookup = std::function<Result<GoField>(std::string_view type, std::string_view field)>;
+// The fields of the object `target` names in `cache` ("" = the main binary), opened when first
+// asked for.
+GoFieldLookup go_field_lookup(ObjectCache& cache, std::string target = "");
 
 class ObjectCache {
  public:

@@ -133,7 +133,7 @@ TlsFdLayout openssl_fd_layout(bool has_ctx_new_ex, bool has_handle_events) {
   return l;
 }
 
-TlsFdLayout go_fd_layout(const TlsGoFieldLookup& lookup, std::optional<uint64_t> tcpconn_itab) {
+TlsFdLayout go_fd_layout(const GoFieldLookup& lookup, std::optional<uint64_t> tcpconn_itab) {
   TlsFdLayout l;
   if (!tcpconn_itab) {
     l.why_unknown = fmt::format(
@@ -203,7 +203,7 @@ ProbeSpec tls_probe(const TlsFunction& f, const std::string& target, const TlsFd
 }
 
 Result<TlsPlan> plan_tls(ObjectCache& cache, const TargetContext& ctx,
-                         const TlsGoFieldLookup& go_field, const TlsPlanOptions& opts) {
+                         const GoFieldLookup& go_field, const TlsPlanOptions& opts) {
   if (opts.max_bytes < 1 || opts.max_bytes > kTlsMaxBytesLimit)
     return fail("--max-bytes {}: from 1 to {} bytes per call", opts.max_bytes, kTlsMaxBytesLimit);
   TlsPlan plan;

@@ -72,11 +72,8 @@ inline constexpr uint32_t kBioTypeFd = 4 | 0x0400 | 0x0100;
 // The OpenSSL 3.0/3.1 layout, or why not (from the functions the object defines).
 TlsFdLayout openssl_fd_layout(bool has_ctx_new_ex, bool has_handle_events);
 
-// How a Go struct field offset is found: GoTypes::field() in the product, a table in tests.
-using TlsGoFieldLookup =
-    std::function<Result<GoField>(std::string_view type, std::string_view field)>;
 // The Go layout from the binary's types and its *net.TCPConn itab (nullopt: no such symbol).
-TlsFdLayout go_fd_layout(const TlsGoFieldLookup& lookup, std::optional<uint64_t> tcpconn_itab);
+TlsFdLayout go_fd_layout(const GoFieldLookup& lookup, std::optional<uint64_t> tcpconn_itab);
 
 // Output fields of every TLS probe, in order.
 namespace tls_field {
@@ -127,6 +124,6 @@ struct TlsPlan {
 // to start, the system's libssl.so.3, which it may link or dlopen()). Fails naming what was
 // looked at when none has any of the functions, or when a library asked for has none.
 Result<TlsPlan> plan_tls(ObjectCache& cache, const TargetContext& ctx,
-                         const TlsGoFieldLookup& go_field, const TlsPlanOptions& opts);
+                         const GoFieldLookup& go_field, const TlsPlanOptions& opts);
 
 }  // namespace uscope

@@ -38,12 +38,19 @@ struct TestCert {
   }
 };
 
-// `openssl s_server -www` on 127.0.0.1:port: answers a GET with a page about itself (HTTP/1.0)
-// and closes the connection.
-RunningCommand s_server(const TestCert& c, int port) {
-  return RunningCommand({kOpenssl, "s_server", "-quiet", "-www", "-accept",
-                         "127.0.0.1:" + std::to_string(port), "-cert", c.cert, "-key", c.key});
-}
+// Tests against `openssl s_server -www` on a free loopback port with a certificate of its own:
+// it answers a GET with a page about itself (HTTP/1.0) and closes the connection.
+class tls_www : public testing::Test {
+ protected:
+  void SetUp() override {
+    USCOPE_REQUIRE_ROOT();
+    ASSERT_TRUE(wait_for_port(port));
+  }
+  TestCert c;
+  const int port = free_port();
+  RunningCommand server{{kOpenssl, "s_server", "-quiet", "-www", "-accept",
+                         "127.0.0.1:" + std::to_string(port), "-cert", c.cert, "-key", c.key}};
+};
 
 std::vector<nlohmann::json> tls_records(const std::vector<nlohmann::json>& objs) {
   std::vector<nlohmann::json> out;
@@ -96,12 +103,7 @@ void expect_nothing_lost(const nlohmann::json& summary, bool cut_allowed = false
   }
 }
 
-TEST(tls, curl_to_s_server_request_then_response_redacted) {
-  USCOPE_REQUIRE_ROOT();
-  TestCert c;
-  const int port = free_port();
-  auto server = s_server(c, port);
-  ASSERT_TRUE(wait_for_port(port));
+TEST_F(tls_www, curl_to_s_server_request_then_response_redacted) {
   auto r = uscope({"tls", "--json", "-c",
                    "/usr/bin/curl -s -o /dev/null -H 'Cookie: id=s3cr3t' --cacert " + c.cert +
                        " https://127.0.0.1:" + std::to_string(port) + "/curl"});
@@ -161,12 +163,7 @@ TEST(tls, s_server_seen_from_its_side_with_fd) {
   expect_nothing_lost(objs.back());
 }
 
-TEST(tls, s_client_request_then_response) {
-  USCOPE_REQUIRE_ROOT();
-  TestCert c;
-  const int port = free_port();
-  auto server = s_server(c, port);
-  ASSERT_TRUE(wait_for_port(port));
+TEST_F(tls_www, s_client_request_then_response) {
   // -quiet implies -ign_eof: s_client sends what its stdin gives and ends when the server closes.
   GatedProcess client({kOpenssl, "s_client", "-quiet", "-connect",
                        "127.0.0.1:" + std::to_string(port), "-CAfile", c.cert});
@@ -199,12 +196,7 @@ with socket.create_connection(("127.0.0.1", int(sys.argv[1]))) as s:
 print("done")
 )";
 
-TEST(tls, python_ssl_started_by_uscope_loads_libssl_later) {
-  USCOPE_REQUIRE_ROOT();
-  TestCert c;
-  const int port = free_port();
-  auto server = s_server(c, port);
-  ASSERT_TRUE(wait_for_port(port));
+TEST_F(tls_www, python_ssl_started_by_uscope_loads_libssl_later) {
   // uscope's tests run it with stdin at /dev/null: the script's gate reads EOF and goes on.
   const std::string script = c.file("client.py", kPythonClient);
   auto r =
@@ -221,12 +213,7 @@ TEST(tls, python_ssl_started_by_uscope_loads_libssl_later) {
   expect_nothing_lost(objs.back(), true);
 }
 
-TEST(tls, python_process_that_has_not_loaded_libssl) {
-  USCOPE_REQUIRE_ROOT();
-  TestCert c;
-  const int port = free_port();
-  auto server = s_server(c, port);
-  ASSERT_TRUE(wait_for_port(port));
+TEST_F(tls_www, python_process_that_has_not_loaded_libssl) {
   const std::string script = c.file("client.py", kPythonClient);
   GatedProcess py({kPython, script, std::to_string(port), c.cert});
   ASSERT_TRUE(py.wait_for_line("ready"));
@@ -309,12 +296,7 @@ TEST(tls, go_client_started_by_uscope) {
   }
 }
 
-TEST(tls, text_output_and_a_private_output_file) {
-  USCOPE_REQUIRE_ROOT();
-  TestCert c;
-  const int port = free_port();
-  auto server = s_server(c, port);
-  ASSERT_TRUE(wait_for_port(port));
+TEST_F(tls_www, text_output_and_a_private_output_file) {
   const std::string out = c.dir + "/capture.jsonl";
   const std::string curl = "/usr/bin/curl -s -o /dev/null --cacert " + c.cert +
                            " https://127.0.0.1:" + std::to_string(port) + "/text";
