@@ -112,7 +112,9 @@ const char* tls_library_name(TlsLibrary l) {
 TlsFdLayout openssl_fd_layout(bool has_ctx_new_ex, bool has_handle_events) {
   TlsFdLayout l;
   if (!has_ctx_new_ex) {
-    l.why_unknown = "not OpenSSL 3 (no SSL_CTX_new_ex): uscope knows the SSL layout of 3.0 and 3.1";
+    l.why_unknown =
+        "no SSL_CTX_new_ex (OpenSSL before 3, or linked in without it): uscope knows the SSL "
+        "layout of 3.0 and 3.1";
     return l;
   }
   if (has_handle_events) {
@@ -258,7 +260,10 @@ Result<TlsPlan> plan_tls(ObjectCache& cache, const TargetContext& ctx,
       !(*main)->is_go && !(*main)->elf.segments().empty() &&
       std::any_of((*main)->elf.segments().begin(), (*main)->elf.segments().end(),
                   [](const ElfSegment& s) { return s.type == PT_INTERP; });
-  if (!ctx.process && dynamic_program && asked.empty()) asked.push_back("libssl.so.3");
+  // A program with OpenSSL linked in does not load libssl besides.
+  const bool static_openssl = !plan.objects.empty() && !(*main)->is_go;
+  if (!ctx.process && dynamic_program && !static_openssl && asked.empty())
+    asked.push_back("libssl.so.3");
   for (const auto& name : asked) {
     std::string path = name;
     if (name.find('/') == std::string::npos) {

@@ -183,6 +183,24 @@ TEST_F(tls_www, s_client_request_then_response) {
   expect_nothing_lost(objs.back(), true);
 }
 
+TEST_F(tls_www, openssl_linked_into_the_program) {
+  auto r = uscope({"tls", "--json", "-v", "-c",
+                   fixture("native/tls_static_client") + " " + std::to_string(port) + " " + c.cert +
+                       " /static"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("tls_static_client (OpenSSL linked statically): SSL_read, SSL_write"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("libssl.so"), std::string::npos) << r.err;  // nothing else probed
+  auto objs = json_lines(r.out);
+  auto recs = tls_records(objs);
+  int req = expect_exchange(recs, true, "GET /static HTTP/1.0\r\n", "HTTP/1.0 200 ok\r\n", r.out);
+  ASSERT_GE(req, 0);
+  EXPECT_EQ(recs[req]["function"], "SSL_write");
+  EXPECT_GE(recs[req]["fd"].get<int>(), 3) << recs[req].dump();  // a socket BIO (SSL_set_fd)
+  expect_nothing_lost(objs.back(), true);
+}
+
 constexpr const char* kPythonClient = R"(import socket, sys
 print("ready", flush=True)
 sys.stdin.read(1)  # the gate: ssl (and libssl) is imported only after it
