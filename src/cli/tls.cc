@@ -145,6 +145,10 @@ void add_tls_command(CLI::App& app, Run& run) {
   auto* cmd = app.add_subcommand(
       "tls", "TLS plaintext: every read and write of OpenSSL 3 and Go crypto/tls, with its bytes");
   add_session_options(cmd, opts->session, false, false);
+  cmd->get_option("--output")
+      ->description(
+          "Write to FILE (created mode 0600: it holds TLS plaintext) instead of "
+          "stdout; a .json or .jsonl name means --format json, .txt or .log text");
   cmd->add_option("--max-bytes", opts->max_bytes,
                   fmt::format("Bytes of each call shown (default {}, at most {}); the rest are "
                               "counted",
@@ -158,8 +162,8 @@ void add_tls_command(CLI::App& app, Run& run) {
       ->type_name("LIB");
   cmd->add_flag("--no-move", opts->no_move, "Always probe a function's first instruction");
   cmd->footer(
-      "Text payloads are shown as text, others as hex. -o FILE is created mode 0600. A call whose "
-      "fd cannot be found says 'fd ?' (-v says why); its peer comes from /proc/PID/net/tcp{,6}.");
+      "Text payloads are shown as text, others as hex. A call whose fd cannot be found says "
+      "'fd ?' (-v says why); its peer comes from /proc/PID/net/tcp{,6}.");
   cmd->callback([&run, opts] { run = [opts] { return run_tls(*opts); }; });
 }
 
