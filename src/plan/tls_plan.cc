@@ -188,7 +188,7 @@ ProbeSpec tls_probe(const TlsFunction& f, const std::string& target, const TlsFd
     buf = at_entry(reg("rsi"));
     Expr ret = expr::signed_cast(expr::retval(), 4);
     if (f.ex) {
-      // *readbytes is read only after a successful call: the && keeps a failed one unread.
+      // The predicate drops a failed call before *readbytes is read.
       spec.predicate = binary("==", ret, integer(1));
       bytes = load(at_entry(reg("rcx")), 0);
     } else {
@@ -204,105 +204,138 @@ ProbeSpec tls_probe(const TlsFunction& f, const std::string& target, const TlsFd
   return spec;
 }
 
+namespace {
+
+// The program itself when it holds TLS functions (Go's crypto/tls, or OpenSSL linked in); else
+// nullopt and `looked_at` says what it is.
+Result<std::optional<TlsObject>> program_object(ObjectCache& cache, const GoFieldLookup& go_field,
+                                                std::string& looked_at) {
+  auto main = cache.get("");
+  if (!main) return tl::unexpected(main.error());
+  PlannedObject& m = **main;
+  TlsObject o;
+  o.path = m.ref.display_path;
+  o.library = m.is_go ? TlsLibrary::Go : TlsLibrary::OpenSsl;
+  o.how = m.is_go ? "Go crypto/tls" : "OpenSSL linked statically";
+  looked_at = fmt::format("{} ({})", o.path, m.is_go ? "Go, no crypto/tls" : "no SSL_* functions");
+  if (auto r = find_functions(cache, m, o); !r) return tl::unexpected(r.error());
+  if (o.found.empty()) return std::nullopt;
+  if (o.library == TlsLibrary::Go) {
+    if (m.go && !m.go->register_abi())
+      return fail(
+          "{} was built by {}, which passes arguments on the stack: uscope tls reads Go's "
+          "register ABI (Go 1.17 or later)",
+          o.path, m.go->version);
+    o.fd = go_fd_layout(go_field, symbol_address(m, std::string(kTcpConnItab)));
+    if (o.fd.known && m.elf.type() != ET_EXEC) {
+      // The itab's link-time address is not the one the probes would compare with.
+      o.fd = TlsFdLayout{};
+      o.fd.why_unknown = "a PIE Go binary: its itab's address is known only once it is loaded";
+    }
+  }
+  return o;
+}
+
+bool has_interpreter(const ElfFile& elf) {
+  return std::any_of(elf.segments().begin(), elf.segments().end(),
+                     [](const ElfSegment& s) { return s.type == PT_INTERP; });
+}
+
+// One file named twice (mapped, and asked for by name) is probed once: by its inode.
+bool same_file(const std::string& a, const std::string& b) {
+  struct stat sa = {};
+  struct stat sb = {};
+  if (stat(a.c_str(), &sa) != 0 || stat(b.c_str(), &sb) != 0) return a == b;
+  return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+struct LibraryRef {
+  std::string how;
+  ObjectRef ref;
+};
+
+// The libssl files to probe: the ones the process maps, the ones asked for (`asked`: paths or
+// short names), and with neither, for a dynamic command about to start without OpenSSL of its
+// own, the system's libssl.so.3 (if there is one).
+Result<std::vector<LibraryRef>> library_refs(const TargetContext& ctx,
+                                             const std::vector<std::string>& asked,
+                                             bool default_libssl) {
+  std::vector<LibraryRef> libs;
+  auto add = [&](std::string how, ObjectRef ref) {
+    for (const auto& l : libs)
+      if (same_file(l.ref.open_path, ref.open_path)) return;
+    libs.push_back({std::move(how), std::move(ref)});
+  };
+  if (ctx.process)
+    for (const auto& m : ctx.process->objects())
+      if (is_libssl(m.path)) add("mapped", ObjectRef{m.path, m.open_path, m.deleted});
+  std::vector<std::string> names = asked;
+  if (names.empty() && default_libssl) names.push_back("libssl.so.3");
+  for (const auto& name : names) {
+    std::string path = name;
+    if (name.find('/') == std::string::npos) {
+      auto entries = read_ld_so_cache();
+      if (!entries) return tl::unexpected(entries.error());
+      auto found = resolve_library(name, *entries);
+      if (!found) {
+        if (asked.empty()) continue;  // the default: no system libssl, nothing to add
+        return fail("--lib {}: {}", name, found.error().message);
+      }
+      path = *found;
+    }
+    add("loaded later (dlopen) or at start", ObjectRef{path, path, false});
+  }
+  return libs;
+}
+
+// A library's functions; an error listing what it has when it has none of them.
+Result<TlsObject> library_object(ObjectCache& cache, const LibraryRef& lib) {
+  auto obj = cache.open_as(lib.ref.open_path, lib.ref);
+  if (!obj) return tl::unexpected(obj.error());
+  TlsObject o;
+  o.target = lib.ref.open_path;
+  o.path = lib.ref.display_path;
+  o.how = lib.how;
+  if (auto r = find_functions(cache, **obj, o); !r) return tl::unexpected(r.error());
+  if (!o.found.empty()) return o;
+  auto syms = cache.symbols(**obj);
+  std::vector<std::string> ssl;
+  if (syms)
+    for (const auto& f : (*syms)->functions())
+      if (f.name.starts_with("SSL_") && ssl.size() < 8) ssl.push_back(f.name);
+  return fail("{} has none of the functions uscope tls probes ({}); its SSL_ functions: {}", o.path,
+              join(o.missing), ssl.empty() ? "none" : join(ssl));
+}
+
+}  // namespace
+
 Result<TlsPlan> plan_tls(ObjectCache& cache, const TargetContext& ctx,
                          const GoFieldLookup& go_field, const TlsPlanOptions& opts) {
   if (opts.max_bytes < 1 || opts.max_bytes > kTlsMaxBytesLimit)
     return fail("--max-bytes {}: from 1 to {} bytes per call", opts.max_bytes, kTlsMaxBytesLimit);
   TlsPlan plan;
   plan.max_bytes = opts.max_bytes;
-  std::vector<std::string> looked_at;
-
-  // The program: Go's crypto/tls, or OpenSSL linked into it.
+  std::string looked_at;
+  auto program = program_object(cache, go_field, looked_at);
+  if (!program) return tl::unexpected(program.error());
+  if (*program) plan.objects.push_back(std::move(**program));
   auto main = cache.get("");
   if (!main) return tl::unexpected(main.error());
-  const std::string main_path = (*main)->ref.display_path;
-  {
-    TlsObject o;
-    o.path = main_path;
-    o.library = (*main)->is_go ? TlsLibrary::Go : TlsLibrary::OpenSsl;
-    o.how = (*main)->is_go ? "Go crypto/tls" : "OpenSSL linked statically";
-    if (auto r = find_functions(cache, **main, o); !r) return tl::unexpected(r.error());
-    if (o.library == TlsLibrary::Go && !o.found.empty()) {
-      if ((*main)->go && !(*main)->go->register_abi())
-        return fail(
-            "{} was built by {}, which passes arguments on the stack: uscope tls reads Go's "
-            "register ABI (Go 1.17 or later)",
-            main_path, (*main)->go->version);
-      std::optional<uint64_t> itab;
-      if ((*main)->elf.type() == ET_EXEC) itab = symbol_address(**main, std::string(kTcpConnItab));
-      o.fd = go_fd_layout(go_field, itab);
-      if (itab && (*main)->elf.type() != ET_EXEC) o.fd.why_unknown = "a PIE Go binary";
-    }
-    looked_at.push_back(fmt::format("{} ({})", main_path,
-                                    (*main)->is_go ? "Go, no crypto/tls" : "no SSL_* functions"));
-    if (!o.found.empty()) plan.objects.push_back(std::move(o));
-  }
-
-  // Libraries: mapped libssl, the ones asked for, the system's for a command about to start.
-  std::vector<std::pair<std::string, ObjectRef>> libs;  // (how, ref)
-  // One file named twice (mapped, and asked for by name) is probed once: by its inode.
-  auto same_file = [](const std::string& a, const std::string& b) {
-    struct stat sa {
-    }, sb{};
-    if (stat(a.c_str(), &sa) != 0 || stat(b.c_str(), &sb) != 0) return a == b;
-    return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
-  };
-  auto add_lib = [&](std::string how, ObjectRef ref) {
-    for (const auto& [h, r] : libs)
-      if (same_file(r.open_path, ref.open_path)) return;
-    libs.emplace_back(std::move(how), std::move(ref));
-  };
-  if (ctx.process)
-    for (const auto& m : ctx.process->objects())
-      if (is_libssl(m.path)) add_lib("mapped", ObjectRef{m.path, m.open_path, m.deleted});
-  std::vector<std::string> asked = opts.libraries;
-  const bool dynamic_program =
-      !(*main)->is_go && !(*main)->elf.segments().empty() &&
-      std::any_of((*main)->elf.segments().begin(), (*main)->elf.segments().end(),
-                  [](const ElfSegment& s) { return s.type == PT_INTERP; });
-  // A program with OpenSSL linked in does not load libssl besides.
-  const bool static_openssl = !plan.objects.empty() && !(*main)->is_go;
-  if (!ctx.process && dynamic_program && !static_openssl && asked.empty())
-    asked.push_back("libssl.so.3");
-  for (const auto& name : asked) {
-    std::string path = name;
-    if (name.find('/') == std::string::npos) {
-      auto cache_entries = read_ld_so_cache();
-      if (!cache_entries) return tl::unexpected(cache_entries.error());
-      auto found = resolve_library(name, *cache_entries);
-      if (!found) {
-        if (opts.libraries.empty()) continue;  // the default: no system libssl, nothing to add
-        return fail("--lib {}: {}", name, found.error().message);
-      }
-      path = *found;
-    }
-    add_lib("loaded later (dlopen) or at start", ObjectRef{path, path, false});
-  }
-  for (auto& [how, ref] : libs) {
-    auto obj = cache.open_as(ref.open_path, ref);
-    if (!obj) return tl::unexpected(obj.error());
-    TlsObject o;
-    o.target = ref.open_path;
-    o.path = ref.display_path;
-    o.how = how;
-    if (auto r = find_functions(cache, **obj, o); !r) return tl::unexpected(r.error());
-    if (o.found.empty()) {
-      auto syms = cache.symbols(**obj);
-      std::vector<std::string> ssl;
-      if (syms)
-        for (const auto& f : (*syms)->functions())
-          if (f.name.starts_with("SSL_") && ssl.size() < 8) ssl.push_back(f.name);
-      return fail("{} has none of the functions uscope tls probes ({}); its SSL_ functions: {}",
-                  ref.display_path, join(o.missing), ssl.empty() ? "none" : join(ssl));
-    }
-    plan.objects.push_back(std::move(o));
+  const bool default_libssl =
+      !ctx.process && plan.objects.empty() && !(*main)->is_go && has_interpreter((*main)->elf);
+  auto libs = library_refs(ctx, opts.libraries, default_libssl);
+  if (!libs) return tl::unexpected(libs.error());
+  for (const auto& lib : *libs) {
+    auto o = library_object(cache, lib);
+    if (!o) return tl::unexpected(o.error());
+    plan.objects.push_back(std::move(*o));
   }
   if (plan.objects.empty())
     return fail(
         "no TLS library to probe: {}; TLS-like libraries mapped: {}. uscope tls reads OpenSSL 3 "
         "(libssl, or linked into the program) and Go's crypto/tls; a library the process loads "
         "later: --lib ssl (or its path)",
-        join(looked_at), ctx.process ? tls_like_mappings(*ctx.process) : "none (not started)");
+        looked_at, ctx.process ? tls_like_mappings(*ctx.process) : "none (not started)");
 
   std::vector<ProbeSpec> specs;
   std::vector<TlsProbeInfo> info_of_spec;
@@ -316,7 +349,7 @@ Result<TlsPlan> plan_tls(ObjectCache& cache, const TargetContext& ctx,
   auto trace = plan_trace(cache, specs, topts);
   if (!trace) return tl::unexpected(trace.error());
   plan.trace = std::move(*trace);
-  // plan_trace() makes one probe per spec here (no globs), in spec order.
+  // A probe per function matched: by its spec's function and object.
   for (const auto& p : plan.trace.probes) {
     for (size_t i = 0; i < specs.size(); ++i)
       if (specs[i].function == p.spec.function && specs[i].target == p.spec.target) {
