@@ -62,6 +62,38 @@ Expr fd_at_entry(const TlsFunction& f, const TlsFdLayout& l) {
   return expr::or_minus_one(is_tcp, load(netfd, l.netfd_sysfd));
 }
 
+// The little-endian word at link-time address `addr` of `elf`.
+std::optional<uint64_t> word_at(const ElfFile& elf, uint64_t addr) {
+  auto b = elf.allocated_bytes(addr, 8);
+  if (!b) return std::nullopt;
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; --i) v = (v << 8) | (*b)[static_cast<size_t>(i)];
+  return v;
+}
+
+// The link-time address of the itab that makes a *net.TCPConn a net.Conn: its symbol, else, in a
+// stripped binary, the one among the binary's itabs (.itablink, which the runtime needs and
+// -ldflags=-s keeps) whose interface and type descriptors are named so (runtime.itab: inter,
+// _type, ...).
+std::optional<uint64_t> find_tcpconn_itab(PlannedObject& m) {
+  if (auto a = symbol_address(m, std::string(kTcpConnItab))) return a;
+  auto section = m.elf.section(".itablink");
+  if (!section) return std::nullopt;
+  auto links = m.elf.section_data(*section);
+  auto types = go_types_of(m);
+  if (!links || !types) return std::nullopt;
+  for (size_t off = 0; off + 8 <= links->size(); off += 8) {
+    uint64_t itab = 0;
+    for (int i = 7; i >= 0; --i) itab = (itab << 8) | (*links)[off + static_cast<size_t>(i)];
+    auto inter = word_at(m.elf, itab), type = word_at(m.elf, itab + 8);
+    if (!inter || !type) continue;
+    if ((*types)->type_name_at(*type) == "*net.TCPConn" &&
+        (*types)->type_name_at(*inter) == "net.Conn")
+      return itab;
+  }
+  return std::nullopt;
+}
+
 bool defines(const SymbolTable& syms, std::string_view name) {
   return !functions_named(syms, name).empty();
 }
@@ -139,7 +171,9 @@ TlsFdLayout go_fd_layout(const GoFieldLookup& lookup, std::optional<uint64_t> tc
   TlsFdLayout l;
   if (!tcpconn_itab) {
     l.why_unknown = fmt::format(
-        "no {} symbol (a stripped binary): a connection's type cannot be checked", kTcpConnItab);
+        "no {} (no such symbol, nor an itab of that name in .itablink): a connection's type "
+        "cannot be checked",
+        kTcpConnItab);
     return l;
   }
   struct Need {
@@ -226,7 +260,7 @@ Result<std::optional<TlsObject>> program_object(ObjectCache& cache, const GoFiel
           "{} was built by {}, which passes arguments on the stack: uscope tls reads Go's "
           "register ABI (Go 1.17 or later)",
           o.path, m.go->version);
-    o.fd = go_fd_layout(go_field, symbol_address(m, std::string(kTcpConnItab)));
+    o.fd = go_fd_layout(go_field, find_tcpconn_itab(m));
     if (o.fd.known && m.elf.type() != ET_EXEC) {
       // The itab's link-time address is not the one the probes would compare with.
       o.fd = TlsFdLayout{};

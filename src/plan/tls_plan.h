@@ -51,7 +51,8 @@ inline constexpr size_t kTlsDefaultMaxBytes = 4096;
 //     ssl->rbio (reads) or ssl->wbio (writes), taken as a socket or fd BIO only when its
 //     method's type says so (BIO_TYPE_SOCKET, BIO_TYPE_FD), then bio->num
 //   Go: c.conn (net.Conn), taken as a *net.TCPConn only when its itab is that type's (the itab's
-//     address from .symtab; not in stripped or PIE binaries), then .fd.pfd.Sysfd
+//     address from .symtab, or in a stripped binary the .itablink entry whose descriptors are
+//     named *net.TCPConn and net.Conn; not in PIE binaries), then .fd.pfd.Sysfd
 // The fd is -1 otherwise, and the output says "fd unknown".
 struct TlsFdLayout {
   bool known = false;
@@ -72,7 +73,7 @@ inline constexpr uint32_t kBioTypeFd = 4 | 0x0400 | 0x0100;
 // The OpenSSL 3.0/3.1 layout, or why not (from the functions the object defines).
 TlsFdLayout openssl_fd_layout(bool has_ctx_new_ex, bool has_handle_events);
 
-// The Go layout from the binary's types and its *net.TCPConn itab (nullopt: no such symbol).
+// The Go layout from the binary's types and its *net.TCPConn itab (nullopt: none found).
 TlsFdLayout go_fd_layout(const GoFieldLookup& lookup, std::optional<uint64_t> tcpconn_itab);
 
 // Output fields of every TLS probe, in order.

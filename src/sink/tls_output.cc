@@ -110,8 +110,9 @@ std::string tls_text_summary(const TlsTotals& t, const TlsLosses& l, std::string
   std::string out = fmt::format("uscope tls: {}; {} reads ({}), {} writes ({})\n", stop, t.reads,
                                 size_text(t.read_bytes), t.writes, size_text(t.write_bytes));
   LossList notes;
-  notes.add(t.fd_unknown, "without a known fd");
-  notes.add(t.peer_unknown, "with an fd but no TCP peer found (not TCP, or closed before read)");
+  notes.add(t.fd_unknown, "calls without a known fd");
+  notes.add(t.peer_unknown,
+            "calls with an fd but no TCP peer found (not TCP, or closed before uscope looked)");
   notes.add(l.filtered, "calls that failed or moved no data (not shown)");
   notes.add(t.late_payloads, "payloads read from the process after the call");
   if (!notes.empty()) out += fmt::format("uscope tls: {}\n", notes.text());
