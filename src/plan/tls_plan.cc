@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cstring>
 #include <utility>
 
 #include "discover/library_names.h"
@@ -62,12 +63,12 @@ Expr fd_at_entry(const TlsFunction& f, const TlsFdLayout& l) {
   return expr::or_minus_one(is_tcp, load(netfd, l.netfd_sysfd));
 }
 
-// The little-endian word at link-time address `addr` of `elf`.
+// The word at link-time address `addr` of `elf` (x86-64: little-endian, as the host).
 std::optional<uint64_t> word_at(const ElfFile& elf, uint64_t addr) {
   auto b = elf.allocated_bytes(addr, 8);
   if (!b) return std::nullopt;
   uint64_t v = 0;
-  for (int i = 7; i >= 0; --i) v = (v << 8) | (*b)[static_cast<size_t>(i)];
+  std::memcpy(&v, b->data(), 8);
   return v;
 }
 
@@ -84,7 +85,7 @@ std::optional<uint64_t> find_tcpconn_itab(PlannedObject& m) {
   if (!links || !types) return std::nullopt;
   for (size_t off = 0; off + 8 <= links->size(); off += 8) {
     uint64_t itab = 0;
-    for (int i = 7; i >= 0; --i) itab = (itab << 8) | (*links)[off + static_cast<size_t>(i)];
+    std::memcpy(&itab, links->data() + off, 8);
     auto inter = word_at(m.elf, itab), type = word_at(m.elf, itab + 8);
     if (!inter || !type) continue;
     if ((*types)->type_name_at(*type) == "*net.TCPConn" &&
