@@ -27,10 +27,8 @@ import argparse
 import json
 import os
 import re
-import shutil
 import signal
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -142,28 +140,7 @@ def main() -> int:
         if not os.access(exe, os.X_OK):
             print(f"http.py: {exe} missing; build first", file=sys.stderr)
             return 1
-    a.workdir = Path(tempfile.mkdtemp(prefix="uscope-http-bench-"))
-    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
-    t0 = time.monotonic()
-    try:
-        a.uscope = R.snapshot_binary(a.uscope.resolve(), a.workdir)
-        times = bench(a)
-    except R.BenchError as e:
-        print(f"http.py: FAILED: {e}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print("http.py: interrupted", file=sys.stderr)
-        return 130
-    finally:
-        R.cleanup()
-        shutil.rmtree(a.workdir, ignore_errors=True)
-    body = report(a, times, time.monotonic() - t0)
-    print(body)
-    if a.markdown:
-        R.write_marked_block(a.markdown, body, BEGIN_MARK, END_MARK)
-        R.log(f"wrote {a.markdown}")
-    return 0
-
+    return R.run_marked_bench("http", a, bench, report, BEGIN_MARK, END_MARK)
 
 if __name__ == "__main__":
     sys.exit(main())

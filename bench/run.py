@@ -274,6 +274,34 @@ def write_marked_block(path: Path, body: str, begin: str, end: str) -> None:
         path.write_text(text.rstrip("\n") + "\n\n" + block + "\n")
 
 
+def run_marked_bench(name: str, a, measure, report, begin: str, end: str) -> int:
+    """The body of a bench script's main() (http.py, tls.py): a work directory (a.workdir) holding
+    a snapshot of a.uscope, `measure(a)` run with SIGTERM as an interrupt, every process it started
+    and the directory removed at the end, then `report(a, result, seconds)` printed and, with
+    a.markdown, written into that file between `begin` and `end`. Returns the exit code."""
+    a.workdir = Path(tempfile.mkdtemp(prefix=f"uscope-{name}-bench-"))
+    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    t0 = time.monotonic()
+    try:
+        a.uscope = snapshot_binary(a.uscope.resolve(), a.workdir)
+        result = measure(a)
+    except BenchError as e:
+        print(f"{name}.py: FAILED: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"{name}.py: interrupted", file=sys.stderr)
+        return 130
+    finally:
+        cleanup()
+        shutil.rmtree(a.workdir, ignore_errors=True)
+    body = report(a, result, time.monotonic() - t0)
+    print(body)
+    if a.markdown:
+        write_marked_block(a.markdown, body, begin, end)
+        log(f"wrote {a.markdown}")
+    return 0
+
+
 def med(xs: list[float]) -> float:
     return statistics.median(xs)
 

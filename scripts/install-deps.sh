@@ -16,6 +16,8 @@ packages=(
   # fixtures and real targets the tests attach to
   systemtap-sdt-dev binutils elfutils xz-utils python3.11 openjdk-17-jdk-headless golang-go rustc
   libssl3 openssl redis-server redis-tools
+  # uscope tls: a client (curl), and libssl.a for a program with OpenSSL linked into it
+  curl libssl-dev
   # libc's separate debug file: the names of its internal functions (__memcpy_avx2_...)
   libc6-dbg
   # tools tests and scripts run: setpriv (util-linux), ps (procps), file; chromium renders the

@@ -24,7 +24,7 @@ const volatile __u64 wakeup_bytes = 0;
  *   latency   512 bytes per TRACE_F_HISTOGRAM recipe, else 1 row
  *   aggregates ~700 bytes per distinct key, allocated as keys appear (up to --max-keys), else 1
  *   stack_traces 1 KiB per distinct user stack with a `ustack` key, else 1 (preallocated)
- *   scratches ~3.5 KiB per CPU */
+ *   scratches ~17 KiB per CPU */
 struct {
   __uint(type, BPF_MAP_TYPE_ARRAY);
   __uint(max_entries, 1); /* resized to the number of recipes before load */
@@ -118,6 +118,7 @@ struct scratch {
   __u8 data[TRACE_MAX_DATA + TRACE_MAX_STR + 16 + TRACE_MAX_KFRAMES * 8];
 };
 _Static_assert(TRACE_MAX_STR + 16 >= TRACE_MAX_FRAMES * 8, "no room for the user stack");
+_Static_assert(TRACE_STR_LEN_MASK == TRACE_MAX_STR - 1, "a string length word holds any length read");
 
 struct {
   __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);

@@ -17,8 +17,10 @@
 #define TRACE_STACK 8       /* stack machine depth (power of two) */
 #define TRACE_ENTRY_SLOTS 8 /* values saved at entry for a return probe (power of two) */
 #define TRACE_POOL 128      /* bytes of string constants per recipe (power of two) */
-#define TRACE_MAX_DATA 2048 /* event payload bytes */
-#define TRACE_MAX_STR 1024  /* bytes of one string read (power of two) */
+/* An event carries a string of up to 8 KiB: what `uscope tls` shows of one TLS read or write
+ * (half a TLS record) in one event. The ring holds an event's bytes only, not these maxima. */
+#define TRACE_MAX_DATA 8448 /* event payload bytes: one longest string and a few values */
+#define TRACE_MAX_STR 8192  /* bytes of one string read (power of two) */
 #define TRACE_COMM_LEN 16
 #define TRACE_MAX_FRAMES 127 /* user stack frames per event (perf's default max_stack) */
 #define TRACE_MAX_KFRAMES 32 /* kernel stack frames per event (-K): at a uprobe, the trap path */
@@ -258,7 +260,7 @@ struct uscope_entry_value {
 #define TRACE_STR_DEFERRED 0x80000000u
 #define TRACE_STR_EXACT 0x40000000u
 #define TRACE_STR_TRUNCATED 0x20000000u
-#define TRACE_STR_LEN_MASK 0x3ffu
+#define TRACE_STR_LEN_MASK 0x1fffu /* TRACE_MAX_STR - 1 */
 #define TRACE_STR_DEFERRED_BYTES 12
 
 struct uscope_event {

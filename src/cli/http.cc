@@ -4,7 +4,6 @@
 // (plan/http_plan.h); struct offsets from the binary (DWARF, type descriptors, uscope's table).
 #include <fmt/core.h>
 
-#include <chrono>
 #include <memory>
 #include <optional>
 
@@ -29,22 +28,6 @@ struct HttpCommandOptions {
   bool no_move = false;
 };
 
-HttpLosses losses_of(const std::vector<RecipeCounters>& counters) {
-  HttpLosses l;
-  for (const auto& c : counters) {
-    l.ring_lost += c.lost;
-    l.read_errors += c.read_errors;
-    l.no_entry += c.no_entry;
-    l.entry_save_failed += c.entry_save_failed;
-    l.malformed += c.malformed;
-    l.truncated += c.truncated;
-  }
-  return l;
-}
-
-constexpr auto kStopDrain = std::chrono::milliseconds(20);
-constexpr auto kStopFlush = std::chrono::milliseconds(50);
-constexpr auto kStalledOutput = std::chrono::seconds(1);
 int run_http(const HttpCommandOptions& o) {
   if (!o.session.pid && o.session.command.empty())
     return report_error("uscope http needs a Go program: -p PID or -c 'COMMAND'", kExitUsage);
@@ -56,18 +39,11 @@ int run_http(const HttpCommandOptions& o) {
   auto session = Session::open(o.session);
   if (!session) return report_error(session.error().message);
   ObjectCache cache((*session)->context());
-  auto go_field = [&](std::string_view type, std::string_view field) -> Result<GoField> {
-    auto obj = cache.get("");
-    if (!obj) return tl::unexpected(obj.error());
-    auto types = go_types_of(**obj);
-    if (!types) return tl::unexpected(types.error());
-    return (*types)->field(type, field);
-  };
   HttpPlanOptions popts;
   popts.server = !o.client_only;
   popts.client = !o.server_only;
   popts.move_sites = !o.no_move;
-  auto plan = plan_http(cache, go_field, popts);
+  auto plan = plan_http(cache, go_field_lookup(cache), popts);
   if (!plan) return report_error(plan.error().message);
   if (o.session.verbose) {
     for (const auto& s : plan->layout.sources)
@@ -76,13 +52,8 @@ int run_http(const HttpCommandOptions& o) {
     print_sites(plan->trace.sites, plan->trace.skipped);
   }
 
-  auto program =
-      TraceProgram::load(plan->trace.recipes, (*session)->target_filter(), !o.session.no_multi);
+  auto program = attach_trace_plan(**session, plan->trace, o.session.no_multi);
   if (!program) return report_error(program.error().message);
-  std::vector<AttachSite> sites;
-  for (const auto& s : plan->trace.sites) sites.push_back(s.attach);
-  if (auto r = program->attach(sites); !r)
-    return report_error((*session)->explain_attach_failure(r.error(), sites).message);
   {
     bool server = false, client = false;
     for (auto side : plan->side_of_probe) (side == HttpSide::Server ? server : client) = true;
@@ -120,47 +91,20 @@ int run_http(const HttpCommandOptions& o) {
   if (!output->json()) out.append(http_text_header());
   if (auto r = (*session)->start(); !r) return report_error(r.error().message);
 
-  EventLoop::Callbacks cb;
   std::optional<Error> read_error;
-  read_events_in_loop(*program, cb, read_error);
-  cb.output = &out;
-  cb.done = [&] { return read_error.has_value(); };
-  StopReason why = (*session)->run(cb);
-  program->detach();
-
-  // What the ring holds is read: all of it when the target ended, else within a short deadline.
-  using clock = std::chrono::steady_clock;
-  const bool read_all = why == StopReason::TargetExited || why == StopReason::TargetExeced;
-  auto drain_until = clock::now() + kStopDrain;
-  while (why != StopReason::OutputClosed) {
-    if (!out.has_room() && !out.flush_until(clock::now() + kStalledOutput)) break;
-    if ((!read_all && clock::now() >= drain_until) || !cb.drain()) break;
-  }
+  StopReason why = run_event_session(**session, *program, out, read_error);
   if (read_error) return report_error(read_error->message);
-  auto counters = program->counters();
-  if (!counters) return report_error("cannot read the event counters: " + counters.error().message);
-  HttpLosses losses = losses_of(*counters);
-  losses.malformed += decoder.malformed() + program->short_records() + not_http;
-  uint64_t emitted = 0;
-  for (const auto& c : *counters) emitted += c.emitted;
-  if (emitted > read_events) losses.output_dropped += emitted - read_events;
+  HttpLosses losses;
+  if (auto r = add_program_losses(*program, decoder, read_events, losses); !r)
+    return report_error(r.error().message);
+  losses.malformed += not_http;
   losses.output_dropped += output_dropped;
   losses.status_unknown = status_unknown;
   const std::string stop = describe(why);
   // The summary is what -d asks for: on the output, after the lines.
   out.append(output->json() ? http_json_summary(red, losses, stop)
                             : http_text_summary(red, losses, stop));
-  if (read_all)
-    while (out.pending() && out.flush_until(clock::now() + kStalledOutput)) {
-    }
-  else
-    out.flush_until(clock::now() + kStopFlush);
-  if (out.pending()) {
-    uint64_t lines = 0;
-    for (char c : out.drop_pending()) lines += c == '\n';
-    fmt::print(stderr, "uscope: {} lines not written (the output did not take them in time)\n",
-               lines);
-  }
+  finish_event_output(why, out);
   return kExitOk;
 }
 

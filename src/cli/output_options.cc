@@ -18,7 +18,7 @@ void add_output_options(CLI::App* cmd, OutputOptions& o, const std::string& json
   cmd->add_flag("--json", o.json, "Same as --format json");
 }
 
-tl::expected<CommandOutput, int> open_output(const OutputOptions& o) {
+tl::expected<CommandOutput, int> open_output(const OutputOptions& o, mode_t mode) {
   std::string flag = o.format;
   if (o.json) {
     if (!flag.empty() && flag != "json")
@@ -29,7 +29,7 @@ tl::expected<CommandOutput, int> open_output(const OutputOptions& o) {
   std::string path = o.path == "-" ? "" : o.path;
   auto format = choose_format(flag, path, kRowFormats, OutputFormat::Text);
   if (!format) return tl::unexpected(report_error(format.error().message, kExitUsage));
-  auto file = OutputFile::open(path);
+  auto file = OutputFile::open(path, mode);
   if (!file) return tl::unexpected(report_error(file.error().message));
   return CommandOutput{*format, std::move(*file)};
 }

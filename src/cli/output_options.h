@@ -2,7 +2,9 @@
 // --format, -o and --json for the commands that print rows or events (trace, count, latency,
 // hist, list): the format chosen once (sink/output_format.h), the sinks handed it, and the output
 // going to the -o file or stdout.
+#include <sys/types.h>
 #include <CLI/CLI.hpp>
+
 #include <cstdio>
 #include <string>
 #include <tl/expected.hpp>
@@ -29,6 +31,7 @@ struct CommandOutput {
 
 // The format and the -o file created. On failure the error is printed and the exit code returned:
 // kExitUsage for a format this command does not write, kExitFailure for a file it cannot create.
-tl::expected<CommandOutput, int> open_output(const OutputOptions& o);
+// `mode`: a new file's permissions (tls: 0600, as the file holds what a process encrypted).
+tl::expected<CommandOutput, int> open_output(const OutputOptions& o, mode_t mode = 0644);
 
 }  // namespace uscope::cli

@@ -128,6 +128,76 @@ void finish_output(OutputBuffer& out, uint64_t tables_not_written) {
                tables_not_written + !written);
 }
 
+namespace {
+constexpr auto kStopDrain = std::chrono::milliseconds(20);
+constexpr auto kStopFlush = std::chrono::milliseconds(50);
+constexpr auto kStalledOutput = std::chrono::seconds(1);
+bool target_ended(StopReason why) {
+  return why == StopReason::TargetExited || why == StopReason::TargetExeced;
+}
+}  // namespace
+
+Result<TraceProgram> attach_trace_plan(const Session& session, const TracePlan& plan,
+                                       bool no_multi) {
+  auto program = TraceProgram::load(plan.recipes, session.target_filter(), !no_multi);
+  if (!program) return tl::unexpected(program.error());
+  std::vector<AttachSite> sites;
+  for (const auto& s : plan.sites) sites.push_back(s.attach);
+  if (auto r = program->attach(sites); !r)
+    return tl::unexpected(session.explain_attach_failure(r.error(), sites));
+  return program;
+}
+
+StopReason run_event_session(Session& session, TraceProgram& program, OutputBuffer& out,
+                             std::optional<Error>& read_error) {
+  EventLoop::Callbacks cb;
+  read_events_in_loop(program, cb, read_error);
+  cb.output = &out;
+  cb.done = [&] { return read_error.has_value(); };
+  StopReason why = session.run(cb);
+  program.detach();
+  using clock = std::chrono::steady_clock;
+  const bool read_all = target_ended(why);
+  auto drain_until = clock::now() + kStopDrain;
+  while (why != StopReason::OutputClosed) {
+    if (!out.has_room() && !out.flush_until(clock::now() + kStalledOutput)) break;
+    if ((!read_all && clock::now() >= drain_until) || !cb.drain()) break;
+  }
+  return why;
+}
+
+Result<void> add_program_losses(const TraceProgram& program, const EventDecoder& decoder,
+                                uint64_t events_read, EventLosses& l) {
+  auto counters = program.counters();
+  if (!counters) return fail("cannot read the event counters: {}", counters.error().message);
+  const RecipeCounters c = sum_of(*counters);
+  l.ring_lost += c.lost;
+  l.read_errors += c.read_errors;
+  l.no_entry += c.no_entry;
+  l.entry_save_failed += c.entry_save_failed;
+  l.malformed += c.malformed;
+  l.truncated += c.truncated;
+  l.filtered += c.filtered;
+  l.malformed += decoder.malformed() + program.short_records();
+  if (c.emitted > events_read) l.output_dropped += c.emitted - events_read;
+  return {};
+}
+
+void finish_event_output(StopReason why, OutputBuffer& out) {
+  using clock = std::chrono::steady_clock;
+  if (target_ended(why))
+    while (out.pending() && out.flush_until(clock::now() + kStalledOutput)) {
+    }
+  else
+    out.flush_until(clock::now() + kStopFlush);
+  if (out.pending()) {
+    uint64_t lines = 0;
+    for (char c : out.drop_pending()) lines += c == '\n';
+    fmt::print(stderr, "uscope: {} lines not written (the output did not take them in time)\n",
+               lines);
+  }
+}
+
 void read_events_in_loop(TraceProgram& program, EventLoop::Callbacks& cb,
                          std::optional<Error>& read_error) {
   cb.data_fd = program.events_epoll_fd();

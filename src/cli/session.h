@@ -14,7 +14,9 @@
 #include "attach/bpf_loader.h"
 #include "attach/uprobe_links.h"
 #include "cli/output_options.h"
+#include "collect/event_decoder.h"
 #include "collect/event_loop.h"
+#include "collect/event_losses.h"
 #include "collect/trace_program.h"
 #include "discover/launched_command.h"
 #include "discover/process.h"
@@ -82,6 +84,26 @@ bool append_printed(OutputBuffer& out, const std::function<void(std::FILE*)>& pr
 // At the end of a session: writes the rest within a short deadline (a stop takes effect at once),
 // saying on stderr when the output did not take it.
 void finish_output(OutputBuffer& out, uint64_t tables_not_written);
+
+// The event commands (http, tls): the trace program loaded with `plan`'s recipes for the
+// session's target and attached at its sites (one uprobe_multi link per object unless
+// `no_multi`); a failed attach explained by what happened to the target.
+Result<TraceProgram> attach_trace_plan(const Session& session, const TracePlan& plan,
+                                       bool no_multi);
+// Then runs the loop, reading `program`'s events (handed to the handler
+// given to open_events()) with `out` as the output, until a stop; detaches the probes; then reads
+// what the ring holds, all of it when the target ended (exit or exec), else within a short
+// deadline. A failed read lands in `read_error`.
+StopReason run_event_session(Session& session, TraceProgram& program, OutputBuffer& out,
+                             std::optional<Error>& read_error);
+// Then the losses: the program's counters summed into `l`, events it emitted that the loop did
+// not read counted as output_dropped, records the decoder or the ring reader could not take as
+// malformed. `events_read`: what the event handler was given.
+Result<void> add_program_losses(const TraceProgram& program, const EventDecoder& decoder,
+                                uint64_t events_read, EventLosses& l);
+// Then, after the summary is appended: writes the lines, all of them when the target ended, else
+// within a short deadline, saying on stderr how many were not written.
+void finish_event_output(StopReason why, OutputBuffer& out);
 
 // Events per read of a ring buffer: bounds the work between two looks at signals and timers
 // (~0.5 ms of formatting).

@@ -120,19 +120,7 @@ struct TraceTotals {
 
 TraceTotals totals_of(const std::vector<RecipeCounters>& counters) {
   TraceTotals t;
-  RecipeCounters& total = t.bpf;
-  for (const auto& c : counters) {
-    total.hits += c.hits;
-    total.emitted += c.emitted;
-    total.lost += c.lost;
-    total.filtered += c.filtered;
-    total.read_errors += c.read_errors;
-    total.no_entry += c.no_entry;
-    total.entry_save_failed += c.entry_save_failed;
-    total.malformed += c.malformed;
-    total.stack_failed += c.stack_failed;
-    total.truncated += c.truncated;
-  }
+  t.bpf = sum_of(counters);
   return t;
 }
 

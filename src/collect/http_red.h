@@ -11,6 +11,7 @@
 
 #include "collect/decoded_event.h"
 #include "collect/duration_histogram.h"
+#include "collect/event_losses.h"
 #include "plan/http_plan.h"
 
 namespace uscope {
@@ -79,18 +80,8 @@ class HttpRed {
 };
 
 // What the session lost, each cause on its own (the summary and the JSON say all of them).
-struct HttpLosses {
-  uint64_t ring_lost = 0;          // ring buffer full: exchange never seen
-  uint64_t read_errors = 0;        // a field's memory unreadable (shown empty or 0)
-  uint64_t no_entry = 0;           // returns without a recorded entry (attached mid-request)
-  uint64_t entry_save_failed = 0;  // entries not recorded (entries map full)
-  uint64_t malformed = 0;          // events that could not be decoded
-  uint64_t truncated = 0;          // exchanges with a string cut short
-  uint64_t status_unknown = 0;     // served through another ResponseWriter (HTTP/2): no status
-  uint64_t output_dropped = 0;     // read but not written out at the stop
-  uint64_t total() const {
-    return ring_lost + no_entry + entry_save_failed + malformed + output_dropped;
-  }
+struct HttpLosses : EventLosses {
+  uint64_t status_unknown = 0;  // served through another ResponseWriter (HTTP/2): no status
 };
 
 }  // namespace uscope

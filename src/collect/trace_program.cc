@@ -16,6 +16,27 @@
 
 namespace uscope {
 
+RecipeCounters sum_of(std::span<const RecipeCounters> counters) {
+  RecipeCounters t;
+  for (const auto& c : counters) {
+    t.hits += c.hits;
+    t.emitted += c.emitted;
+    t.lost += c.lost;
+    t.filtered += c.filtered;
+    t.read_errors += c.read_errors;
+    t.no_entry += c.no_entry;
+    t.entry_save_failed += c.entry_save_failed;
+    t.matched += c.matched;
+    t.entry_repeated += c.entry_repeated;
+    t.malformed += c.malformed;
+    t.stack_failed += c.stack_failed;
+    t.truncated += c.truncated;
+    t.agg_full += c.agg_full;
+    t.stack_table_full += c.stack_table_full;
+  }
+  return t;
+}
+
 TraceProgram::TraceProgram(BpfObject obj, size_t recipes, std::vector<int32_t> hist_slot,
                            UprobeProgram uprobes)
     : obj_(std::move(obj)),

@@ -32,6 +32,9 @@ struct RecipeCounters {
   uint64_t stack_table_full = 0;  // a ustack key's stack found the stack table full (stack_failed)
 };
 
+// Every counter of `counters` (one per recipe) summed.
+RecipeCounters sum_of(std::span<const RecipeCounters> counters);
+
 class TraceProgram {
  public:
   // The BPF side wakes the reader only when the ring is a quarter full (a wake-up per event

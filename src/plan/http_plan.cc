@@ -4,70 +4,23 @@
 
 #include <utility>
 
+#include "plan/expr_build.h"
 #include "plan/site_match.h"
 
 namespace uscope {
 
+using expr::add_arg;
+using expr::at_entry;
+using expr::binary;
+using expr::go_string_at;
+using expr::integer;
+using expr::reg;
+
 namespace {
-
-Expr leaf(Expr::Op op) {
-  Expr e;
-  e.op = op;
-  return e;
-}
-
-Expr reg(const char* name) {
-  Expr e = leaf(Expr::Op::Reg);
-  e.text = name;
-  return e;
-}
-
-Expr integer(int64_t v) {
-  Expr e = leaf(Expr::Op::Int);
-  e.value = v;
-  return e;
-}
-
-Expr binary(const char* op, Expr a, Expr b) {
-  Expr e = leaf(Expr::Op::Binary);
-  e.op_text = op;
-  e.children = {std::move(a), std::move(b)};
-  return e;
-}
-
-// `child` evaluated at the function's entry and saved for its return (a Go parameter's register
-// is reused by then).
-Expr at_entry(Expr child) {
-  Expr e = leaf(Expr::Op::Entry);
-  e.children = {std::move(child)};
-  return e;
-}
 
 // The 8-byte word at `base` + `offset`.
 Expr word_at(Expr base, uint64_t offset) {
-  Expr e = leaf(Expr::Op::Deref);
-  e.width = 8;
-  e.children = {offset ? binary("+", std::move(base), integer(static_cast<int64_t>(offset)))
-                       : std::move(base)};
-  return e;
-}
-
-// The Go string (pointer, length) at `base` + `offset`.
-Expr go_string_at(const Expr& base, uint64_t offset) {
-  Expr e = leaf(Expr::Op::Str);
-  e.children = {word_at(base, offset), word_at(base, offset + 8)};
-  return e;
-}
-
-void add_arg(ProbeSpec& spec, Expr e, char conv) {
-  FormatConversion c;
-  c.conv = conv;
-  if (!spec.format.empty()) spec.format += ' ';
-  c.format_pos = spec.format.size();
-  c.format_len = 2;
-  spec.format += fmt::format("%{}", conv);
-  spec.conversions.push_back(c);
-  spec.args.push_back(std::move(e));
+  return expr::load(std::move(base), offset);
 }
 
 }  // namespace
@@ -126,9 +79,9 @@ ProbeSpec http_probe(HttpSide side, const HttpLayout& l) {
     // (is_response * (status + 1)) - 1. No type address is needed, so stripped and PIE binaries
     // check alike.
     const Expr rw = at_entry(reg("rcx"));
-    Expr is_response = binary("==", word_at(rw, l.response_req), req);
-    Expr status = binary("+", word_at(rw, l.response_status), integer(1));
-    add_arg(spec, binary("-", binary("*", std::move(is_response), std::move(status)), integer(1)),
+    add_arg(spec,
+            expr::or_minus_one(binary("==", word_at(rw, l.response_req), req),
+                               word_at(rw, l.response_status)),
             'd');
     return spec;
   }
@@ -141,10 +94,7 @@ ProbeSpec http_probe(HttpSide side, const HttpLayout& l) {
   Expr nil_response = binary("==", reg("rax"), integer(0));
   Expr address = binary("+", binary("*", std::move(nil_response), reg("rsp")),
                         binary("+", reg("rax"), integer(static_cast<int64_t>(l.client_status))));
-  Expr status = leaf(Expr::Op::Deref);
-  status.width = 8;
-  status.children = {std::move(address)};
-  add_arg(spec, std::move(status), 'd');
+  add_arg(spec, expr::load(std::move(address), 0), 'd');
   add_arg(spec, reg("rbx"), 'x');  // the error's type word: non-zero = an error
   return spec;
 }

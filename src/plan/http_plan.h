@@ -49,9 +49,6 @@ struct HttpLayout {
   std::vector<HttpFieldOffset> sources;
 };
 
-// How a field's offset is found: GoTypes::field() in the product, a table in tests.
-using GoFieldLookup = std::function<Result<GoField>(std::string_view type, std::string_view field)>;
-
 // The layout of the sides asked for (a server-only binary need not hold net/http.Response's
 // layout). Errors name the field no source could place.
 Result<HttpLayout> http_layout(const GoFieldLookup& lookup, bool server, bool client);

@@ -247,6 +247,12 @@ Result<PlannedObject*> ObjectCache::get(const std::string& target) {
   return obj;
 }
 
+Result<PlannedObject*> ObjectCache::open_as(const std::string& target, const ObjectRef& ref) {
+  auto obj = open(ref);
+  if (obj) by_target_.insert_or_assign(target, *obj);
+  return obj;
+}
+
 Result<PlannedObject*> ObjectCache::open(const ObjectRef& ref) {
   if (auto it = by_path_.find(ref.open_path); it != by_path_.end()) return it->second.get();
   auto stored = store_->open(ref.open_path, ref.display_path);
@@ -262,6 +268,17 @@ Result<PlannedObject*> ObjectCache::open(const ObjectRef& ref) {
   auto* raw = obj.get();
   by_path_.emplace(ref.open_path, std::move(obj));
   return raw;
+}
+
+GoFieldLookup go_field_lookup(ObjectCache& cache, std::string target) {
+  return [&cache, target = std::move(target)](std::string_view type,
+                                              std::string_view field) -> Result<GoField> {
+    auto obj = cache.get(target);
+    if (!obj) return tl::unexpected(obj.error());
+    auto types = go_types_of(**obj);
+    if (!types) return tl::unexpected(types.error());
+    return (*types)->field(type, field);
+  };
 }
 
 std::optional<uint64_t> symbol_address(PlannedObject& o, const std::string& name) {

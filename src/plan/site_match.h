@@ -4,6 +4,7 @@
 // so `list` shows the functions `trace`, `count` and `latency` would probe.
 #include <sys/types.h>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -60,6 +61,14 @@ Result<DwarfTypes*> dwarf_of(PlannedObject& o);
 // Go's type layouts (DWARF, runtime type descriptors, uscope's table), for a Go binary.
 Result<GoTypes*> go_types_of(PlannedObject& o);
 
+class ObjectCache;
+// How a Go struct field's offset is found (http, tls): GoTypes::field() of an object in the
+// product, a table in tests.
+using GoFieldLookup = std::function<Result<GoField>(std::string_view type, std::string_view field)>;
+// The fields of the object `target` names in `cache` ("" = the main binary), opened when first
+// asked for.
+GoFieldLookup go_field_lookup(ObjectCache& cache, std::string target = "");
+
 class ObjectCache {
  public:
   // `store` null: the process's shared store, which the symbolizer uses too.
@@ -69,6 +78,9 @@ class ObjectCache {
   Result<PlannedObject*> get(const std::string& target);
   // An object already resolved (`list -p` walks a process's mappings).
   Result<PlannedObject*> open(const ObjectRef& ref);
+  // `ref` opened and named `target` from now on, also when the process does not map it (yet):
+  // `tls` probes a library a process will dlopen().
+  Result<PlannedObject*> open_as(const std::string& target, const ObjectRef& ref);
   Result<const SymbolTable*> symbols(PlannedObject& o);
   Result<const std::vector<UsdtProbe>*> usdt(PlannedObject& o);
 

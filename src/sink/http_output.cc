@@ -4,7 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "sink/loss_list.h"
+#include "sink/event_loss_output.h"
 
 namespace uscope {
 
@@ -67,8 +67,7 @@ std::string http_text_summary(const HttpRed& red, const HttpLosses& l, std::stri
       out += fmt::format("{:<6} {:<7} {:>7} {:>7} {:>11} {:>11} {:>11} {:>11}  {}\n",
                          side_name(s->key.side), s->key.method, s->count, s->errors,
                          duration_text(d.quantile(0.5)), duration_text(d.quantile(0.9)),
-                         duration_text(d.quantile(0.99)), duration_text(d.max()),
-                         s->key.route);
+                         duration_text(d.quantile(0.99)), duration_text(d.max()), s->key.route);
     }
     out += "(percentiles from a log-linear histogram: within 1.6% of the exact value)\n";
   }
@@ -76,19 +75,12 @@ std::string http_text_summary(const HttpRed& red, const HttpLosses& l, std::stri
     out += fmt::format("uscope http: {} requests past {} routes counted under \"{}\"\n",
                        red.overflowed(), HttpRed::kDefaultMaxRoutes, HttpRed::kOtherRoutes);
   LossList losses;
-  auto add = [&](uint64_t n, std::string_view what) { losses.add(n, what); };
-  add(l.ring_lost, "lost (ring buffer full)");
-  add(l.no_entry, "returns without a recorded entry (calls begun before the probes were all in)");
-  add(l.entry_save_failed, "entries not recorded (entries map full)");
-  add(l.malformed, "events malformed");
-  add(l.output_dropped, "not written (output too slow at the stop)");
-  add(l.read_errors, "fields unreadable (shown empty or 0)");
-  add(l.truncated, "with a string cut short");
-  add(l.status_unknown,
-      "without a status (not an HTTP/1 ResponseWriter: HTTP/2?), not counted as errors");
-  out += losses.empty() ? "uscope http: nothing lost\n"
-                        : fmt::format("uscope http: requests missing or incomplete: {}\n",
-                                      losses.text());
+  add_event_losses(losses, l);
+  losses.add(l.status_unknown,
+             "without a status (not an HTTP/1 ResponseWriter: HTTP/2?), not counted as errors");
+  out += losses.empty()
+             ? "uscope http: nothing lost\n"
+             : fmt::format("uscope http: requests missing or incomplete: {}\n", losses.text());
   return out;
 }
 
@@ -117,15 +109,8 @@ std::string http_json_summary(const HttpRed& red, const HttpLosses& l, std::stri
                       {"routes", routes},
                       {"percentiles", "log-linear histogram, within 1.6%"},
                       {"other_routes_requests", red.overflowed()},
-                      {"losses",
-                       {{"ring_lost", l.ring_lost},
-                        {"returns_without_entry", l.no_entry},
-                        {"entry_save_failed", l.entry_save_failed},
-                        {"malformed", l.malformed},
-                        {"output_dropped", l.output_dropped},
-                        {"read_errors", l.read_errors},
-                        {"truncated_strings", l.truncated},
-                        {"status_unknown", l.status_unknown}}}};
+                      {"losses", event_losses_json(l)}};
+  j["losses"]["status_unknown"] = l.status_unknown;
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 

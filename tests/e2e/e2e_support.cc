@@ -182,6 +182,10 @@ void GatedProcess::start() {
   ASSERT_EQ(write(stdin_w_, &go, 1), 1);
 }
 
+void GatedProcess::send(const std::string& bytes) {
+  ASSERT_EQ(write(stdin_w_, bytes.data(), bytes.size()), static_cast<ssize_t>(bytes.size()));
+}
+
 testing::AssertionResult GatedProcess::wait_for_line(const std::string& text) {
   auto deadline = std::chrono::steady_clock::now() + kWaitTimeout;
   for (;;) {

@@ -68,6 +68,8 @@ class GatedProcess {
   GatedProcess& operator=(const GatedProcess&) = delete;
   pid_t pid() const { return pid_; }
   void start();
+  // Writes `bytes` to the child's stdin (a fixture reading more than the gate byte).
+  void send(const std::string& bytes);
   // Until the child prints a line containing `text` (a fixture saying it has set up).
   testing::AssertionResult wait_for_line(const std::string& text);
   // Waits for exit; returns the exit code and leaves stdout in `out`.

@@ -1,5 +1,6 @@
 #include "plan/http_plan.h"
 
+#include "fake_memory.h"
 #include "plan/calling_convention.h"
 #include "plan/recipe_interpreter.h"
 
@@ -90,28 +91,6 @@ TEST(http_plan, client_probe_reads_results_at_the_return) {
 
 namespace uscope {
 namespace {
-
-// Target memory for the interpreter: words and bytes at fixed addresses.
-struct FakeMemory {
-  std::map<uint64_t, uint8_t> bytes;
-  void word(uint64_t addr, uint64_t v) {
-    for (int i = 0; i < 8; ++i) bytes[addr + i] = static_cast<uint8_t>(v >> (8 * i));
-  }
-  void text(uint64_t addr, std::string_view s) {
-    for (size_t i = 0; i < s.size(); ++i) bytes[addr + i] = static_cast<uint8_t>(s[i]);
-  }
-  MemoryReader reader() const {
-    return [this](uint64_t addr, void* dst, size_t len) {
-      auto* out = static_cast<uint8_t*>(dst);
-      for (size_t i = 0; i < len; ++i) {
-        auto it = bytes.find(addr + i);
-        if (it == bytes.end()) return false;
-        out[i] = it->second;
-      }
-      return true;
-    };
-  }
-};
 
 // The server probe compiled and run on a request in fake memory: `writer_req` is what the
 // ResponseWriter's `req` field holds (the request itself for HTTP/1's *response).

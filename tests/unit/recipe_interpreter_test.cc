@@ -186,8 +186,8 @@ TEST(recipe_interpreter, pointer_and_length_string_reads_exactly_length_bytes) {
   EXPECT_EQ(e.values[0].text, "hello");
   EXPECT_FALSE(e.values[0].truncated);
   // A length past the cap reads the cap and says so.
-  mem.put(0x8000, std::string(4096, 'x'));
-  in = input_with_args({0x8000, 4000});
+  mem.put(0x8000, std::string(kMaxStringBytes + 100, 'x'));
+  in = input_with_args({0x8000, kMaxStringBytes + 50});
   in.read = mem.reader();
   e = run(R"(p::f "%s", str(arg1, arg2))", in);
   ASSERT_EQ(e.values.size(), 1u);
@@ -196,7 +196,7 @@ TEST(recipe_interpreter, pointer_and_length_string_reads_exactly_length_bytes) {
 }
 
 TEST(recipe_interpreter, unreadable_string_is_deferred_to_user_space_with_its_address) {
-  RecipeInput in = input_with_args({0x7000, 5000});
+  RecipeInput in = input_with_args({0x7000, 50000});
   auto e = run(R"(p::f "%s %s %d", arg1, str(arg1, arg2), arg2)", in);
   ASSERT_EQ(e.run.outcome, RecipeOutcome::Emitted);
   ASSERT_EQ(e.values.size(), 3u);
@@ -207,9 +207,9 @@ TEST(recipe_interpreter, unreadable_string_is_deferred_to_user_space_with_its_ad
   EXPECT_EQ(e.values[0].length, static_cast<uint32_t>(kDefaultStringBytes));
   EXPECT_TRUE(e.values[1].deferred);
   EXPECT_TRUE(e.values[1].exact);
-  EXPECT_TRUE(e.values[1].truncated);  // 5000 bytes asked, the cap read
+  EXPECT_TRUE(e.values[1].truncated);  // 50000 bytes asked, the cap read
   EXPECT_EQ(e.values[1].length, static_cast<uint32_t>(kMaxStringBytes));
-  EXPECT_EQ(numbers(e)[2], 5000u);
+  EXPECT_EQ(numbers(e)[2], 50000u);
   EXPECT_EQ(e.run.read_errors, 0u);  // a deferred string is not a lost value
 }
 
@@ -394,20 +394,21 @@ TEST(recipe_interpreter, usdt_operands_read_registers_memory_and_symbols) {
 }
 
 TEST(recipe_interpreter, long_strings_shrink_to_fit_the_event_instead_of_dropping_it) {
-  // Three 1000-byte strings and a value: 3 x 1004 + 8 bytes do not fit TRACE_MAX_DATA.
+  // Three 4000-byte strings and a value: 3 x 4004 + 8 bytes do not fit TRACE_MAX_DATA.
+  static_assert(3 * 4004 + 8 > TRACE_MAX_DATA);
   Memory mem;
-  std::string text(1500, 's');
+  std::string text(6000, 's');
   mem.put(0x1000, text + '\0');
   RecipeInput in = input_with_args({0x1000, 0x1000, 0x1000, 99});
   in.read = mem.reader();
   auto e =
-      run(R"(p::f "%s %s %s %d", str(arg1, 1000), str(arg2, 1000), str(arg3, 1000), arg4)", in);
+      run(R"(p::f "%s %s %s %d", str(arg1, 4000), str(arg2, 4000), str(arg3, 4000), arg4)", in);
   ASSERT_EQ(e.run.outcome, RecipeOutcome::Emitted) << recipe_outcome_name(e.run.outcome);
   ASSERT_EQ(e.values.size(), 4u);
   for (int i = 0; i < 3; ++i) {
     EXPECT_TRUE(e.values[i].truncated) << i;
     EXPECT_EQ(e.values[i].text, text.substr(0, e.values[i].text.size())) << i;
-    EXPECT_GE(e.values[i].text.size(), 600u) << i;
+    EXPECT_GE(e.values[i].text.size(), 2000u) << i;
   }
   EXPECT_EQ(e.values[3].number, 99u);
   EXPECT_LE(e.run.payload.size(), static_cast<size_t>(TRACE_MAX_DATA));
@@ -434,7 +435,7 @@ TEST(recipe_interpreter, stack_overflow_and_underflow_drop_as_malformed) {
 
 TEST(recipe_interpreter, field_without_room_left_drops_as_malformed) {
   Memory mem;
-  mem.put(0x1000, std::string(3000, 'z'));
+  mem.put(0x1000, std::string(TRACE_MAX_DATA, 'z'));
   RecipeInput in;
   in.read = mem.reader();
   std::vector<uscope_op> ops;

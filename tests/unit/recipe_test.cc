@@ -218,8 +218,9 @@ TEST(recipe, str_with_constant_length_is_nul_terminated_at_most_that_long) {
   auto c = compile_ok(R"(p::f "%s", str(arg1, 32))");
   EXPECT_EQ(ops(c.main), (std::vector<Op>{reg(UREG_RDI), {TOP_EMIT_STR, 0, 0, 32}}));
   // Capped at what one BPF string read holds.
-  auto big = compile_ok(R"(p::f "%s", str(arg1, 5000))");
-  EXPECT_EQ(ops(big.main), (std::vector<Op>{reg(UREG_RDI), {TOP_EMIT_STR, 0, 0, 1021}}));
+  auto big = compile_ok(R"(p::f "%s", str(arg1, 50000))");
+  EXPECT_EQ(ops(big.main), (std::vector<Op>{reg(UREG_RDI), {TOP_EMIT_STR, 0, 0, kMaxStringBytes}}));
+  EXPECT_EQ(kMaxStringBytes, TRACE_MAX_STR - 3);
 }
 
 TEST(recipe, percent_s_of_plain_pointer_reads_nul_terminated_default_bytes) {
@@ -536,23 +537,24 @@ TEST(recipe, usdt_indexed_operand_with_symbol_uses_the_symbol) {
 // which the largest possible payload fits TRACE_MAX_DATA.
 TEST(recipe, string_sizes_shrink_until_the_largest_payload_fits) {
   auto c = compile_ok(R"(p::f "%s %s %d", str(arg1, arg2), str(arg3, arg4), arg5)");
-  // 2 x (4 + cap) + 8 <= 2048: cap 1016.
+  // 2 x (4 + cap) + 8 <= TRACE_MAX_DATA: cap (8448 - 8) / 2 - 4 = 4216.
+  static_assert(TRACE_MAX_DATA == 8448);
   EXPECT_EQ(ops(c.main), (std::vector<Op>{reg(UREG_RDI),
                                           reg(UREG_RSI),
-                                          {TOP_EMIT_STR, 1, 0, 1016},
+                                          {TOP_EMIT_STR, 1, 0, 4216},
                                           reg(UREG_RDX),
                                           reg(UREG_RCX),
-                                          {TOP_EMIT_STR, 1, 0, 1016},
+                                          {TOP_EMIT_STR, 1, 0, 4216},
                                           reg(UREG_R8),
                                           kEmit}));
   // Small strings keep their size; only the large ones come down.
-  auto mixed = compile_ok(R"(p::f "%s %s %s", str(arg1, 10), str(arg2, 1500), str(arg3, 1500))");
+  auto mixed = compile_ok(R"(p::f "%s %s %s", str(arg1, 10), str(arg2, 5000), str(arg3, 5000))");
   EXPECT_EQ(ops(mixed.main), (std::vector<Op>{reg(UREG_RDI),
                                               {TOP_EMIT_STR, 0, 0, 10},
                                               reg(UREG_RSI),
-                                              {TOP_EMIT_STR, 0, 0, 1013},
+                                              {TOP_EMIT_STR, 0, 0, 4213},
                                               reg(UREG_RDX),
-                                              {TOP_EMIT_STR, 0, 0, 1013}}));
+                                              {TOP_EMIT_STR, 0, 0, 4213}}));
   // What fits is left alone.
   auto fits = compile_ok(R"(p::f "%s %s", str(arg1, 1000), str(arg2, 1000))");
   EXPECT_EQ(fits.main.ops[1].imm, 1000);
