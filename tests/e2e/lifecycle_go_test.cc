@@ -17,16 +17,18 @@ namespace {
 
 TEST(lifecycle, target_exec_ends_the_session) {
   USCOPE_REQUIRE_ROOT();
-  GatedProcess target({fixture("native/exec_after"), "600"});
-  target.start();
-  auto r = uscope(
+  // It execs when told, once uscope has shown one of its calls: attached, however slow the start.
+  GatedProcess target({fixture("native/exec_after"), "--until-stdin"});
+  auto tracer = RunningCommand::uscope(
       {"trace", "-p", std::to_string(target.pid()), "p:" + fixture("native/exec_after") + ":work"},
-      30);
+      60);
+  ASSERT_TRUE(tracer.wait_for_output(" work\n"));
+  target.send("x");
+  auto r = tracer.finish();
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("exec'd"), std::string::npos) << r.err;
   // Ended at the exec, not at the exit: the exec'd `sleep 30` still runs.
   EXPECT_EQ(waitpid(target.pid(), nullptr, WNOHANG), 0) << "the target exited before uscope ended";
-  EXPECT_NE(r.out.find(" work\n"), std::string::npos);
   EXPECT_TRUE(bpf_links_of_programs("trace_").empty());
 }
 
@@ -140,8 +142,8 @@ TEST(go, parameters_of_inlined_copies_come_from_dwarf) {
   EXPECT_EQ(lines_with(t.out, "url=" + base + "/hello").size(), 2u) << t.out;
   EXPECT_EQ(lines_with(t.out, "url=" + base + "/items/apple").size(), 2u) << t.out;
 
-  auto stripped = uscope({"trace", "-c", client + "_stripped " + base + " 1",
-                          "p::net/http.Get \"%s\", url"});
+  auto stripped =
+      uscope({"trace", "-c", client + "_stripped " + base + " 1", "p::net/http.Get \"%s\", url"});
   EXPECT_EQ(stripped.exit_code, 1);
   EXPECT_NE(stripped.err.find("only DWARF says where a copy's parameters are"), std::string::npos)
       << stripped.err;
