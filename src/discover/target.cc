@@ -65,9 +65,12 @@ Result<ObjectRef> resolve_object(std::string_view target, const Process* process
             (have_stat && o.inode == st.st_ino && makedev(o.dev_major, o.dev_minor) == st.st_dev))
           return ref_of(o);
       }
+      if (have_stat && S_ISREG(st.st_mode))
+        return ObjectRef{std::string(target), std::string(target), false, true};
       auto names = mapped_names(*process);
       auto close = closest_names(target, names, 3);
-      return fail("process {} does not map {}{}{}", process->pid(), target,
+      return fail("process {} does not map {}, and {}{}{}", process->pid(), target,
+                  have_stat ? "it is not a regular file" : "no such file exists",
                   close.empty() ? "" : "; closest mapped: ", join(close));
     }
     auto lib = resolve_library(target, *process);
@@ -77,8 +80,14 @@ Result<ObjectRef> resolve_object(std::string_view target, const Process* process
       if (const MappedObject* o = mapped_file(*process, *exe)) return ref_of(*o);
     for (const auto& o : process->objects())
       if (std::string_view(o.path).substr(o.path.rfind('/') + 1) == target) return ref_of(o);
-    return fail("{}; nor does it map an executable '{}' (looked in PATH and by file name)",
-                lib.error().message, target);
+    // A library it may dlopen() later, as the dynamic loader would find it.
+    if (auto cache = read_ld_so_cache())
+      if (auto later = resolve_library(target, *cache))
+        return ObjectRef{*later, *later, false, true};
+    return fail(
+        "{}; nor does it map an executable '{}' (looked in PATH and by file name), nor is there "
+        "a library '{}' in ld.so.cache it could load later",
+        lib.error().message, target, target);
   }
   if (target.empty()) return fail("no target: name a binary or library, or give -p PID / -c CMD");
   std::string path(target);
