@@ -19,11 +19,12 @@ constexpr std::string_view kMonitorFlags[] = {"-XX:+ExtendedDTraceProbes",
                                               "-XX:+DTraceMonitorProbes"};
 constexpr std::string_view kJvmOff =
     "fires only in a JVM started with {flags} (HotSpot leaves it off otherwise)";
-// CPython 3.11 runs a call from Python code to Python code inside the same evaluation loop,
-// without the hook that fires these probes (measured on Debian's python3.11).
-constexpr std::string_view kPython311Calls =
-    "fires only for Python functions called from C (a builtin, a callback, the interpreter's "
-    "start) in Python 3.11: calls from Python code to Python code do not fire it";
+// Measured on Debian's python3.11 (3.11.2): of a script calling f 100 times from Python code and
+// 50 times through map(), function__entry fired for none, nor for its generators' frames, only
+// for a few frames of the interpreter's start; function__return fired for all 150.
+constexpr std::string_view kPython311Entry =
+    "fires for almost no call in Python 3.11 (none of a program's own calls, from Python code or "
+    "from C): count or time calls with python:function__return, which fires for every one";
 
 constexpr ProbeNote kNotes[] = {
     {"hotspot", "method__entry", "", kMethodFlags, kJvmOff},
@@ -36,8 +37,7 @@ constexpr ProbeNote kNotes[] = {
     {"hotspot", "monitor__waited", "", kMonitorFlags, kJvmOff},
     {"hotspot", "monitor__notify", "", kMonitorFlags, kJvmOff},
     {"hotspot", "monitor__notifyAll", "", kMonitorFlags, kJvmOff},
-    {"python", "function__entry", "python3.11", {}, kPython311Calls},
-    {"python", "function__return", "python3.11", {}, kPython311Calls},
+    {"python", "function__entry", "python3.11", {}, kPython311Entry},
 };
 
 std::string flags_text(std::span<const std::string_view> flags) {
