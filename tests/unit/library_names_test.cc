@@ -388,13 +388,24 @@ TEST(target, file_the_process_does_not_map_yet_is_a_target_marked_not_mapped) {
   auto later = resolve_object("z", &*p);
   ASSERT_TRUE(later) << later.error().message;
   EXPECT_TRUE(later->not_mapped);
-  EXPECT_EQ(later->open_path, *libz);
   EXPECT_EQ(later->display_path, *libz);
+  // Opened through the process's root (/proc/PID/root) when it has one: a container's file.
+  EXPECT_TRUE(later->open_path.ends_with(*libz)) << later->open_path;
 
   auto by_path = resolve_object(*libz, &*p);
   ASSERT_TRUE(by_path) << by_path.error().message;
   EXPECT_TRUE(by_path->not_mapped);
-  EXPECT_EQ(by_path->open_path, *libz);
+  EXPECT_EQ(by_path->display_path, *libz);
+
+  // A real process: its root is /proc/PID/root. (This test never maps the USDT fixture library.)
+  const std::string lib = std::string(USCOPE_FIXTURE_DIR) + "/usdt/libusdt_lib.so";
+  auto self = Process::open(getpid());
+  ASSERT_TRUE(self) << self.error().message;
+  auto rooted = resolve_object(lib, &*self);
+  ASSERT_TRUE(rooted) << rooted.error().message;
+  EXPECT_TRUE(rooted->not_mapped);
+  EXPECT_EQ(rooted->display_path, lib);
+  EXPECT_EQ(rooted->open_path, "/proc/" + std::to_string(getpid()) + "/root" + lib);
 
   auto none = resolve_object("/nonexistent/libx.so", &*p);
   ASSERT_FALSE(none);
