@@ -55,6 +55,7 @@ int run_count_by(const CountOptions& o, CommandOutput& output) {
   ObjectCache cache((*session)->context());
   auto plan = plan_aggregation(cache, specs, agg, !o.no_move);
   if (!plan) return report_error(plan.error().message);
+  announce_plan(**session, cache, plan->sites);
   AggregateView view;
   view.kind = "count";
   view.keys = agg.keys;
@@ -73,6 +74,7 @@ int run_count(const CountOptions& o) {
   ObjectCache cache((*session)->context());
   auto plan = plan_count(cache, *patterns, {.move_sites = !o.no_move});
   if (!plan) return report_error(plan.error().message);
+  announce_plan(**session, cache, plan->sites);
   if (o.session.verbose) {
     print_sites(plan->sites);
     for (const auto& s : plan->skipped)

@@ -52,6 +52,7 @@ int run_hist(const HistOptions& o) {
   ObjectCache cache((*session)->context());
   auto plan = plan_aggregation(cache, std::span(&*spec, 1), agg, !o.no_move);
   if (!plan) return report_error(caret_message(o.spec, 0, plan.error().message));
+  announce_plan(**session, cache, plan->sites);
   AggregateView view;
   view.kind = "hist";
   view.keys = agg.keys;

@@ -41,6 +41,7 @@ int run_latency_by(const LatencyOptions& o, std::vector<ProbeSpec> patterns,
   ObjectCache cache((*session)->context());
   auto plan = plan_aggregation(cache, patterns, agg, !o.no_move);
   if (!plan) return report_error(plan.error().message);
+  announce_plan(**session, cache, plan->sites);
   AggregateView view;
   view.kind = "latency";
   view.keys = agg.keys;
@@ -66,6 +67,7 @@ int run_latency(const LatencyOptions& o) {
   ObjectCache cache((*session)->context());
   auto plan = plan_latency(cache, *patterns, {.move_sites = !o.no_move});
   if (!plan) return report_error(plan.error().message);
+  announce_plan(**session, cache, plan->sites);
   if (o.session.verbose) print_sites(plan->sites);
   std::vector<AttachSite> sites;
   for (const auto& s : plan->sites) sites.push_back(s.attach);

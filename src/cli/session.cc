@@ -9,6 +9,7 @@
 
 #include "attach/attach_race.h"
 #include "attach/bpf_features.h"
+#include "plan/probe_notes.h"
 
 namespace uscope::cli {
 
@@ -70,6 +71,7 @@ Result<std::unique_ptr<Session>> Session::open(const SessionOptions& o) {
     auto c = LaunchedCommand::prepare(o.command);
     if (!c) return tl::unexpected(c.error());
     s->command_ = std::move(*c);
+    s->command_text_ = o.command;
     s->context_.main_executable = s->command_->executable();
     s->context_.pid = s->command_->pid();
     lo.watch_is_child = true;
@@ -93,6 +95,24 @@ Error Session::explain_attach_failure(const Error& failure,
   // A launched command runs uscope's image until released: only its exit can explain anything.
   ExeIdentity planned = process_ ? process_->exe() : ExeIdentity{};
   return uscope::explain_attach_failure(failure, context_.pid, planned, sites);
+}
+
+std::optional<std::string> Session::command_line() const {
+  if (command_) return command_text_;
+  if (process_) return process_command_line(process_->pid());
+  return std::nullopt;
+}
+
+void announce_plan(const Session& session, const ObjectCache& cache,
+                   std::span<const PlannedSite> sites) {
+  for (const PlannedObject* o : cache.not_mapped())
+    fmt::print(stderr, "uscope: {} does not map {} yet: its probes wait for it\n",
+               session.watch_pid(), o->ref.display_path);
+  const std::string who = session.launched()
+                              ? std::string("the -c command line")
+                              : fmt::format("the command line of process {}", session.watch_pid());
+  for (const auto& note : probe_notes(sites, session.command_line(), who))
+    fmt::print(stderr, "uscope: {}\n", note);
 }
 
 Result<void> Session::start() {

@@ -67,14 +67,23 @@ class Session {
   StopReason run(const EventLoop::Callbacks& cb);
   // The launched command's CPU time, when the loop reaped it (wait4).
   std::optional<CpuTime> reaped_target_cpu_time() const { return loop_->child_cpu_time(); }
+  // The target's command line (-p: as /proc shows it now; -c: as given); nullopt without one.
+  std::optional<std::string> command_line() const;
 
  private:
   Session() = default;
   std::optional<Process> process_;
   std::optional<LaunchedCommand> command_;
+  std::string command_text_;
   TargetContext context_;
   std::optional<EventLoop> loop_;
 };
+
+// Before the probes attach (trace, count, latency, hist): says on stderr, once each, which files
+// the watched process does not map yet (their probes wait for it to map them: a dlopen), and what
+// is known of probes that need a runtime flag or fire rarely (plan/probe_notes.h).
+void announce_plan(const Session& session, const ObjectCache& cache,
+                   std::span<const PlannedSite> sites);
 
 // count and latency write their tables through an OutputBuffer on stdout (or the -o file), which
 // the event loop writes only when the output takes it: a blocked stdout never holds up signals,

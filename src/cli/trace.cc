@@ -201,6 +201,7 @@ int run_trace(TraceCommandOptions o) {
   topts.kernel_stack = o.kernel_stack;
   auto plan = plan_trace(cache, specs, topts);
   if (!plan) return report_error(plan.error().message);
+  announce_plan(**session, cache, plan->sites);
   if (o.session.verbose) {
     print_name_origins(*plan);
     print_sites(plan->sites, plan->skipped);

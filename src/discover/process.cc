@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
@@ -345,6 +346,14 @@ Result<CpuTime> parse_proc_stat_cpu_time(std::string_view stat_text, long ticks_
   if (!stime) return tl::unexpected(stime.error());
   const uint64_t ns_per_tick = 1'000'000'000 / static_cast<uint64_t>(ticks_per_second);
   return CpuTime{*utime * ns_per_tick, *stime * ns_per_tick};
+}
+
+std::optional<std::string> process_command_line(pid_t pid) {
+  std::string text = read_small_file(fmt::format("/proc/{}/cmdline", pid));
+  if (text.empty()) return std::nullopt;  // gone, unreadable, or a kernel thread
+  if (text.back() == '\0') text.pop_back();
+  std::replace(text.begin(), text.end(), '\0', ' ');
+  return text;
 }
 
 Result<CpuTime> process_cpu_time(pid_t pid) {

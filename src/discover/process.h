@@ -113,6 +113,10 @@ Result<CpuTime> parse_proc_stat_cpu_time(std::string_view stat_text, long ticks_
 // Reads /proc/PID/stat; fails when the process is gone (or reaped) or unreadable.
 Result<CpuTime> process_cpu_time(pid_t pid);
 
+// The arguments process `pid` was started with (/proc/PID/cmdline), joined by spaces; nullopt when
+// the process is gone or not readable. The process may have rewritten them (setproctitle).
+std::optional<std::string> process_command_line(pid_t pid);
+
 // Reads up to out.size() bytes of process `pid` at `addr` (process_vm_readv: never writes, never
 // stops the process); returns how many bytes were readable from the start.
 Result<size_t> read_process_memory(pid_t pid, uint64_t addr, std::span<uint8_t> out);

@@ -41,6 +41,24 @@ const MappedObject* mapped_file(const Process& process, const std::string& file)
   return nullptr;
 }
 
+std::string root_of(const Process& process) {
+  return fmt::format("/proc/{}/root", process.pid());
+}
+
+// A regular file the process does not map (yet) but may: `path` as the process sees it (through
+// its root: a container's files), else as uscope does; marked not_mapped.
+std::optional<ObjectRef> file_in_root(const Process& process, std::string_view path) {
+  struct stat st {};
+  if (path.starts_with("/")) {
+    std::string rooted = root_of(process) + std::string(path);
+    if (stat(rooted.c_str(), &st) == 0 && S_ISREG(st.st_mode))
+      return ObjectRef{std::string(path), rooted, false, true};
+  }
+  if (stat(std::string(path).c_str(), &st) == 0 && S_ISREG(st.st_mode))
+    return ObjectRef{std::string(path), std::string(path), false, true};
+  return std::nullopt;
+}
+
 std::vector<std::string> mapped_names(const Process& process) {
   std::vector<std::string> names;
   for (const auto& o : process.objects()) names.push_back(o.path);
@@ -65,9 +83,11 @@ Result<ObjectRef> resolve_object(std::string_view target, const Process* process
             (have_stat && o.inode == st.st_ino && makedev(o.dev_major, o.dev_minor) == st.st_dev))
           return ref_of(o);
       }
+      if (auto later = file_in_root(*process, target)) return *later;
       auto names = mapped_names(*process);
       auto close = closest_names(target, names, 3);
-      return fail("process {} does not map {}{}{}", process->pid(), target,
+      return fail("process {} does not map {}, and {}{}{}", process->pid(), target,
+                  have_stat ? "it is not a regular file" : "no such file exists",
                   close.empty() ? "" : "; closest mapped: ", join(close));
     }
     auto lib = resolve_library(target, *process);
@@ -77,8 +97,16 @@ Result<ObjectRef> resolve_object(std::string_view target, const Process* process
       if (const MappedObject* o = mapped_file(*process, *exe)) return ref_of(*o);
     for (const auto& o : process->objects())
       if (std::string_view(o.path).substr(o.path.rfind('/') + 1) == target) return ref_of(o);
-    return fail("{}; nor does it map an executable '{}' (looked in PATH and by file name)",
-                lib.error().message, target);
+    // A library it may dlopen() later, as the dynamic loader would find it.
+    auto cache = read_ld_so_cache(root_of(*process) + "/etc/ld.so.cache");
+    if (!cache) cache = read_ld_so_cache();
+    if (cache)
+      if (auto path = resolve_library(target, *cache))
+        if (auto later = file_in_root(*process, *path)) return *later;
+    return fail(
+        "{}; nor does it map an executable '{}' (looked in PATH and by file name), nor is there "
+        "a library '{}' in ld.so.cache it could load later",
+        lib.error().message, target, target);
   }
   if (target.empty()) return fail("no target: name a binary or library, or give -p PID / -c CMD");
   std::string path(target);

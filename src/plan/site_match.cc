@@ -247,6 +247,13 @@ Result<PlannedObject*> ObjectCache::get(const std::string& target) {
   return obj;
 }
 
+std::vector<const PlannedObject*> ObjectCache::not_mapped() const {
+  std::vector<const PlannedObject*> out;
+  for (const auto& [path, obj] : by_path_)
+    if (obj->ref.not_mapped) out.push_back(obj.get());
+  return out;
+}
+
 Result<PlannedObject*> ObjectCache::open_as(const std::string& target, const ObjectRef& ref) {
   auto obj = open(ref);
   if (obj) by_target_.insert_or_assign(target, *obj);

@@ -83,6 +83,9 @@ class ObjectCache {
   Result<PlannedObject*> open_as(const std::string& target, const ObjectRef& ref);
   Result<const SymbolTable*> symbols(PlannedObject& o);
   Result<const std::vector<UsdtProbe>*> usdt(PlannedObject& o);
+  // The objects specs named that the process does not map yet (ObjectRef::not_mapped): their
+  // probes wait for it to map them.
+  std::vector<const PlannedObject*> not_mapped() const;
 
  private:
   const TargetContext& ctx_;

@@ -369,6 +369,60 @@ TEST(target, bare_name_that_is_no_library_is_found_in_path) {
       << none.error().message;
 }
 
+// A process maps a library later (dlopen): a file that exists, by path or through ld.so.cache, is
+// a target whose probes wait for the mapping; a path that names no file is still refused.
+TEST(target, file_the_process_does_not_map_yet_is_a_target_marked_not_mapped) {
+  auto p = Process::from_maps(123,
+                              "00400000-00401000 r-xp 00000000 08:01 1 /usr/bin/app\n"
+                              "7f0000000000-7f0000001000 r-xp 00000000 08:01 2 /lib/libc.so.6\n",
+                              "/nonexistent-proc");
+  ASSERT_TRUE(p);
+  auto mapped = resolve_object("c", &*p);
+  ASSERT_TRUE(mapped) << mapped.error().message;
+  EXPECT_FALSE(mapped->not_mapped);
+
+  auto cache = read_ld_so_cache();
+  ASSERT_TRUE(cache) << cache.error().message;
+  auto libz = resolve_library("z", *cache);
+  ASSERT_TRUE(libz) << libz.error().message;  // zlib1g is in every Debian
+  auto later = resolve_object("z", &*p);
+  ASSERT_TRUE(later) << later.error().message;
+  EXPECT_TRUE(later->not_mapped);
+  EXPECT_EQ(later->display_path, *libz);
+  // Opened through the process's root (/proc/PID/root) when it has one: a container's file.
+  EXPECT_TRUE(later->open_path.ends_with(*libz)) << later->open_path;
+
+  auto by_path = resolve_object(*libz, &*p);
+  ASSERT_TRUE(by_path) << by_path.error().message;
+  EXPECT_TRUE(by_path->not_mapped);
+  EXPECT_EQ(by_path->display_path, *libz);
+
+  // A real process: its root is /proc/PID/root. (This test never maps the USDT fixture library.)
+  const std::string lib = std::string(USCOPE_FIXTURE_DIR) + "/usdt/libusdt_lib.so";
+  auto self = Process::open(getpid());
+  ASSERT_TRUE(self) << self.error().message;
+  auto rooted = resolve_object(lib, &*self);
+  ASSERT_TRUE(rooted) << rooted.error().message;
+  EXPECT_TRUE(rooted->not_mapped);
+  EXPECT_EQ(rooted->display_path, lib);
+  EXPECT_EQ(rooted->open_path, "/proc/" + std::to_string(getpid()) + "/root" + lib);
+
+  auto none = resolve_object("/nonexistent/libx.so", &*p);
+  ASSERT_FALSE(none);
+  EXPECT_NE(none.error().message.find(
+                "process 123 does not map /nonexistent/libx.so, and no such file exists"),
+            std::string::npos)
+      << none.error().message;
+  auto dir = resolve_object("/usr/lib", &*p);
+  ASSERT_FALSE(dir);
+
+  auto nothing = resolve_object("nosuchlib_xyz", &*p);
+  ASSERT_FALSE(nothing);
+  EXPECT_NE(nothing.error().message.find("nor is there a library 'nosuchlib_xyz' in ld.so.cache"),
+            std::string::npos)
+      << nothing.error().message;
+}
+
 TEST(target, find_in_path_takes_the_first_executable_file) {
   namespace fs = std::filesystem;
   fs::path dir = fs::temp_directory_path() / ("uscope-path-" + std::to_string(getpid()));
