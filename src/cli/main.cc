@@ -1,16 +1,31 @@
 #include <fmt/core.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cerrno>
 #include <exception>
+#include <string>
 
 #include "cli/command.h"
 #include "discover/launched_command.h"
+#include "util/output_closed.h"
 
 namespace uscope::cli {
 
-int report_error(const std::string& message, int code) {
-  fmt::print(stderr, "uscope: {}\n", message);
+int report_error(const std::string& message, int code) noexcept {
+  // write(2), not stdio: it cannot throw, and a stderr whose reader went away (`2>&1 | head`)
+  // must not turn the error being reported into an abort. What it fails to write is lost.
+  try {
+    std::string line = "uscope: " + message + "\n";
+    for (size_t at = 0; at < line.size();) {
+      ssize_t n = ::write(STDERR_FILENO, line.data() + at, line.size() - at);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      at += static_cast<size_t>(n);
+    }
+  } catch (...) {  // std::bad_alloc: nothing more can be said
+  }
   return code;
 }
 
@@ -20,7 +35,8 @@ int main(int argc, char** argv) {
   using namespace uscope::cli;
   // Before anything blocks a signal: a -c command starts with the mask uscope was started with.
   uscope::LaunchedCommand::remember_start_state();
-  // A closed stdout (`| head`) becomes a write error that unwinds and detaches, not a silent kill.
+  // A closed stdout or stderr (`| head`, `2>&1 | head`) becomes EPIPE, which ends the command
+  // quietly through the stack (util/output_closed.h): a kill would skip the destructors.
   signal(SIGPIPE, SIG_IGN);
   CLI::App app{"uscope: instrument and profile user-space programs with eBPF"};
   app.require_subcommand(1);
@@ -51,6 +67,9 @@ int main(int argc, char** argv) {
   try {
     return run ? run() : kExitUsage;
   } catch (const std::exception& e) {
+    // The reader went away (`| head`): the stack has unwound through every detach, and nobody is
+    // reading what could be said about it.
+    if (uscope::is_output_closed(e)) return kExitOk;
     return report_error(e.what());
   }
 }
