@@ -5,10 +5,13 @@
 #include <CLI/CLI.hpp>
 #include <cerrno>
 #include <exception>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "cli/command.h"
 #include "discover/launched_command.h"
+#include "util/names.h"
 #include "util/output_closed.h"
 
 namespace uscope::cli {
@@ -28,6 +31,34 @@ int report_error(const std::string& message, int code) noexcept {
   }
   return code;
 }
+
+namespace {
+
+// A command line whose first word names no command: say which word and what the commands are,
+// where CLI11 only says that one is required.
+std::optional<int> report_unknown_command(CLI::App& app, int argc, char** argv) {
+  if (!app.get_subcommands().empty()) return std::nullopt;
+  std::vector<std::string> names;
+  for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; }))
+    names.push_back(sub->get_name());
+  const std::string commands = join(names);
+  for (int i = 1; i < argc; ++i) {
+    std::string word = argv[i];
+    if (word.starts_with('-')) continue;
+    auto close = closest_names(word, names, 1);
+    return report_error(
+        fmt::format("unknown command '{}'{}: the commands are {} (uscope COMMAND "
+                    "--help says what one does)",
+                    word, close.empty() ? "" : fmt::format(" (did you mean {}?)", close[0]),
+                    commands),
+        kExitUsage);
+  }
+  return report_error(
+      fmt::format("name a command: {} (uscope COMMAND --help says what one does)", commands),
+      kExitUsage);
+}
+
+}  // namespace
 
 }  // namespace uscope::cli
 
@@ -61,6 +92,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
+    if (auto code = report_unknown_command(app, argc, argv)) return *code;
     app.exit(e);
     return kExitUsage;
   }
