@@ -25,7 +25,8 @@ void add_http_command(CLI::App& app, Run& run);
 void add_tls_command(CLI::App& app, Run& run);
 void add_stat_command(CLI::App& app, Run& run);
 
-// Prints "uscope: <message>" to stderr and returns `code`.
-int report_error(const std::string& message, int code = kExitFailure);
+// Prints "uscope: <message>" to stderr and returns `code`; never throws, also when stderr is a
+// pipe whose reader went away.
+int report_error(const std::string& message, int code = kExitFailure) noexcept;
 
 }  // namespace uscope::cli

@@ -4,6 +4,7 @@
 // what list shows is what trace attaches. `list --info` says what one object is instead: its
 // symbol tables and DWARF, and for a Go program its version, modules and build settings.
 #include <fmt/core.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
@@ -53,8 +54,22 @@ bool usdt_matches(const std::string& pattern, const UsdtProbe& p) {
   return glob_match(pattern, p.name);
 }
 
-// Splits the positionals into target and pattern. With -p, one word is a pattern unless it is a
-// path or names a library the process maps.
+// With -p, does the one word name a target (an object the process maps) rather than a pattern?
+// A file that exists, a path the process maps (a deleted file), a library it maps by short name,
+// and a word written as a path ("/x", "./x", "../x": an error naming what is mapped, if it is not)
+// are targets; anything else is a pattern, Go's "net/http.*" and "main.(*T).Get" included.
+bool names_a_target(const std::string& word, const Process& process) {
+  if (word.starts_with('/') || word.starts_with("./") || word.starts_with("../")) return true;
+  struct stat st {};
+  if (stat(word.c_str(), &st) == 0) return true;
+  for (const auto& o : process.objects())
+    if (o.path == word) return true;
+  return !has_glob_chars(word) && is_library_short_name(word) &&
+         static_cast<bool>(resolve_library(word, process));
+}
+
+// Splits the positionals into target and pattern. Without -p, one word is the target; with -p,
+// one word is a target only when names_a_target says so.
 void split_positionals(const ListOptions& o, const Process* process, std::string& target,
                        std::string& pattern) {
   const auto& pos = o.positionals;
@@ -62,10 +77,7 @@ void split_positionals(const ListOptions& o, const Process* process, std::string
     target = pos[0];
     pattern = pos[1];
   } else if (pos.size() == 1) {
-    bool is_target = !process || pos[0].find('/') != std::string::npos;
-    if (process && !is_target && !has_glob_chars(pos[0]) && is_library_short_name(pos[0]))
-      is_target = static_cast<bool>(resolve_library(pos[0], *process));
-    (is_target ? target : pattern) = pos[0];
+    (!process || names_a_target(pos[0], *process) ? target : pattern) = pos[0];
   }
 }
 
@@ -93,6 +105,13 @@ int run_info(const ListOptions& o, CommandOutput& output, const Process* process
 }
 
 int run_list(const ListOptions& o) {
+  if (o.positionals.size() > 2)
+    return report_error(
+        fmt::format("list takes at most a TARGET and one PATTERN, not {} words ({}): write "
+                    "uscope list [-p PID] [TARGET] [PATTERN], e.g. uscope list "
+                    "/usr/bin/python3.11 'PyEval_*'",
+                    o.positionals.size(), join(o.positionals, " ")),
+        kExitUsage);
   auto output = open_output(o.output);
   if (!output) return output.error();
   std::optional<Process> process;
@@ -217,7 +236,7 @@ void add_list_command(CLI::App& app, Run& run) {
   cmd->add_option("target_pattern", opts->positionals,
                   "[TARGET] [PATTERN]: a path or library short name (c, ssl, libssl.so.3), then a "
                   "glob over function names or USDT provider:name")
-      ->expected(0, 2);
+      ->expected(0, -1);  // more than two: run_list says what list takes
   add_output_options(cmd, opts->output, "JSON Lines, one object per function or probe");
   cmd->add_flag("--functions", opts->only_functions, "Only functions");
   cmd->add_flag("--usdt", opts->only_usdt, "Only USDT probes");

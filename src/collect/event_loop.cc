@@ -45,7 +45,7 @@ std::string describe(StopReason r) {
     case StopReason::MaxEvents:
       return "event limit reached";
     case StopReason::OutputClosed:
-      return "output closed";
+      return "writing the output failed";
   }
   return "stopped";
 }

@@ -17,6 +17,8 @@
 
 namespace uscope {
 
+// OutputClosed: a write to the output failed for good (EIO, ENOSPC); a reader that went away
+// (EPIPE) throws OutputClosed instead (util/output_closed.h).
 enum class StopReason { Signal, Duration, TargetExited, TargetExeced, MaxEvents, OutputClosed };
 std::string describe(StopReason r);
 

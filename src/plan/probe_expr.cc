@@ -524,8 +524,9 @@ Result<std::vector<DeclaredParam>> ExprParser::params() {
     if (cur_.kind == Kind::Ident && cur_.text[0] != '$') {
       if (is_type_word(cur_.text) || cur_.text == "retval" || arg_number(cur_.text))
         return spec_error(cur_.column,
-                          fmt::format("'{}' can't name a parameter", printable(cur_.text)),
-                          "name it like a C variable, e.g. (int fd, char *path)");
+                          fmt::format("'{}' can't name a parameter: {}", printable(cur_.text),
+                                      why_not_a_parameter_name(cur_.text).value_or("")),
+                          "give it another name, e.g. (int fd, char *path)");
       p.name = cur_.text;
       for (const DeclaredParam& q : out)
         if (q.name == p.name)
@@ -856,8 +857,13 @@ Result<void> parse_probe_body(std::string_view text, size_t pos, ProbeSpec& spec
   spec.format = p.cur().text;
   spec.conversions = std::move(*conversions);
   USCOPE_TRY(p.advance());
-  while (p.at(",")) {
-    USCOPE_TRY(p.advance());
+  // bcc's trace takes the first argument with or without a ',' after the format ("%s" arg1, as
+  // its own examples write it); a string there is a second format, not an argument.
+  bool first_without_comma =
+      p.cur().kind != Token::Kind::End && p.cur().kind != Token::Kind::String && !p.at(",");
+  while (first_without_comma || p.at(",")) {
+    if (!first_without_comma) USCOPE_TRY(p.advance());
+    first_without_comma = false;
     auto arg = p.expression();
     if (!arg) return tl::unexpected(arg.error());
     spec.args.push_back(std::move(*arg));

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,17 +27,6 @@ constexpr std::string_view kListExample = "declare Go parameters as name type: (
 // Characters of a Go type name with its package path: net/http.Request, example.com/x-y/v2.T.
 bool is_path_char(char c) {
   return is_ident_char(c) || c == '.' || c == '/' || c == '-' || c == '~';
-}
-
-// The words that read as something other than a parameter name in a list.
-bool reserved_name(std::string_view w) {
-  if (w == "retval" || w == "str" || w == "STRCMP" || w == "ctx") return true;
-  if (w.size() > 3 && w.substr(0, 3) == "arg") {
-    for (char c : w.substr(3))
-      if (!is_digit(c)) return false;
-    return true;
-  }
-  return false;
 }
 
 class GoListReader {
@@ -317,6 +307,17 @@ bool go_params_ahead(std::string_view text, size_t open, std::string_view functi
          function.find("::") == std::string_view::npos;
 }
 
+std::optional<std::string> why_not_a_parameter_name(std::string_view name) {
+  if (name == "retval") return "in a spec it is the function's return value (r: probes)";
+  if (name == "str" || name == "STRCMP")
+    return fmt::format("in a spec it is the function {}(...)", name);
+  if (name.size() > 3 && name.substr(0, 3) == "arg" &&
+      std::all_of(name.begin() + 3, name.end(), is_digit))
+    return fmt::format("{} already names parameter {} by its position", name, name.substr(3));
+  if (is_type_word(name)) return "it is a C type's name";
+  return std::nullopt;
+}
+
 Result<std::vector<DeclaredParam>> parse_go_params(std::string_view text, size_t open,
                                                    size_t& end) {
   GoListReader r(text, open + 1);
@@ -337,9 +338,10 @@ Result<std::vector<DeclaredParam>> parse_go_params(std::string_view text, size_t
       if (name.empty())
         return spec_error(p.column, fmt::format("expected a parameter name but found {}", r.here()),
                           fmt::format("{}; _ for one you do not name", kListExample));
-      if (reserved_name(name) || is_type_word(name))
-        return spec_error(p.column, fmt::format("'{}' can't name a parameter", printable(name)),
-                          "name it like a Go variable, e.g. (n int, path string)");
+      if (auto why = why_not_a_parameter_name(name))
+        return spec_error(p.column,
+                          fmt::format("'{}' can't name a parameter: {}", printable(name), *why),
+                          "give it another name, e.g. (n int, path string)");
       p.name = std::string(name);
       auto twice = [&](const DeclaredParam& q) { return q.name == p.name && p.name != "_"; };
       if (std::any_of(out.begin(), out.end(), twice) ||

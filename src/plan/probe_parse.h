@@ -88,6 +88,10 @@ Result<void> parse_probe_body(std::string_view text, size_t pos, ProbeSpec& spec
 // `(a b)`, read Go's way when `function` has a Go name (a '.', no "::"), else as C's typedef and
 // name.
 bool go_params_ahead(std::string_view text, size_t open, std::string_view function);
+// Why `name` cannot name a declared parameter (C's or Go's list): it means something else in a
+// spec (retval, argN, str, STRCMP) or is a C type's name; nullopt for a name that can. `ctx` can:
+// a declared ctx is the parameter, and bcc's ctx->REG reads registers only where none is declared.
+std::optional<std::string> why_not_a_parameter_name(std::string_view name);
 // Reads the list at `open`; `end` is then just past its ')'.
 Result<std::vector<DeclaredParam>> parse_go_params(std::string_view text, size_t open, size_t& end);
 

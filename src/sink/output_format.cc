@@ -8,6 +8,8 @@
 #include <cstring>
 #include <utility>
 
+#include "util/output_closed.h"
+
 namespace uscope {
 
 namespace {
@@ -145,6 +147,7 @@ Result<void> OutputFile::close() {
     failed = true;
     e = errno;
   }
+  if (failed) throw_if_output_closed(e);
   if (failed)
     return fail_errno(e, "writing {} failed: {}", path_.empty() ? "stdout" : path_,
                       std::strerror(e));

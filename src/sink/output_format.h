@@ -51,7 +51,8 @@ class OutputFile {
   std::FILE* get() const { return file_; }
   const std::string& path() const { return path_; }  // "" for stdout
   bool is_stdout() const { return path_.empty(); }
-  // Flushes and closes, reporting a failed write (a full disk) that fclose() would hide.
+  // Flushes and closes, reporting a failed write (a full disk) that fclose() would hide; throws
+  // OutputClosed when the reader went away (util/output_closed.h).
   Result<void> close();
 
  private:

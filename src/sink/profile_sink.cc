@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "sink/profile_writers.h"
+#include "util/output_closed.h"
 
 namespace uscope {
 
@@ -40,9 +41,13 @@ Result<void> write_profile(const Profile& profile, OutputFormat format, std::FIL
           "speedscope",
           format_name(format));
   }
+  if (!written) throw_if_output_closed(written.error().errnum);
   if (!written) return written;
-  if (std::fflush(out) != 0 || std::ferror(out) != 0)
-    return fail_errno(errno, "writing the profile failed: {}", std::strerror(errno));
+  if (std::fflush(out) != 0 || std::ferror(out) != 0) {
+    int e = errno;
+    throw_if_output_closed(e);
+    return fail_errno(e, "writing the profile failed: {}", std::strerror(e));
+  }
   return {};
 }
 

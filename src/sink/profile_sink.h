@@ -20,7 +20,8 @@ struct ProfileSinkOptions {
 // The formats a profile can be written in (for choose_format()).
 std::span<const OutputFormat> profile_formats();
 
-// Writes `profile` as `format` to `out` (binary formats too: `out` is opened for bytes).
+// Writes `profile` as `format` to `out` (binary formats too: `out` is opened for bytes); throws
+// OutputClosed when the reader went away (util/output_closed.h).
 Result<void> write_profile(const Profile& profile, OutputFormat format, std::FILE* out,
                            const ProfileSinkOptions& options = {});
 

@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "util/output_closed.h"
+
 namespace uscope {
 
 OutputBuffer::OutputBuffer(int fd, size_t soft_limit) : fd_(fd), soft_limit_(soft_limit) {
@@ -61,6 +63,7 @@ void OutputBuffer::write_ready() {
     if (w < 0) {
       if (errno == EINTR || errno == EAGAIN) break;
       failed_ = errno;
+      throw_if_output_closed(failed_);
       break;
     }
     begin_ += static_cast<size_t>(w);

@@ -33,7 +33,8 @@ class OutputBuffer {
   int fd() const { return fd_; }
   size_t pending() const { return end_ - begin_; }
   bool has_room() const { return !failed_ && pending() < soft_limit_; }
-  // write() failed for good (EPIPE: the reader is gone; EIO, ENOSPC...): errno of the failure.
+  // write() failed for good (EIO, ENOSPC...): errno of the failure. A reader that went away
+  // (EPIPE) is no failure to report: write_ready() throws OutputClosed (util/output_closed.h).
   int failed() const { return failed_; }
 
   // Room for `n` more bytes at the end, to be filled and then commit()ed.
@@ -63,9 +64,10 @@ class OutputBuffer {
   // POLLERR or POLLHUP). A pipe, socket or terminal gets pieces of at most PIPE_BUF bytes, each
   // after a poll() that says it is writable, ending at a line end when one is in reach (a line
   // that fits PIPE_BUF reaches a pipe shared with a traced command whole); a regular file gets
-  // everything in one write().
+  // everything in one write(). Throws OutputClosed when the reader went away (EPIPE).
   void write_ready();
-  // Writes what is pending, waiting for the fd until `deadline`; true when nothing is left.
+  // Writes what is pending, waiting for the fd until `deadline`; true when nothing is left. Throws
+  // OutputClosed as write_ready() does.
   bool flush_until(std::chrono::steady_clock::time_point deadline);
   // Drops what is pending, except the rest of a line already partly written (so that whatever
   // comes next starts a line of its own). Returns the dropped bytes (valid until the next append).

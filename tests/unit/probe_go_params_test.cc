@@ -142,6 +142,24 @@ TEST(probe_go_params, argN_is_a_declared_parameter) {
   EXPECT_EQ(parse_ok(R"(p::main.f "%d", arg9)").args[0].index, 9);
 }
 
+// Go code names its context parameter ctx by convention (net.(*Dialer).DialContext(d, ctx, ...)):
+// a declared ctx is that parameter, as in C's lists, and bcc's ctx->REG is for specs without one.
+TEST(probe_go_params, takes_ctx_as_a_parameter_name) {
+  const std::string spec =
+      R"(p::net.(*Dialer).DialContext(d *net.Dialer, ctx context.Context, network string, )"
+      R"(address string) "%v %s", ctx, address)";
+  EXPECT_EQ(declared(spec), "d *net.Dialer, ctx context.Context, network string, address string");
+  ProbeSpec s = parse_ok(spec);
+  ASSERT_EQ(s.args.size(), 2u);
+  EXPECT_EQ(s.args[0].op, Expr::Op::Name);
+  EXPECT_EQ(s.args[0].text, "ctx");
+  // Declared, ctx->x is a member of the parameter, not a register.
+  ProbeSpec m = parse_ok(R"(p::main.f(ctx *main.T) "%d", ctx->n)");
+  ASSERT_EQ(m.args.size(), 1u);
+  EXPECT_EQ(m.args[0].op, Expr::Op::Member);
+  EXPECT_EQ(parse_ok(R"(p::main.f "%d", ctx->ax)").args[0].op, Expr::Op::Reg);
+}
+
 TEST(probe_go_params, reports_errors_with_their_column) {
   expect_errors({
       {"p::main.work(i strng)", 16, "unknown Go type 'strng'; did you mean string?"},
@@ -149,8 +167,13 @@ TEST(probe_go_params, reports_errors_with_their_column) {
       {"p::main.work(i int, tag)", 21, "parameter 'tag' has no type"},
       {"p::main.work(i int tag string)", 20, "expected ',' or ')' after the type of 'i'"},
       {"p::main.work(i int, i string)", 21, "parameter 'i' is declared twice"},
-      {"p::main.work(retval int)", 14, "'retval' can't name a parameter"},
-      {"p::main.work(arg1 int)", 14, "'arg1' can't name a parameter"},
+      {"p::main.work(retval int)", 14,
+       "'retval' can't name a parameter: in a spec it is the function's return value"},
+      {"p::main.work(arg1 int)", 14,
+       "'arg1' can't name a parameter: arg1 already names parameter 1 by its position"},
+      {"p::main.work(str string)", 14,
+       "'str' can't name a parameter: in a spec it is the "
+       "function str(...)"},
       {"p::main.work(i int, , s string)", 21, "expected a parameter name but found ','"},
       {"p::main.work(i int", 19, "expected ',' or ')' after the type of 'i' but found the end"},
       {"p::main.work(s []", 18, "expected a Go type but found the end of the spec"},

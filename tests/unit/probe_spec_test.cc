@@ -4,8 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <regex>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace uscope {
@@ -561,7 +563,8 @@ TEST(probe_spec, reports_format_errors) {
           {R"(p:c:malloc "%d)", 12, "this string has no closing '\"'"},
           {R"(p:c:malloc "\q")", 13, "unknown escape '\\q'"},
           {"p:c:malloc arg1", 12, "expected a \"format\" string but found 'arg1'"},
-          {R"(p:c:malloc "%d" arg1)", 17, "found 'arg1' after the format string"},
+          {R"(p:c:malloc "%d %d" arg1 arg2)", 25, "found 'arg2' after argument 1"},
+          {R"(p:c:malloc "%d" "%d", arg1)", 17, "found a string after the format string"},
           {R"(p:c:malloc "%d", arg1 arg2)", 23, "found 'arg2' after argument 1"},
           {R"(p:c:malloc "%d", arg1,)", 23, "expected an expression but found the end"},
           {R"(p:c:malloc "%d" "%d")", 17, "found a string after the format string"},
@@ -663,6 +666,30 @@ TEST(probe_spec, parses_bcc_short_forms) {
       false);
   ProbeSpec u = parse_ok("u:pthread:libpthread:pthread_create (arg4 != 0)");
   EXPECT_EQ(sexpr(*u.predicate), "(!= arg4 0)");
+}
+
+// bcc's trace reads `"format" arg1` as `"format", arg1` (its regex takes the ',' as optional),
+// and the seed blog writes the redis example so.
+TEST(probe_spec, takes_the_first_argument_without_a_comma_as_bcc_does) {
+  for (const auto& [without, with] : std::vector<std::pair<std::string, std::string>>{
+           {R"(/usr/bin/redis-server:createStringObject "%s" arg1)",
+            R"(/usr/bin/redis-server:createStringObject "%s", arg1)"},
+           {R"(p:c:write (arg1 == 1) "%d %s" arg3, arg2)",
+            R"(p:c:write (arg1 == 1) "%d %s", arg3, arg2)"},
+           {R"(r:c:malloc "%llx" retval)", R"(r:c:malloc "%llx", retval)"},
+           {R"(p:c:open "%s"str(arg1))", R"(p:c:open "%s", str(arg1))"},
+       }) {
+    ProbeSpec a = parse_ok(without);
+    ProbeSpec b = parse_ok(with);
+    EXPECT_EQ(args_of(a), args_of(b)) << without;
+    EXPECT_EQ(a.format, b.format) << without;
+    EXPECT_EQ(a.target, b.target) << without;
+    EXPECT_EQ(a.function, b.function) << without;
+    EXPECT_EQ(a.args.size(), static_cast<size_t>(std::count(with.begin(), with.end(), ',')))
+        << without;
+  }
+  EXPECT_EQ(args_of(parse_ok(R"(/usr/bin/redis-server:createStringObject "%s" arg1)")),
+            "(str arg1)");
 }
 
 TEST(probe_spec, reports_cpp_name_errors) {
@@ -850,7 +877,9 @@ TEST(probe_spec, reports_parameter_and_member_errors) {
            "column 10"},
           {"p:./app:f(int a,)", 17, "expected a type but found ')'"},
           {"p:./app:f(struct foo x)", 11, "a struct foo is passed by value here"},
-          {"p:./app:f(int retval)", 15, "'retval' can't name a parameter"},
+          {"p:./app:f(int retval)", 15,
+           "'retval' can't name a parameter: in a spec it is the function's return value"},
+          {"p:./app:f(int arg2)", 15, "'arg2' can't name a parameter: arg2 already names "},
           {"p:./app:f(int a, int b, int c, int d, int e, int f, int g)", 53,
            "7 parameters declared; uprobes read the first 6"},
           {"u:./x:probe(int a)", 12, "USDT probes have no parameter list"},
