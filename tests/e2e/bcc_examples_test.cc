@@ -151,7 +151,7 @@ TEST(bcc_trace_example, writes_to_stdout) {
   ASSERT_EQ(ev.size(), 1u) << r.out;
   EXPECT_EQ(ev[0].func, "write");
   EXPECT_EQ(ev[0].message, "writing 6 bytes to STDOUT");
-  EXPECT_NE(r.err.find("1 filtered out"), std::string::npos) << r.err;
+  EXPECT_EQ(summary_count(r.err, " filtered out"), 1) << r.err;
 }
 
 // trace 'r:c:malloc (retval) "allocated = %x", retval'
@@ -182,7 +182,7 @@ TEST(bcc_trace_example, pthread_create_usdt_with_an_argument) {
     EXPECT_EQ(e.func, "pthread_create");
     EXPECT_EQ(e.message, "");
   }
-  EXPECT_NE(r.err.find("1 filtered out"), std::string::npos) << r.err;
+  EXPECT_EQ(summary_count(r.err, " filtered out"), 1) << r.err;
 }
 
 // trace 'u:pthread:libpthread:pthread_create (arg4 != 0)'
@@ -282,7 +282,7 @@ TEST(bcc_trace_example, curses_version_of_tput) {
   // the BPF side cannot fault it in, and by the time user space reads it tput may have exited.
   // Then the string is empty and the summary says so; never a wrong one.
   if (ev[0].message == "Version=")
-    EXPECT_NE(r.err.find("1 strings unreadable"), std::string::npos) << r.err;
+    EXPECT_EQ(summary_count(r.err, " strings unreadable"), 1) << r.err;
   else
     EXPECT_EQ(ev[0].message, "Version=" + version);
 }
@@ -367,7 +367,7 @@ TEST(bcc_trace_options, comm_name_filter) {
   ASSERT_EQ(out.exit_code, 0) << out.err;
   EXPECT_EQ(events(out.out).size(), 0u) << out.out;
   // Left out in user space, as bcc does, and said so.
-  EXPECT_NE(out.err.find("5 left out by -n (comm)"), std::string::npos) << out.err;
+  EXPECT_EQ(summary_count(out.err, " left out by -n (comm)"), 5) << out.err;
 }
 
 TEST(bcc_trace_options, message_filter) {
@@ -375,7 +375,7 @@ TEST(bcc_trace_options, message_filter) {
   auto r = trace_example("files " + temp_dir(), {R"(c:open "%s", arg1)", "-f", "other"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(messages(events(r.out)), std::vector<std::string>{"other.txt"}) << r.out;
-  EXPECT_NE(r.err.find("4 left out by -f (message)"), std::string::npos) << r.err;
+  EXPECT_EQ(summary_count(r.err, " left out by -f (message)"), 4) << r.err;
   auto json = trace_example("files " + temp_dir(),
                             {R"(c:open "%s", arg1)", "-f", "other", "-n", "bcc", "--json"});
   ASSERT_EQ(json.exit_code, 0) << json.err;
@@ -396,7 +396,7 @@ TEST(bcc_trace_options, uid_filter_in_the_kernel) {
   auto other = trace_example("files " + temp_dir(), {spec, "--uid", "54321"});
   ASSERT_EQ(other.exit_code, 0) << other.err;
   EXPECT_EQ(events(other.out).size(), 0u) << other.out;
-  EXPECT_NE(other.err.find("5 filtered out"), std::string::npos) << other.err;
+  EXPECT_EQ(summary_count(other.err, " filtered out"), 5) << other.err;
 }
 
 TEST(bcc_trace_options, thread_filter_in_the_kernel) {
@@ -420,7 +420,7 @@ TEST(bcc_trace_options, thread_filter_in_the_kernel) {
     EXPECT_EQ(e.func, "pthread_create");
   }
   // bcc_thread_main ran in the four other threads.
-  EXPECT_NE(r.err.find("4 filtered out"), std::string::npos) << r.err;
+  EXPECT_EQ(summary_count(r.err, " filtered out"), 4) << r.err;
 }
 
 TEST(bcc_trace_options, timestamps_since_start_and_since_the_epoch) {

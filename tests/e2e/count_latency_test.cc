@@ -53,7 +53,9 @@ TEST(count, calls_entering_mid_prologue_are_not_counted_for_the_other_function) 
     (f.find("mempcpy") != std::string::npos ? mempcpy : others) += j["count"].get<uint64_t>();
   }
   EXPECT_EQ(mempcpy, 1000u) << r.out;
-  EXPECT_LT(others, 50u) << r.out;
+  // mempcpy_loop calls nothing else these match: a mempcpy entering memmove's body mid-prologue
+  // counted for memmove would show here.
+  EXPECT_EQ(others, 0u) << r.out;
 }
 
 TEST(count, prints_every_interval_and_at_exit) {

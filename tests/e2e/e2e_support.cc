@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <set>
 #include <sstream>
 
@@ -346,6 +347,14 @@ std::vector<std::string> lines_with(const std::string& text, const std::string& 
   while (std::getline(in, line))
     if (line.find(needle) != std::string::npos) out.push_back(line);
   return out;
+}
+
+long long summary_count(const std::string& text, const std::string& name) {
+  static const std::regex special(R"([\^$.|?*+()\[\]{}\\])");
+  const std::string literal = std::regex_replace(name, special, R"(\$&)");
+  std::smatch m;
+  if (!std::regex_search(text, m, std::regex("(?:^|[^0-9])([0-9]+)" + literal))) return -1;
+  return std::stoll(m[1].str());
 }
 
 std::vector<nlohmann::json> json_lines(const std::string& out) {

@@ -117,6 +117,10 @@ std::vector<nlohmann::json> json_lines(const std::string& out);  // USCOPE_FIXTU
 // The lines of `text` that contain `needle`.
 std::vector<std::string> lines_with(const std::string& text, const std::string& needle);
 
+// The number N of "N name" in a text summary ("12 lost (ring buffer full)": name " lost", taken
+// literally), read whole, so that "10 lost" is never taken for "0 lost"; -1 when absent.
+long long summary_count(const std::string& text, const std::string& name);
+
 // Fails the test (not skips) when not root: in CI a missing BPF capability is a failure. A macro,
 // because a failed assertion inside a helper function returns from the helper, not the test.
 #define USCOPE_REQUIRE_ROOT()                                                                \

@@ -44,6 +44,25 @@ inline double share_with(const std::vector<FoldedLine>& lines, const std::string
   return all ? static_cast<double>(with) / static_cast<double>(all) : 0;
 }
 
+// The share of samples whose stack, outermost frame first, begins with one of `roots` (frames
+// each followed by ';'): the stacks that reach an entry the test knows, whatever the profiler
+// says of them.
+inline double share_rooted_at(const std::vector<FoldedLine>& lines,
+                              const std::vector<std::string>& roots) {
+  uint64_t all = 0, rooted = 0;
+  for (const auto& l : lines) {
+    all += l.count;
+    std::string frames;
+    for (size_t i = 1; i < l.frames.size(); ++i) frames += l.frames[i] + ";";
+    for (const auto& r : roots)
+      if (frames.starts_with(r)) {
+        rooted += l.count;
+        break;
+      }
+  }
+  return all ? static_cast<double>(rooted) / static_cast<double>(all) : 0;
+}
+
 inline uint64_t total(const std::vector<FoldedLine>& lines) {
   uint64_t n = 0;
   for (const auto& l : lines) n += l.count;

@@ -53,14 +53,18 @@ TEST(launcher, command_starts_as_from_a_shell) {
 TEST(launcher, launcher_is_never_traced) {
   USCOPE_REQUIRE_ROOT();
   // Between its fork and its exec the launcher calls sigaction and execve (and, before this was
-  // fixed, malloc): a user probing them must see the command's calls only.
-  auto r =
-      uscope({"trace", "--json", "-c", "/bin/true", "p:c:malloc", "p:c:sigaction", "p:c:execve"});
+  // fixed, malloc): a user probing them must see the command's calls only. start_state calls
+  // malloc exactly 25 times, and neither sigaction nor execve.
+  auto r = uscope({"trace", "--json", "-c", fixture("native/start_state") + " 25", "p:c:malloc",
+                   "p:c:sigaction", "p:c:execve"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::map<std::string, int> calls;
   for (const auto& j : json_lines(r.out))
     if (j["kind"] == "event") {
-      EXPECT_NE(j["comm"], "uscope") << j.dump();
+      ++calls[j["function"]];
+      EXPECT_EQ(j["comm"], "start_state") << j.dump();
     }
+  EXPECT_EQ(calls, (std::map<std::string, int>{{"malloc", 25}})) << r.out;
 }
 
 TEST(launcher, count_counts_exactly_the_commands_calls) {

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
+#include <vector>
 
 #include "e2e_support.h"
 
@@ -25,24 +26,63 @@ TEST(plan_cli, trace_glob_prints_each_function_as_its_own_probe) {
   EXPECT_EQ(messages, (std::map<std::string, std::vector<std::string>>{
                           {"glob_alpha", calls}, {"glob_beta", calls}, {"glob_gamma", calls}}))
       << r.out;
-  EXPECT_NE(r.err.find("3 sites attached through 1 uprobe_multi links"), std::string::npos)
-      << r.err;
+  EXPECT_EQ(summary_count(r.err, " sites attached through 1 uprobe_multi links"), 3) << r.err;
   // The function the kernel cannot probe is named and counted, not silently dropped.
   EXPECT_NE(r.err.find("glob_unprobeable"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("1 function(s) matched by a glob not probed"), std::string::npos) << r.err;
+  EXPECT_EQ(summary_count(r.err, " function(s) matched by a glob not probed"), 1) << r.err;
   EXPECT_TRUE(bpf_links_of_programs("trace_").empty());
 }
 
-// "site NAME entry OBJECT @ 0xOFFSET  COST (insn)..." lines of trace -v: NAME -> (offset, cost).
-std::map<std::string, std::pair<uint64_t, std::string>> verbose_sites(const std::string& err) {
-  std::map<std::string, std::pair<uint64_t, std::string>> out;
-  static const std::regex line(R"(^site (\S+) +entry .* @ (0x[0-9a-f]+)  (\S+) )");
+struct VerboseSite {
+  uint64_t offset = 0;
+  std::string cost;
+  std::string insn;  // the instruction at the site, as trace -v names it
+};
+
+// "site NAME entry OBJECT @ 0xOFFSET  COST (insn)..." lines of trace -v, by NAME.
+std::map<std::string, VerboseSite> verbose_sites(const std::string& err) {
+  std::map<std::string, VerboseSite> out;
+  static const std::regex line(R"(^site (\S+) +entry .* @ (0x[0-9a-f]+)  (\S+) \(([^)]*)\))");
   std::istringstream in(err);
   for (std::string l; std::getline(in, l);) {
     std::smatch m;
-    if (std::regex_search(l, m, line)) out[m[1]] = {std::stoull(m[2], nullptr, 16), m[3].str()};
+    if (std::regex_search(l, m, line))
+      out[m[1]] = {std::stoull(m[2], nullptr, 16), m[3].str(), m[4].str()};
   }
   return out;
+}
+
+// `function`'s instructions as objdump disassembles them (Intel syntax, as trace -v prints):
+// file offset -> mnemonic, in address order.
+std::vector<std::pair<uint64_t, std::string>> objdump_instructions(const std::string& path,
+                                                                   const std::string& function) {
+  std::vector<std::pair<uint64_t, std::string>> out;
+  std::istringstream in(
+      shell("objdump -d -F -M intel --no-show-raw-insn --disassemble='" + function + "' " + path));
+  static const std::regex label(R"(^([0-9a-f]+) <.*> \(File Offset: (0x[0-9a-f]+)\):)");
+  static const std::regex insn(R"(^ *([0-9a-f]+):\s+(\S+))");
+  uint64_t start = 0, start_offset = 0;
+  bool in_function = false;
+  for (std::string l; std::getline(in, l);) {
+    std::smatch m;
+    if (std::regex_search(l, m, label)) {
+      in_function = true;
+      start = std::stoull(m[1], nullptr, 16);
+      start_offset = std::stoull(m[2], nullptr, 16);
+    } else if (l.empty()) {
+      in_function = false;
+    } else if (in_function && std::regex_search(l, m, insn)) {
+      out.emplace_back(start_offset + std::stoull(m[1], nullptr, 16) - start, m[2].str());
+    }
+  }
+  return out;
+}
+
+// The position of the instruction at `offset` in `insns`; -1 when no instruction starts there.
+int instruction_at(const std::vector<std::pair<uint64_t, std::string>>& insns, uint64_t offset) {
+  for (size_t i = 0; i < insns.size(); ++i)
+    if (insns[i].first == offset) return static_cast<int>(i);
+  return -1;
 }
 
 TEST(plan_cli, list_entry_site_is_where_trace_attaches) {
@@ -70,18 +110,33 @@ TEST(plan_cli, list_entry_site_is_where_trace_attaches) {
     ASSERT_EQ(trace.exit_code, 0) << trace.err;
     auto sites = verbose_sites(trace.err);
     ASSERT_TRUE(sites.contains(function)) << trace.err;
-    EXPECT_EQ(listed["file_offset"].get<uint64_t>(), sites[function].first) << function;
-    EXPECT_EQ(listed["cost"].get<std::string>(), sites[function].second) << function;
+    const VerboseSite& traced = sites[function];
+    EXPECT_EQ(listed["file_offset"].get<uint64_t>(), traced.offset) << function;
+    EXPECT_EQ(listed["cost"].get<std::string>(), traced.cost) << function;
+
+    // Both against objdump: the site is an instruction of the function, the one trace names.
+    const auto insns = objdump_instructions(path, function);
+    ASSERT_GE(insns.size(), 2u) << function;
+    const int at = instruction_at(insns, traced.offset);
+    ASSERT_GE(at, 0) << function << ": no instruction starts at " << traced.offset;
+    EXPECT_EQ(traced.insn.substr(0, traced.insn.find(' ')), insns[at].second) << function;
+    // Never past reads_decide_site's `xor esi, esi` (objdump's third instruction): arg2 is read.
+    if (function == "reads_decide_site") {
+      EXPECT_LE(at, 2) << "past the xor that clobbers arg2";
+    }
   }
-  // And a probe that reads only arg1 goes further than list shows, as list's help says.
+  // And a probe that reads only arg1 goes further than list shows, as list's help says: up to
+  // the emulated push, past the xor (objdump's third and fourth instructions).
   auto one =
       uscope({"trace", "-v", "-c", kGlobTargets + " 1", R"(p::reads_decide_site "%d", arg1)"});
   ASSERT_EQ(one.exit_code, 0) << one.err;
   auto list = uscope({"list", "--json", kGlobTargets, "reads_decide_site"});
   auto rows = json_lines(list.out);
   ASSERT_EQ(rows.size(), 1u);
-  EXPECT_GT(verbose_sites(one.err)["reads_decide_site"].first,
-            rows[0]["entry_site"]["file_offset"].get<uint64_t>());
+  const uint64_t further = verbose_sites(one.err)["reads_decide_site"].offset;
+  EXPECT_GT(further, rows[0]["entry_site"]["file_offset"].get<uint64_t>());
+  const auto insns = objdump_instructions(kGlobTargets, "reads_decide_site");
+  EXPECT_GE(instruction_at(insns, further), 3) << "not past the xor";
 }
 
 }  // namespace

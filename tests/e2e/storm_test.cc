@@ -14,7 +14,6 @@
 #include <chrono>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
-#include <regex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -131,13 +130,6 @@ struct Pipe {
   }
 };
 
-// "N name" in the text summary on stderr, e.g. number_before(err, " lost") for "12 lost".
-long long number_before(const std::string& err, const std::string& what) {
-  std::smatch m;
-  if (!std::regex_search(err, m, std::regex("(\\d+)" + what))) return -1;
-  return std::stoll(m[1].str());
-}
-
 // A process calling malloc as fast as it can.
 struct Storm {
   GatedProcess p{{fixture("native/malloc_storm")}};
@@ -153,8 +145,8 @@ TEST(storm, unread_stdout_pipe_does_not_keep_duration_from_stopping) {
   ASSERT_EQ(u.wait_exit(&err), 0) << err;
   // The summary could not follow the events into the full pipe: stderr has it, losses counted.
   EXPECT_NE(err.find("duration reached"), std::string::npos) << err;
-  long long lost = number_before(err, " lost \\(ring buffer full\\)");
-  long long dropped = number_before(err, " not written");
+  long long lost = summary_count(err, " lost (ring buffer full)");
+  long long dropped = summary_count(err, " not written");
   EXPECT_GE(lost, 0) << err;
   EXPECT_GT(std::max(lost, 0LL) + std::max(dropped, 0LL), 0) << err;
   // What did reach the pipe is whole JSON lines.
@@ -202,7 +194,7 @@ TEST(storm, sigterm_with_a_full_stdout_pipe_stops_and_detaches) {
   std::string err;
   EXPECT_EQ(u.wait_exit(&err), 0) << err;
   EXPECT_NE(err.find("interrupted;"), std::string::npos) << err;
-  EXPECT_GE(number_before(err, " events printed"), 0) << err;
+  EXPECT_GE(summary_count(err, " events printed"), 0) << err;
   EXPECT_TRUE(bpf_links_of_programs("trace_").empty());
 }
 
@@ -215,8 +207,8 @@ TEST(storm, max_events_stops_with_a_blocked_stdout_and_counts_what_was_not_writt
   std::string err;
   ASSERT_EQ(u.wait_exit(&err), 0) << err;
   EXPECT_NE(err.find("event limit reached"), std::string::npos) << err;
-  long long printed = number_before(err, " events printed");
-  long long dropped = number_before(err, " not written");
+  long long printed = summary_count(err, " events printed");
+  long long dropped = summary_count(err, " not written");
   EXPECT_GT(dropped, 0) << err;
   EXPECT_EQ(printed + dropped, 2000) << err;
 }

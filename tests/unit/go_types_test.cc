@@ -4,9 +4,13 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <memory>
+#include <sstream>
+#include <string>
 
 #include "discover/go_buildinfo.h"
+#include "tool_output.h"
 
 namespace uscope {
 namespace {
@@ -90,6 +94,39 @@ TEST(go_types, table_matches_go1_19_dwarf) {
       ++listed;
     }
   EXPECT_EQ(listed, std::size(kFields) + 2);  // and runtime.g's atomicstatus and startpc
+}
+
+// The offsets the Go toolchain itself gives (unsafe.Offsetof and reflect in a program it built),
+// against each of uscope's three sources: DWARF, the runtime's type descriptors, the table.
+TEST(go_types, offsets_are_the_toolchains) {
+  std::map<std::pair<std::string, std::string>, uint64_t> toolchain;
+  {
+    std::istringstream in(test::command_output(fixture("gooffsets")));
+    std::string type, field;
+    uint64_t offset = 0;
+    while (in >> type >> field >> offset) toolchain[{type, field}] = offset;
+  }
+  ASSERT_EQ(toolchain.size(), std::size(kFields)) << "gooffsets printed too little";
+  auto with_dwarf = open_types(fixture("gohttp_server"));
+  auto stripped = open_types(fixture("gohttp_server_stripped"));
+  ASSERT_TRUE(with_dwarf.info.has_value());
+  for (const auto& [key, offset] : toolchain) {
+    const auto& [type, field] = key;
+    SCOPED_TRACE(type + "." + field);
+    auto d = with_dwarf.types->field(type, field);
+    ASSERT_TRUE(d.has_value()) << d.error().message;
+    EXPECT_EQ(d->offset, offset) << "DWARF";
+    auto s = stripped.types->field(type, field);
+    ASSERT_TRUE(s.has_value()) << s.error().message;
+    EXPECT_EQ(s->offset, offset) << "type descriptors";
+    bool in_table = false;
+    for (const auto& f : go_table_fields(*with_dwarf.info, type))
+      if (f.name == field) {
+        in_table = true;
+        EXPECT_EQ(f.offset, offset) << "table";
+      }
+    EXPECT_TRUE(in_table);
+  }
 }
 
 // The client binary has no server types: the table answers for go1.19, and says so.

@@ -8,9 +8,13 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
+#include <sstream>
+
+#include <fmt/format.h>
 
 #include "discover/gopclntab.h"
 #include "discover/unwind_spans.h"
+#include "tool_output.h"
 
 namespace uscope {
 namespace {
@@ -274,6 +278,70 @@ TEST(unwind_table, go_rows_agree_with_the_go_linkers_debug_frame) {
   }
   EXPECT_GT(compared, 1000u);
   EXPECT_EQ(differ, 0u);
+}
+
+// The rows binutils computes from the same CFI (readelf --debug-dump=frames-interp): at every
+// location readelf lists, the table's rule must say what readelf says of the CFA, rbp and the
+// return address. Rows whose CFA is a DWARF expression ("exp": PLT stubs, the signal trampoline)
+// are left to the tests above.
+void expect_rows_agree_with_readelf(const std::string& path) {
+  SCOPED_TRACE(path);
+  auto b = build(path);
+  std::istringstream in(test::command_output("readelf --debug-dump=frames-interp " + path));
+  std::vector<std::string> columns;  // of the current FDE's table: LOC CFA reg... ra
+  bool in_fde = false;               // a CIE's own rows are no code's
+  size_t compared = 0, differ = 0;
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream words(line);
+    std::vector<std::string> w;
+    for (std::string x; words >> x;) w.push_back(x);
+    if (w.size() >= 2 && w[0] == "LOC" && w[1] == "CFA") {
+      columns = w;
+      continue;
+    }
+    if (line.find(" FDE ") != std::string::npos || line.find(" CIE ") != std::string::npos) {
+      in_fde = line.find(" FDE ") != std::string::npos;
+      columns.clear();
+      continue;
+    }
+    if (!in_fde || columns.empty() || w.size() != columns.size() || line.starts_with(" ")) continue;
+    std::map<std::string, std::string> at;
+    for (size_t i = 0; i < w.size(); ++i) at[columns[i]] = w[i];
+    const uint64_t loc = std::stoull(at["LOC"], nullptr, 16);
+    const UnwindRule ours = rule_at(b.table, loc);
+    const std::string& cfa = at["CFA"];
+    const std::string rbp = at.contains("rbp") ? at["rbp"] : "u";
+    std::string want, got;
+    if (at["ra"] == "u") {
+      want = "end";  // the outermost frame: _start, clone, thread entries
+      got = ours.cfa == UNWIND_CFA_END ? "end" : "not end";
+    } else if (cfa.starts_with("rsp+") || cfa.starts_with("rbp+")) {
+      if (ours.cfa == UNWIND_CFA_PLT || ours.cfa == UNWIND_CFA_SIGNAL) continue;
+      want = cfa + " ra=" + at["ra"] + " rbp=" + rbp;
+      got = fmt::format("{}+{} ra=c{:+d} rbp={}",
+                        ours.cfa == UNWIND_CFA_RSP   ? "rsp"
+                        : ours.cfa == UNWIND_CFA_RBP ? "rbp"
+                                                     : "other",
+                        ours.cfa_offset, ours.ra_offset,
+                        ours.rbp == UNWIND_RBP_AT_CFA ? fmt::format("c{:+d}", ours.rbp_offset)
+                        : ours.rbp == UNWIND_RBP_SAME ? "u"
+                                                      : "undefined");
+    } else {
+      continue;
+    }
+    ++compared;
+    if (want != got && ++differ <= 5)
+      ADD_FAILURE() << std::hex << loc << std::dec << ": readelf says " << want << ", the table "
+                    << got;
+  }
+  EXPECT_GT(compared, 10u);
+  EXPECT_EQ(differ, 0u) << "of " << compared << " rows";
+}
+
+TEST(unwind_table, rows_agree_with_readelf_frames_interp) {
+  expect_rows_agree_with_readelf(fixture("unwind/cfi_shapes_o2"));
+  expect_rows_agree_with_readelf(fixture("unwind/cfi_shapes_o0"));
+  expect_rows_agree_with_readelf(kLibc);
 }
 
 // The assembly of spans into rows, on made-up spans.
