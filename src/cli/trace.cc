@@ -229,6 +229,7 @@ int run_trace(TraceCommandOptions o) {
   auto program = TraceProgram::load(plan->recipes, (*session)->target_filter(), !o.session.no_multi,
                                     o.buffer_kib * 1024, 0, unwind.get());
   if (!program) return report_error(program.error().message);
+  if (o.session.verbose) fmt::print(stderr, "uscope: {}\n", program->load_summary());
   std::vector<AttachSite> sites;
   for (const auto& s : plan->sites) sites.push_back(s.attach);
   if (auto r = program->attach(sites, plan->skip_refused); !r)
