@@ -212,7 +212,7 @@ int run_trace(TraceCommandOptions o) {
   if (!(*session)->launched() && (*session)->watch_pid() > 0)
     symbols.remember_process((*session)->watch_pid());
 
-  OverheadMeter meter((*session)->watch_pid());
+  OverheadMeter meter((*session)->watch_pid(), o.session.verbose);
   // -U: stacks walked by CFI in the kernel, through tables loaded for the target.
   std::unique_ptr<UnwindMaps> unwind;
   if (o.user_stack) {
