@@ -326,13 +326,16 @@ static __always_inline __u64 str_equal(struct scratch* s, const struct uscope_re
   return 0;
 }
 
-static long step(__u32 i, void* unused) {
-  __u32 zero = 0;
-  struct scratch* s = bpf_map_lookup_elem(&scratches, &zero);
-  if (!s) return 1;
-  __u32 ri = s->recipe;
-  const struct uscope_recipe* r = bpf_map_lookup_elem(&recipes, &ri);
-  if (!r || i >= TRACE_MAX_OPS || s->drop) return 1;
+/* What run() hands each step: its scratch and recipe, looked up once a run, not once an op. */
+struct step_ctx {
+  struct scratch* s;
+  const struct uscope_recipe* r;
+};
+
+static long step(__u32 i, struct step_ctx* c) {
+  struct scratch* s = c->s;
+  const struct uscope_recipe* r = c->r;
+  if (i >= TRACE_MAX_OPS || s->drop) return 1;
   const struct uscope_op* op = &r->ops[BOUNDED(i, TRACE_MAX_OPS)];
   const __u32 in_key = r->flags & trace_flags_used & TRACE_F_AGGREGATE;
   __u64 a, b;
@@ -632,7 +635,8 @@ static __always_inline int run(struct pt_regs* ctx) {
     }
   }
 
-  bpf_loop(r->n_ops, step, NULL, 0);
+  struct step_ctx c = {s, r};
+  bpf_loop(r->n_ops, step, &c, 0);
   if (s->read_errors) count(ri, TC_READ_ERRORS);
   if (s->drop == DROP_FILTERED) {
     count(ri, TC_FILTERED);
