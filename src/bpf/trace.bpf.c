@@ -595,7 +595,7 @@ static __always_inline int run(struct pt_regs* ctx) {
   s->deferred = 0;
   s->has_value = 0;
   s->agg_value = 0;
-  s->ev.ts = bpf_ktime_get_ns();
+  s->ev.ts = 0;
   s->ev.duration_ns = 0;
   s->ev.tgid = pid_tgid >> 32;
   s->ev.tid = (__u32)pid_tgid;
@@ -605,11 +605,16 @@ static __always_inline int run(struct pt_regs* ctx) {
   s->ev.kstack_len = 0;
   s->ev.stack_end = UNWIND_END_TRUNCATED;
   s->ev.return_address = 0;
-  bpf_get_current_comm(s->ev.comm, sizeof(s->ev.comm));
+  /* The thread's name and the time are taken before the ops only when an op or a return probe's
+   * timing needs them, so that a hit the predicate drops costs neither helper. */
+  const int comm_in_ops =
+      trace_ops_used & (TRACE_OP_BIT(TOP_COMMEQ) | TRACE_OP_BIT(TOP_EMIT_COMM)) ? 1 : 0;
+  if (comm_in_ops) bpf_get_current_comm(s->ev.comm, sizeof(s->ev.comm));
 
   /* Bits of features turned off are known zeros to the verifier: their blocks below are dead. */
   __u32 flags = r->flags & trace_flags_used;
   if (flags & TRACE_F_RETURN) {
+    s->ev.ts = bpf_ktime_get_ns();
     /* After `ret`, rsp is the entry rsp + 8 (the return address was popped). A Go return site is
      * the RET itself, not yet run: rsp is the entry rsp. */
     struct uscope_entry_key key = {pid_tgid, s->regs[UREG_RSP] - 8, r->probe_id, 0};
@@ -646,6 +651,8 @@ static __always_inline int run(struct pt_regs* ctx) {
     count(ri, TC_MALFORMED);
     return 0;
   }
+  if (!(flags & TRACE_F_RETURN)) s->ev.ts = bpf_ktime_get_ns();
+  if (!comm_in_ops) bpf_get_current_comm(s->ev.comm, sizeof(s->ev.comm));
 
   if (flags & TRACE_F_AGGREGATE) {
     aggregate(ctx, s, r, ri, flags);
