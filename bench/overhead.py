@@ -101,12 +101,14 @@ def command(a, site: str, func: str, n: int, config: str, out: Path) -> tuple[li
     target = shlex.join(target_argv(a, site, n))
     if config == "none":
         return target_argv(a, site, n), None
+    # -v: the kernel's BPF stats measure the programs' run time (without it the report takes the
+    # table's figure, which this script calibrates); -v's site lines go to stderr beside the JSON.
     if config == "count":
-        return [str(a.uscope), "count", "--json", "-c", target, func], None
+        return [str(a.uscope), "count", "-v", "--json", "-c", target, func], None
     if config == "trace":
-        return [str(a.uscope), "trace", "--json", "-c", target, f'p::{func} "%d", arg1'], out
+        return [str(a.uscope), "trace", "-v", "--json", "-c", target, f'p::{func} "%d", arg1'], out
     if config == "latency":
-        return [str(a.uscope), "latency", "--json", "-c", target, func], None
+        return [str(a.uscope), "latency", "-v", "--json", "-c", target, func], None
     raise AssertionError(config)
 
 

@@ -342,7 +342,9 @@ def bench_startup(a, runs: int) -> dict:
     for i in range(runs + 1):
         for name, argv in tools.items():
             p = run(argv, timeout=60)
-            event = rf"^\S+\s+\d+\s+\d+\s+bench_target\s+{func}\b" if name == "uscope" else r"^hit$"
+            # uscope's line: PID TID COMM FUNC (a time column first with -t)
+            event = (rf"^(?:\S+\s+)?\d+\s+\d+\s+bench_target\s+{func}\b" if name == "uscope"
+                     else r"^hit$")
             got = p.wait_line("out", event, timeout=0)
             check(got is not None, f"{name} printed no event", p)
             r = res[name]
@@ -352,7 +354,34 @@ def bench_startup(a, runs: int) -> dict:
                 r["wall"].append(p.end)
                 r["event"].append(got[0])
                 r["rss"].append(p.maxrss_kib / 1024)
-    return {"cmds": tools, **res}
+    loads = {name: program_loads(argv) for name, argv in tools.items()}
+    return {"cmds": tools, "loads": loads, **res}
+
+
+def program_loads(argv: list[str]) -> list[tuple[str, int, float]]:
+    """Each BPF_PROG_LOAD of one more run under `strace -f -T -e trace=bpf`: (program name,
+    instructions, seconds in the syscall, the verifier's time for the most part). Feature probes
+    of a few instructions (libbpf's, bpftrace's) are summed under one name."""
+    with tempfile.NamedTemporaryFile(mode="r", suffix=".strace") as f:
+        run(["strace", "-f", "-T", "-qq", "-e", "trace=bpf", "-o", f.name, *argv], timeout=60)
+        loads, probes = [], [0, 0.0]
+        for line in f.read().splitlines():
+            if "BPF_PROG_LOAD" not in line:
+                continue
+            insns = re.search(r"insn_cnt=(\d+)", line)
+            name = re.search(r'prog_name="([^"]*)"', line)
+            took = re.search(r"<([\d.]+)>\s*$", line)
+            if not (insns and took):
+                continue
+            n, t = int(insns.group(1)), float(took.group(1))
+            if n <= 16:
+                probes[0] += 1
+                probes[1] += t
+            else:
+                loads.append((name.group(1) if name else "?", n, t))
+        if probes[0]:
+            loads.append((f"{probes[0]} feature probes", 0, probes[1]))
+        return loads
 
 
 # ---------------------------------------------------------------------------------------------
@@ -368,6 +397,7 @@ CONFIGS = [
     ("none", "no probe"),
     ("bt_empty", "bpftrace `{}` (bare trap)"),
     ("bt_count", "bpftrace `{ @c = count(); }`"),
+    ("bt_filter", "bpftrace, false predicate `/arg0 == 12345678/`"),
     ("us_count", "uscope count"),
     ("us_trace", "uscope trace, false predicate"),
     ("us_count_nomove", "uscope count --no-move"),
@@ -381,29 +411,37 @@ PLACEMENT = {
 }
 
 
-def per_hit_cmd(a, site: str, func: str, n: int, config: str) -> list[str]:
+def per_hit_cmd(a, site: str, func: str, n: int, config: str, verbose: bool = False) -> list[str]:
+    """`verbose`: uscope's -v, which shows where each probe sits (checked in the warm-up round) and
+    turns the kernel's BPF stats on, which time every BPF run: never in a measured round."""
     target = f"{shlex.quote(str(a.target))} {site} {n}"
+    v = ["-v"] if verbose else []
     if config == "none":
         return [str(a.target), site, str(n)]
     if config == "bt_empty":
         return [a.bpftrace, "-c", target, "-e", f"uprobe:{a.target}:{func} {{}}"]
     if config == "bt_count":
         return [a.bpftrace, "-c", target, "-e", f"uprobe:{a.target}:{func} {{ @c = count(); }}"]
+    if config == "bt_filter":
+        return [a.bpftrace, "-c", target, "-e",
+                f'uprobe:{a.target}:{func} /arg0 == 12345678/ {{ printf("hit\\n"); }}']
     if config == "us_count":
-        return [str(a.uscope), "count", "-v", "--json", "-c", target, func]
+        return [str(a.uscope), "count", *v, "--json", "-c", target, func]
     if config == "us_count_nomove":
-        return [str(a.uscope), "count", "-v", "--no-move", "--json", "-c", target, func]
+        return [str(a.uscope), "count", *v, "--no-move", "--json", "-c", target, func]
     if config == "us_trace":
-        return [str(a.uscope), "trace", "-v", "-c", target, f"p::{func} (arg1 == 12345678)"]
+        return [str(a.uscope), "trace", *v, "-c", target, f"p::{func} (arg1 == 12345678)"]
     raise AssertionError(config)
 
 
-def verify_per_hit(p: Proc, func: str, n: int, config: str) -> None:
+def verify_per_hit(p: Proc, func: str, n: int, config: str, verbose: bool) -> None:
     out, err = p.text("out"), p.text("err")
     if config == "bt_count":
         m = re.search(r"^@c: (\d+)$", out, re.M)
         check(m is not None and int(m.group(1)) == n, f"bpftrace counted {m and m.group(1)} hits, not {n}", p)
-    if config.startswith("us_"):
+    if config == "bt_filter":
+        check(re.search(r"^hit$", out, re.M) is None, "bpftrace's predicate passed", p)
+    if config.startswith("us_") and verbose:
         pattern = PLACEMENT[(func, config == "us_count_nomove")]
         check(re.search(rf"^site {func}\s.*{pattern}", err, re.M) is not None,
               f"uscope -v does not show the expected site ({pattern})", p)
@@ -424,8 +462,8 @@ def bench_per_hit(a, runs: int) -> dict:
     for rnd in range(runs + 1):
         log(f"  per-hit round {rnd}/{runs}{' (warm-up, discarded)' if rnd == 0 else ''}")
         for site, func, n, config in jobs:
-            p = run(per_hit_cmd(a, site, func, n, config), timeout=120)
-            verify_per_hit(p, func, n, config)
+            p = run(per_hit_cmd(a, site, func, n, config, verbose=rnd == 0), timeout=120)
+            verify_per_hit(p, func, n, config, verbose=rnd == 0)
             if rnd > 0:
                 res.setdefault((site, config), []).append(ns_per_call(p))
     return res
@@ -979,6 +1017,16 @@ def report(a, mach: dict, st: dict | None, ph: dict | None, lc: dict | None, sm:
         L.append(f"| **bpftrace / uscope** | **{bw / uw:.1f}x** (target ≥ 10x: {verdict(bw / uw >= 10)}) | "
                  f"{be / ue:.1f}x | **{br / ur:.1f}x** (target ≥ 5x, i.e. uscope ≤ 1/5: {verdict(br / ur >= 5)}) | |")
         L.append("")
+        L.append("")
+        L.append("BPF_PROG_LOAD per program (one more run of each under `strace -f -T -e trace=bpf`; "
+                 "the verifier's time for the most part):")
+        L.append("")
+        for name, loads in st["loads"].items():
+            parts = [f"`{n}` {i:,} insns {t * 1000:.1f} ms" if i else f"{n} {t * 1000:.1f} ms"
+                     for n, i, t in loads]
+            L.append(f"- {name}: " + ", ".join(parts) +
+                     f"; {sum(t for *_, t in loads) * 1000:.1f} ms in all")
+        L.append("")
         L.append("```")
         for name, argv in st["cmds"].items():
             L.append(shown(a, argv))
@@ -1003,15 +1051,19 @@ def report(a, mach: dict, st: dict | None, ph: dict | None, lc: dict | None, sm:
                          f"{spread(xs, ',.1f')} | {v / base:,.0f} | {v / bare:.3f} |")
                 first = False
         L.append("")
-        L.append("uscope's BPF side over the bare trap at the same site (uscope count vs bpftrace `{}`; "
-                 "target: at most +5%):")
+        L.append("uscope against bpftrace doing the same at the same site (target: at most +5%):")
         L.append("")
-        for site, config, what in [("emulated", "us_count", "emulated `push %rbp`"),
-                                   ("stepped", "us_count", "single-stepped `sub $8,%rsp`"),
-                                   ("endbr", "us_count_nomove", "`endbr64` at +0 (`--no-move`)")]:
-            us_, bt_ = med(ph[(site, config)]), med(ph[(site, "bt_empty")])
+        for site, config, peer, what in [
+                ("emulated", "us_count", "bt_count", "count, emulated `push %rbp`"),
+                ("stepped", "us_count", "bt_count", "count, single-stepped `sub $8,%rsp`"),
+                ("endbr", "us_count_nomove", "bt_count", "count, `endbr64` at +0 (`--no-move`)"),
+                ("emulated", "us_trace", "bt_filter", "trace with a false predicate, emulated `push %rbp`"),
+                ("stepped", "us_trace", "bt_filter", "trace with a false predicate, single-stepped `sub $8,%rsp`"),
+                ("emulated", "us_count", "bt_empty", "count over the bare trap (bpftrace `{}`), emulated"),
+                ("stepped", "us_count", "bt_empty", "count over the bare trap (bpftrace `{}`), single-stepped")]:
+            us_, bt_ = med(ph[(site, config)]), med(ph[(site, peer)])
             pct = (us_ - bt_) / bt_ * 100
-            us_min, bt_min = min(ph[(site, config)]), min(ph[(site, "bt_empty")])
+            us_min, bt_min = min(ph[(site, config)]), min(ph[(site, peer)])
             pct_min = (us_min - bt_min) / bt_min * 100
             L.append(f"- {what}: median {us_:,.1f} vs {bt_:,.1f} ns = {pct:+.1f}% ({us_ - bt_:+,.1f} ns): "
                      f"{verdict(pct <= 5)}; best run {us_min:,.1f} vs {bt_min:,.1f} ns = {pct_min:+.1f}%")
@@ -1025,7 +1077,7 @@ def report(a, mach: dict, st: dict | None, ph: dict | None, lc: dict | None, sm:
                  "and filter): " + ", ".join(f"{s} {d:+,.1f} ns" for s, d in tr))
         L.append("")
         L.append("```")
-        for c in ["bt_empty", "bt_count", "us_count", "us_trace", "us_count_nomove"]:
+        for c in ["bt_empty", "bt_count", "bt_filter", "us_count", "us_trace", "us_count_nomove"]:
             L.append(shown(a, per_hit_cmd(a, "endbr", "bench_endbr", SITES[2][2], c)))
         L.append("```")
         L.append("")

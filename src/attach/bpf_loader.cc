@@ -1,20 +1,27 @@
 #include "attach/bpf_loader.h"
 
+#include <bpf/bpf.h>
 #include <bpf/btf.h>
+#include <fmt/format.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <utility>
 
 namespace uscope {
 
 BpfObject::BpfObject(BpfObject&& o) noexcept
-    : skel_(std::move(o.skel_)), obj_(std::exchange(o.obj_, nullptr)), what_(std::move(o.what_)) {}
+    : skel_(std::move(o.skel_)),
+      obj_(std::exchange(o.obj_, nullptr)),
+      what_(std::move(o.what_)),
+      load_ms_(o.load_ms_) {}
 
 BpfObject& BpfObject::operator=(BpfObject&& o) noexcept {
   if (this != &o) {
     skel_ = std::move(o.skel_);
     obj_ = std::exchange(o.obj_, nullptr);
     what_ = std::move(o.what_);
+    load_ms_ = o.load_ms_;
   }
   return *this;
 }
@@ -74,9 +81,27 @@ Result<void> BpfObject::set_autoload(std::string_view name, bool load) {
 }
 
 Result<void> BpfObject::load() {
+  auto start = std::chrono::steady_clock::now();
   if (int err = bpf_object__load(obj_))
     return fail_errno(-err, "the kernel refused {}: {}", what_, std::strerror(-err));
+  load_ms_ =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return {};
+}
+
+std::string BpfObject::load_summary() const {
+  std::string programs;
+  bpf_program* prog = nullptr;
+  bpf_object__for_each_program(prog, obj_) {
+    int fd = bpf_program__fd(prog);
+    if (fd < 0) continue;
+    bpf_prog_info info{};
+    __u32 len = sizeof info;
+    uint32_t verified = bpf_obj_get_info_by_fd(fd, &info, &len) == 0 ? info.verified_insns : 0;
+    programs += fmt::format("{}{}: {} instructions, {} verified", programs.empty() ? "" : "; ",
+                            bpf_program__name(prog), bpf_program__insn_cnt(prog), verified);
+  }
+  return fmt::format("{}; loaded in {:.1f} ms", programs, load_ms_);
 }
 
 bpf_map* BpfObject::map(std::string_view name) const {

@@ -3,16 +3,24 @@
  * (attach/bpf_loader.h, BpfObject::set_target) sets the variables by name before load. BPF only. */
 #pragma once
 
+#include "pre_exec_comm.h"
+
 const volatile __u32 target_tgid = 0; /* 0: every process */
 const volatile __u32 self_tgid = 0; /* uscope itself: never traced, or its own output would loop */
-/* -c: the target runs uscope's code between its fork and its exec; only the command counts. A
- * forked child's self_exec_id equals its parent_exec_id until its exec increments it (copy_process,
- * begin_new_exec); threads inherit both, so they differ in every thread of the exec'd command. */
+/* -c: the target runs uscope's code between its fork and its exec; only the command counts. uscope
+ * forks it named USCOPE_PRE_EXEC_COMM, a name its exec replaces (LaunchedCommand). Not a CO-RE
+ * read of the task's exec ids: a program without CO-RE relocations needs no kernel BTF, which
+ * libbpf would parse (~5.5 MB: milliseconds and megabytes of uscope's peak memory) at each load. */
 const volatile __u32 only_after_exec = 0;
 
 static __always_inline int before_exec(void) {
-  struct task_struct* t = bpf_get_current_task_btf();
-  return BPF_CORE_READ(t, self_exec_id) == BPF_CORE_READ(t, parent_exec_id);
+  static const char pre_exec[16] = USCOPE_PRE_EXEC_COMM;
+  char comm[16];
+  if (bpf_get_current_comm(comm, sizeof(comm))) return 0;
+#pragma unroll
+  for (int i = 0; i < 16; i++)
+    if (comm[i] != pre_exec[i]) return 0;
+  return 1;
 }
 
 /* Whether the current task is one the program should act on. */

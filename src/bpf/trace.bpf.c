@@ -16,6 +16,16 @@
  * for the rest (TraceProgram::kPollPeriodMs). */
 const volatile __u64 wakeup_bytes = 0;
 
+/* What the loaded recipes use, set by the loader before load (TraceProgram::load): the OR of their
+ * flags, and one bit per opcode they hold (TRACE_OP_BIT). The verifier reads frozen read-only data
+ * as constants and does not verify code behind a branch that cannot be taken: a session that
+ * turns a feature off does not pay for verifying it (the unwinder, aggregation, return probes,
+ * string reads of up to 8 KiB: ~5,000 instructions and ~77 ms of BPF_PROG_LOAD when all are on).
+ * A recipe that uses what was turned off is dropped as malformed. Everything is on by default. */
+const volatile __u32 trace_flags_used = ~0u;
+const volatile __u64 trace_ops_used = ~0ull;
+_Static_assert(TOP_NUM_OPS <= 64, "trace_ops_used has one bit per opcode");
+
 /* What each map costs (the loader sizes them by what the session uses):
  *   recipes   sizeof(uscope_recipe) (1.2 KiB) per recipe
  *   counters  8 bytes x TRACE_NUM_COUNTERS per recipe, per CPU
@@ -316,15 +326,22 @@ static __always_inline __u64 str_equal(struct scratch* s, const struct uscope_re
   return 0;
 }
 
-static long step(__u32 i, void* unused) {
-  __u32 zero = 0;
-  struct scratch* s = bpf_map_lookup_elem(&scratches, &zero);
-  if (!s) return 1;
-  __u32 ri = s->recipe;
-  const struct uscope_recipe* r = bpf_map_lookup_elem(&recipes, &ri);
-  if (!r || i >= TRACE_MAX_OPS || s->drop) return 1;
+/* What run() hands each step: its scratch and recipe, looked up once a run, not once an op. */
+struct step_ctx {
+  struct scratch* s;
+  const struct uscope_recipe* r;
+};
+
+static long step(__u32 i, struct step_ctx* c) {
+  struct scratch* s = c->s;
+  const struct uscope_recipe* r = c->r;
+  if (i >= TRACE_MAX_OPS || s->drop) return 1;
   const struct uscope_op* op = &r->ops[BOUNDED(i, TRACE_MAX_OPS)];
+  const __u32 in_key = r->flags & trace_flags_used & TRACE_F_AGGREGATE;
   __u64 a, b;
+/* The opening line of each case but the cheapest: an opcode no loaded recipe holds is dead code. */
+#define SKIP_UNLESS_USED(code) \
+  if (!(trace_ops_used & TRACE_OP_BIT(code))) goto malformed
   switch (op->code) {
     case TOP_END:
       return 1;
@@ -347,12 +364,15 @@ static long step(__u32 i, void* unused) {
       push(s, (__u32)bpf_get_current_uid_gid());
       break;
     case TOP_ENTRY:
+      SKIP_UNLESS_USED(TOP_ENTRY);
       push(s, s->slots[op->a & (TRACE_ENTRY_SLOTS - 1)]);
       break;
     case TOP_SAVE:
+      SKIP_UNLESS_USED(TOP_SAVE);
       s->slots[op->a & (TRACE_ENTRY_SLOTS - 1)] = pop(s);
       break;
     case TOP_DEREF:
+      SKIP_UNLESS_USED(TOP_DEREF);
       a = pop(s);
       push(s, extend(deref(s, a, op->a), op->a, op->b));
       break;
@@ -399,10 +419,12 @@ static long step(__u32 i, void* unused) {
       push(s, ~pop(s));
       break;
     case TOP_STREQ:
+      SKIP_UNLESS_USED(TOP_STREQ);
       a = pop(s);
       push(s, str_equal(s, r, a, op->a, op->b, 0));
       break;
     case TOP_COMMEQ:
+      SKIP_UNLESS_USED(TOP_COMMEQ);
       push(s, str_equal(s, r, 0, op->a, op->b, 1));
       break;
     case TOP_FILTER:
@@ -415,14 +437,17 @@ static long step(__u32 i, void* unused) {
       emit_u64(s, pop(s));
       break;
     case TOP_EMIT_STR:
+      SKIP_UNLESS_USED(TOP_EMIT_STR);
       b = op->a ? pop(s) : 0;
       a = pop(s);
-      emit_str(s, a, b, (__u64)op->imm, op->a, r->flags & TRACE_F_AGGREGATE);
+      emit_str(s, a, b, (__u64)op->imm, op->a, in_key);
       break;
     case TOP_EMIT_COMM:
+      SKIP_UNLESS_USED(TOP_EMIT_COMM);
       emit_comm(s);
       break;
     case TOP_EMIT_GOIFACE:
+      SKIP_UNLESS_USED(TOP_EMIT_GOIFACE);
       b = pop(s);
       a = pop(s);
       if (!op->a) {
@@ -431,7 +456,7 @@ static long step(__u32 i, void* unused) {
           if (bpf_probe_read_user(&type, sizeof(type), (void*)(a + 8))) s->read_errors++;
           a = type;
         }
-        emit_go_value(s, a, b, r->flags & TRACE_F_AGGREGATE);
+        emit_go_value(s, a, b, in_key);
       } else {
         /* a []any: address a, length b; each element is {type, data}. */
         __u64 n = b > op->b ? op->b : b;
@@ -441,18 +466,21 @@ static long step(__u32 i, void* unused) {
           if (i >= n) break;
           __u64 pair[2] = {0, 0};
           if (bpf_probe_read_user(pair, sizeof(pair), (void*)(a + 16 * i))) s->read_errors++;
-          emit_go_value(s, pair[0], pair[1], r->flags & TRACE_F_AGGREGATE);
+          emit_go_value(s, pair[0], pair[1], in_key);
         }
       }
       break;
     case TOP_AGG_VALUE:
+      SKIP_UNLESS_USED(TOP_AGG_VALUE);
       s->agg_value = pop(s);
       s->has_value = 1;
       break;
     default:
+    malformed:
       s->drop = DROP_ERROR;
       return 1;
   }
+#undef SKIP_UNLESS_USED
   return 0;
 }
 
@@ -567,7 +595,7 @@ static __always_inline int run(struct pt_regs* ctx) {
   s->deferred = 0;
   s->has_value = 0;
   s->agg_value = 0;
-  s->ev.ts = bpf_ktime_get_ns();
+  s->ev.ts = 0;
   s->ev.duration_ns = 0;
   s->ev.tgid = pid_tgid >> 32;
   s->ev.tid = (__u32)pid_tgid;
@@ -577,10 +605,16 @@ static __always_inline int run(struct pt_regs* ctx) {
   s->ev.kstack_len = 0;
   s->ev.stack_end = UNWIND_END_TRUNCATED;
   s->ev.return_address = 0;
-  bpf_get_current_comm(s->ev.comm, sizeof(s->ev.comm));
+  /* The thread's name and the time are taken before the ops only when an op or a return probe's
+   * timing needs them, so that a hit the predicate drops costs neither helper. */
+  const int comm_in_ops =
+      trace_ops_used & (TRACE_OP_BIT(TOP_COMMEQ) | TRACE_OP_BIT(TOP_EMIT_COMM)) ? 1 : 0;
+  if (comm_in_ops) bpf_get_current_comm(s->ev.comm, sizeof(s->ev.comm));
 
-  __u32 flags = r->flags;
+  /* Bits of features turned off are known zeros to the verifier: their blocks below are dead. */
+  __u32 flags = r->flags & trace_flags_used;
   if (flags & TRACE_F_RETURN) {
+    s->ev.ts = bpf_ktime_get_ns();
     /* After `ret`, rsp is the entry rsp + 8 (the return address was popped). A Go return site is
      * the RET itself, not yet run: rsp is the entry rsp. */
     struct uscope_entry_key key = {pid_tgid, s->regs[UREG_RSP] - 8, r->probe_id, 0};
@@ -606,7 +640,8 @@ static __always_inline int run(struct pt_regs* ctx) {
     }
   }
 
-  bpf_loop(r->n_ops, step, NULL, 0);
+  struct step_ctx c = {s, r};
+  bpf_loop(r->n_ops, step, &c, 0);
   if (s->read_errors) count(ri, TC_READ_ERRORS);
   if (s->drop == DROP_FILTERED) {
     count(ri, TC_FILTERED);
@@ -616,6 +651,8 @@ static __always_inline int run(struct pt_regs* ctx) {
     count(ri, TC_MALFORMED);
     return 0;
   }
+  if (!(flags & TRACE_F_RETURN)) s->ev.ts = bpf_ktime_get_ns();
+  if (!comm_in_ops) bpf_get_current_comm(s->ev.comm, sizeof(s->ev.comm));
 
   if (flags & TRACE_F_AGGREGATE) {
     aggregate(ctx, s, r, ri, flags);

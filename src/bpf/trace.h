@@ -115,6 +115,8 @@ enum uscope_opcode {
                        pointer-shaped kinds, else the 8 bytes it points to). */
   TOP_NUM_OPS
 };
+/* An opcode's bit in trace_ops_used (trace.bpf.c); TOP_NUM_OPS <= 64. */
+#define TRACE_OP_BIT(code) (1ULL << (code))
 
 struct uscope_op {
   __u8 code;

@@ -78,7 +78,7 @@ int run_aggregation(Session& session, const SessionOptions& so, const MapOptions
   if (plan.sites.empty()) return report_error("no probeable site among the matches");
   std::vector<AttachSite> sites;
   for (const auto& s : plan.sites) sites.push_back(s.attach);
-  OverheadMeter meter(session.watch_pid());
+  OverheadMeter meter(session.watch_pid(), so.verbose);
   // ustack keys: stacks walked by CFI in the kernel, through tables loaded for the target.
   std::unique_ptr<UnwindMaps> unwind;
   std::optional<UnwindFollower> follower;

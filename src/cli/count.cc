@@ -84,7 +84,7 @@ int run_count(const CountOptions& o) {
   std::vector<AttachSite> sites;
   for (const auto& s : plan->sites) sites.push_back(s.attach);
 
-  OverheadMeter meter((*session)->watch_pid());
+  OverheadMeter meter((*session)->watch_pid(), o.session.verbose);
   auto t0 = std::chrono::steady_clock::now();
   auto counts = HitCounts::attach(sites, (*session)->target_filter(), !o.session.no_multi, true);
   if (!counts)

@@ -71,7 +71,7 @@ int run_latency(const LatencyOptions& o) {
   if (o.session.verbose) print_sites(plan->sites);
   std::vector<AttachSite> sites;
   for (const auto& s : plan->sites) sites.push_back(s.attach);
-  OverheadMeter meter((*session)->watch_pid());
+  OverheadMeter meter((*session)->watch_pid(), o.session.verbose);
   auto program =
       TraceProgram::load(plan->recipes, (*session)->target_filter(), !o.session.no_multi);
   if (!program) return report_error(program.error().message);

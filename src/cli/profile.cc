@@ -138,15 +138,20 @@ struct ProfileRun {
   OutputFormat format;
   ProfileProgram& program;
   Symbolizer& symbolizer;
-  const KernelSymbols* kernel;
+  // Read only when a sample first holds a kernel frame: /proc/kallsyms is ~130k lines, a few MB
+  // and milliseconds of CPU that a profile of user code does not need.
+  bool kernel_names;             // not -U
   const UnwindFollower* unwind;  // null with -K
   int64_t start_unix_ns;
   std::chrono::steady_clock::time_point start;
+  std::optional<KernelSymbols> kernel;
+  bool kernel_tried;
 
   Result<Profile> snapshot() {
     StackAggregator stacks;
     if (auto r = program.read_samples(stacks); !r) return tl::unexpected(r.error());
-    Profile p = build_profile(stacks.samples(), symbolizer, kernel);
+    load_kernel_symbols(stacks);
+    Profile p = build_profile(stacks.samples(), symbolizer, kernel ? &*kernel : nullptr);
     auto losses = program.losses();
     if (!losses) return tl::unexpected(losses.error());
     p.losses = std::move(*losses);
@@ -166,6 +171,19 @@ struct ProfileRun {
     p.user_frames = !options.kernel_only;
     p.kernel_frames = !options.user_only;
     return p;
+  }
+
+  void load_kernel_symbols(const StackAggregator& stacks) {
+    if (!kernel_names || kernel_tried) return;
+    bool kernel_frames = false;
+    for (const auto& s : stacks.samples()) kernel_frames |= !s.kernel.empty();
+    if (!kernel_frames) return;
+    kernel_tried = true;
+    auto k = KernelSymbols::load();
+    if (k)
+      kernel.emplace(std::move(*k));
+    else
+      fmt::print(stderr, "uscope: kernel frames stay unnamed: {}\n", k.error().message);
   }
 
   ProfileSinkOptions sink_options(const Profile& p) const {
@@ -211,14 +229,6 @@ int run_profile(const ProfileOptions& o) {
   SymbolizerOptions symbolizer_options;
   symbolizer_options.lines = o.lines;
   Symbolizer symbolizer(symbolizer_options);
-  std::optional<KernelSymbols> kernel;
-  if (!o.user_only) {
-    auto k = KernelSymbols::load();
-    if (k)
-      kernel.emplace(std::move(*k));
-    else
-      fmt::print(stderr, "uscope: kernel frames stay unnamed: {}\n", k.error().message);
-  }
   // Maps are read while the processes live, so that one that exits mid-profile stays named.
   std::set<pid_t> processes;
   for (pid_t pid : o.pids) symbolizer.remember(pid);
@@ -266,12 +276,14 @@ int run_profile(const ProfileOptions& o) {
                  *format,
                  *program,
                  symbolizer,
-                 kernel ? &*kernel : nullptr,
+                 !o.user_only,
                  follower ? &*follower : nullptr,
                  std::chrono::duration_cast<std::chrono::nanoseconds>(
                      std::chrono::system_clock::now().time_since_epoch())
                      .count(),
-                 std::chrono::steady_clock::now()};
+                 std::chrono::steady_clock::now(),
+                 {},
+                 false};
   if (auto r = (*session)->start(); !r) return report_error(r.error().message);
   fmt::print(stderr, "uscope: profiling {} at {} Hz on {} CPUs; Ctrl-C to stop\n",
              describe_target(o), o.frequency_hz, program->cpus_sampled());

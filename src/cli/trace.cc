@@ -213,7 +213,7 @@ int run_trace(TraceCommandOptions o) {
   if (!(*session)->launched() && (*session)->watch_pid() > 0)
     symbols.remember_process((*session)->watch_pid());
 
-  OverheadMeter meter((*session)->watch_pid());
+  OverheadMeter meter((*session)->watch_pid(), o.session.verbose);
   // -U: stacks walked by CFI in the kernel, through tables loaded for the target.
   std::unique_ptr<UnwindMaps> unwind;
   if (o.user_stack) {
@@ -230,6 +230,7 @@ int run_trace(TraceCommandOptions o) {
   auto program = TraceProgram::load(plan->recipes, (*session)->target_filter(), !o.session.no_multi,
                                     o.buffer_kib * 1024, 0, unwind.get());
   if (!program) return report_error(program.error().message);
+  if (o.session.verbose) fmt::print(stderr, "uscope: {}\n", program->load_summary());
   std::vector<AttachSite> sites;
   for (const auto& s : plan->sites) sites.push_back(s.attach);
   if (auto r = program->attach(sites, plan->skip_refused); !r)

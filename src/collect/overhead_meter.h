@@ -23,9 +23,13 @@ namespace uscope {
 
 class OverheadMeter {
  public:
-  // `pid` 0: a system-wide session (time only, no share). Call before attaching: turns the BPF
-  // stats on (if it cannot, the estimate uses the table's BPF cost and says why).
-  explicit OverheadMeter(pid_t pid);
+  // `pid` 0: a system-wide session (time only, no share). Call before attaching. With
+  // `measure_bpf` (-v) it turns the kernel's BPF stats on for the session (if it cannot, the
+  // estimate uses the table's BPF cost and says why). Without, the table's cost per run is used:
+  // while stats are on the kernel times every run of every BPF program on the host (two clock
+  // reads, ~11% of a bare emulated uprobe hit here), which would make the probes dearer than the
+  // figure they report.
+  OverheadMeter(pid_t pid, bool measure_bpf);
   // The probes are attached and the target runs: the CPU-time baseline.
   void start();
   // Keeps the latest CPU-time reading (at most one /proc read per kSamplePeriod), so that a -p

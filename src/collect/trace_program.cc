@@ -78,8 +78,16 @@ Result<TraceProgram> TraceProgram::load(std::span<const uscope_recipe> recipes,
     return fail("ring buffer size {} bytes: use a power of two of at least {}", ring_bytes, page);
   if (auto r = obj->set_rodata("wakeup_bytes", uint64_t{ring_bytes / 4}); !r)
     return tl::unexpected(r.error());
+  // Only what the recipes use is verified (trace.bpf.c, trace_flags_used and trace_ops_used).
   uint32_t flags = 0;
-  for (const auto& r : recipes) flags |= r.flags;
+  uint64_t ops = 0;
+  for (const auto& r : recipes) {
+    flags |= r.flags;
+    for (uint32_t i = 0; i < std::min<uint32_t>(r.n_ops, TRACE_MAX_OPS); ++i)
+      if (r.ops[i].code < TOP_NUM_OPS) ops |= TRACE_OP_BIT(r.ops[i].code);
+  }
+  if (auto r = obj->set_rodata("trace_flags_used", flags); !r) return tl::unexpected(r.error());
+  if (auto r = obj->set_rodata("trace_ops_used", ops); !r) return tl::unexpected(r.error());
   if ((flags & (TRACE_F_STACK | TRACE_F_AGG_USTACK)) && unwind == nullptr)
     return fail("user stacks need the unwinder's maps");
   if (auto r = unwind ? unwind->share_with(*obj) : UnwindMaps::leave_unused(*obj); !r)

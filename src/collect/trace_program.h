@@ -63,6 +63,7 @@ class TraceProgram {
   const std::vector<UprobeLinks::Refused>& refused() const { return uprobes_.links().refused(); }
   // The loaded programs, for their run time in the kernel's BPF stats (collect/bpf_run_stats.h).
   std::vector<int> program_fds() const { return obj_.program_fds(); }
+  std::string load_summary() const { return obj_.load_summary(); }  // for -v
   void detach() { uprobes_.links().detach_all(); }
   bool uses_multi() const { return uprobes_.multi(); }
   size_t link_count() const { return uprobes_.links().link_count(); }

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <linux/close_range.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -14,6 +15,8 @@
 #include <cstring>
 #include <thread>
 #include <utility>
+
+#include "bpf/pre_exec_comm.h"
 
 namespace uscope {
 
@@ -124,7 +127,14 @@ Result<LaunchedCommand> LaunchedCommand::prepare(const std::string& command_line
     close_pipes();
     return fail_errno(e, "pipe: {}", std::strerror(e));
   }
+  // The child is born named USCOPE_PRE_EXEC_COMM, which tells BPF programs its calls before the
+  // exec are uscope's (bpf/target_filter.h); named in the parent, so that no call of the child
+  // comes before the name. The exec gives it the command's name.
+  char own_name[16] = {};
+  prctl(PR_GET_NAME, own_name);
+  prctl(PR_SET_NAME, USCOPE_PRE_EXEC_COMM);
   pid_t pid = fork();
+  if (pid != 0) prctl(PR_SET_NAME, own_name);
   if (pid < 0) {
     int e = errno;
     close_pipes();

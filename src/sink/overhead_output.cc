@@ -56,9 +56,9 @@ std::string overhead_summary(const Overhead& o) {
   std::string parts = fmt::format("{} traps {}", o.traps, approx_duration(o.trap_ns));
   if (o.single_stepped_traps) parts += fmt::format(" ({} single-stepped)", o.single_stepped_traps);
   if (o.returns) parts += fmt::format(", {} returns {}", o.returns, approx_duration(o.return_ns));
-  parts += fmt::format(", BPF {} ({} per run, {})", approx_duration(o.bpf_ns),
-                       approx_duration(o.bpf_ns_per_run),
-                       o.bpf_measured ? "measured" : "from the table: " + o.bpf_note);
+  parts += fmt::format(
+      ", BPF {} ({} per run, {})", approx_duration(o.bpf_ns), approx_duration(o.bpf_ns_per_run),
+      o.bpf_measured ? "measured by the kernel's BPF stats" : "from the table: " + o.bpf_note);
   std::string note = o.share && !o.cpu_note.empty() ? fmt::format("; {}", o.cpu_note) : "";
   return fmt::format("probes cost {} {}{}: {}{}",
                      o.system_wide ? "the traced processes" : "the target",
