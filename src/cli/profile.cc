@@ -37,7 +37,11 @@ namespace uscope::cli {
 
 namespace {
 
-constexpr uint64_t kDefaultFrequencyHz = 49;  // bcc's profile: off the beat of 50/100 Hz timers
+// A sample is taken only when the timer fires while the process runs on that CPU, so a process
+// gets frequency x its CPU seconds samples (not x wall seconds): at bcc's 49 Hz a process on a
+// third of a CPU gave ~160 samples a minute. 99 Hz as perf and bpftrace users type it (py-spy:
+// 100), off the beat of 100 Hz timers; -a costs one timer per CPU whatever the rate.
+constexpr uint64_t kDefaultFrequencyHz = 99;
 // New-process records handed out per wake-up: a fork storm cannot hold up signals or -d.
 constexpr size_t kRecordsPerDrain = 256;
 

@@ -1,6 +1,7 @@
 // Names a user reads for addresses, checked against the binaries themselves (nm, the vdso's own
 // symbols, the path the test started): a process that exits before uscope reads its events, a
-// program started through a symlink, the vdso, a frame without a name in a profile.
+// program started through a symlink, the vdso, a frame without a name in a profile; and how many
+// samples a profile takes of a busy thread at the default rate.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -146,6 +147,23 @@ TEST(names, a_profile_frame_without_a_name_says_why) {
             0.5)
       << read_file(folded);
   unlink(copy.c_str());
+  unlink(folded.c_str());
+}
+
+TEST(names, default_rate_samples_a_busy_thread_99_times_a_cpu_second) {
+  USCOPE_REQUIRE_ROOT();
+  const std::string folded = temp_path("busy.folded");
+  auto r = uscope({"profile", "-o", folded, "-c", fixture("profile/profile_busy_for") + " 3000"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.out, m, std::regex(R"(process cpu ns (\d+))"))) << r.out;
+  // The per-CPU timer takes a sample when it fires while the thread runs: 99 per CPU second it
+  // ran, give or take a sample per slice of CPU it got (a few hundred under a CPU hog).
+  const double expected = 99.0 * std::stod(m[1].str()) / 1e9;
+  const double samples = static_cast<double>(total(parse_folded(read_file(folded))));
+  EXPECT_LE(std::abs(samples - expected), 5 * std::sqrt(expected) + 3)
+      << samples << " samples, expected " << expected << "\n"
+      << r.err;
   unlink(folded.c_str());
 }
 
