@@ -15,6 +15,7 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <thread>
 #include <utility>
 
@@ -39,7 +40,8 @@ std::string typed_path(const std::string& name) {
   if (name.find('/') != std::string::npos) {
     if (name.front() == '/') return name;
     char cwd[PATH_MAX];
-    return getcwd(cwd, sizeof cwd) ? std::string(cwd) + "/" + name : name;
+    return getcwd(cwd, sizeof cwd) ? (std::filesystem::path(cwd) / name).lexically_normal().string()
+                                   : name;
   }
   const char* path = getenv("PATH");
   std::string dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";

@@ -13,6 +13,7 @@
 #include <charconv>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <limits>
 #include <map>
 #include <tuple>
@@ -258,7 +259,8 @@ std::string started_path(pid_t pid, const MappedObject& main) {
     candidates.push_back(argv0);
   } else if (argv0.find('/') != std::string::npos) {
     std::string cwd = read_link(fmt::format("/proc/{}/cwd", pid));
-    if (!cwd.empty()) candidates.push_back(cwd + "/" + argv0);
+    if (!cwd.empty())
+      candidates.push_back((std::filesystem::path(cwd) / argv0).lexically_normal().string());
   } else {
     // Its $PATH is in its environment, which it may have changed since: the usual directories
     // and uscope's own $PATH stand in, and the inode check below keeps a wrong guess out.

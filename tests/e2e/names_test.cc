@@ -79,14 +79,16 @@ TEST(names, start_routine_of_a_command_that_exits_at_once_is_named) {
 TEST(names, user_stack_of_a_command_that_exits_at_once_is_named) {
   USCOPE_REQUIRE_ROOT();
   const std::string prog = fixture("native/start_and_exit");
-  auto r = uscope({"trace", "-U", "-c", prog, "p:c:pthread_create"});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(r.out.find("[unknown"), std::string::npos) << r.out;
   // main called pthread_create: nm knows main, and the stack names it in the program.
   ASSERT_NE(shell("nm --defined-only " + prog).find(" T main\n"), std::string::npos);
-  auto main_frames = lines_with(r.out, " main+0x");
-  ASSERT_EQ(main_frames.size(), 1u) << r.out;
-  EXPECT_NE(main_frames[0].find(" [start_and_exit]"), std::string::npos) << r.out;
+  for (int run = 0; run < 5; ++run) {
+    auto r = uscope({"trace", "-U", "-c", prog, "p:c:pthread_create"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out.find("[unknown"), std::string::npos) << r.out;
+    auto main_frames = lines_with(r.out, " main+0x");
+    ASSERT_EQ(main_frames.size(), 1u) << r.out;
+    EXPECT_NE(main_frames[0].find(" [start_and_exit]"), std::string::npos) << r.out;
+  }
 }
 
 TEST(names, a_program_started_through_a_symlink_is_named_as_started) {
