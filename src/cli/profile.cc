@@ -9,6 +9,8 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <deque>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -18,6 +20,7 @@
 #include "attach/perf_events.h"
 #include "cli/command.h"
 #include "cli/session.h"
+#include "collect/exit_maps.h"
 #include "collect/profile_program.h"
 #include "collect/unwind_follower.h"
 #include "discover/object_store.h"
@@ -34,7 +37,11 @@ namespace uscope::cli {
 
 namespace {
 
-constexpr uint64_t kDefaultFrequencyHz = 49;  // bcc's profile: off the beat of 50/100 Hz timers
+// A sample is taken only when the timer fires while the process runs on that CPU, so a process
+// gets frequency x its CPU seconds samples (not x wall seconds): at bcc's 49 Hz a process on a
+// third of a CPU gave ~160 samples a minute. 99 Hz as perf and bpftrace users type it (py-spy:
+// 100), off the beat of 100 Hz timers; -a costs one timer per CPU whatever the rate.
+constexpr uint64_t kDefaultFrequencyHz = 99;
 // New-process records handed out per wake-up: a fork storm cannot hold up signals or -d.
 constexpr size_t kRecordsPerDrain = 256;
 
@@ -226,14 +233,35 @@ int run_profile(const ProfileOptions& o) {
   auto session = Session::open(so);
   if (!session) return report_error(session.error().message);
 
+  // The maps of a process as it exits: one that lived shorter than uscope takes to read its maps
+  // (a -c command, a child, a process met with -a) still has its stacks named.
+  std::unique_ptr<ExitMaps> exit_maps;
   SymbolizerOptions symbolizer_options;
   symbolizer_options.lines = o.lines;
+  symbolizer_options.catch_up = [&exit_maps] {
+    if (exit_maps) exit_maps->catch_up();
+  };
   Symbolizer symbolizer(symbolizer_options);
   // Maps are read while the processes live, so that one that exits mid-profile stays named.
   std::set<pid_t> processes;
   for (pid_t pid : o.pids) symbolizer.remember(pid);
+  // Exits of processes not (yet) sampled: kept a while, in case their first sample's news is
+  // still on its way; the oldest go first, so that -a on a busy host holds a bounded amount.
+  constexpr size_t kUnseenExits = 1024;
+  std::map<pid_t, Process> unseen_exits;
+  std::deque<pid_t> unseen_order;
+  auto on_exit = [&](Process last) {
+    const pid_t pid = last.pid();
+    if (processes.contains(pid)) return symbolizer.adopt(std::move(last));
+    if (unseen_exits.insert_or_assign(pid, std::move(last)).second) unseen_order.push_back(pid);
+    if (unseen_order.size() > kUnseenExits) {
+      unseen_exits.erase(unseen_order.front());
+      unseen_order.pop_front();
+    }
+  };
   auto on_new = [&](pid_t pid, std::string_view comm) {
     symbolizer.remember(pid);
+    if (auto node = unseen_exits.extract(pid)) symbolizer.adopt(std::move(node.mapped()));
     if (processes.insert(pid).second && o.verbose)
       fmt::print(stderr, "uscope: sampling process {} ({})\n", pid, comm);
   };
@@ -242,6 +270,7 @@ int run_profile(const ProfileOptions& o) {
   settings.pids = o.pids;
   if ((*session)->launched()) {
     settings.pids = {(*session)->watch_pid()};
+    symbolizer.started_as((*session)->watch_pid(), (*session)->started_as());
     settings.only_after_exec = true;
   }
   settings.include_idle = o.idle;
@@ -258,6 +287,16 @@ int run_profile(const ProfileOptions& o) {
   }
   auto program = ProfileProgram::load(settings, on_new);
   if (!program) return report_error(program.error().message);
+  if (!o.kernel_only) {
+    auto e = ExitMaps::start(settings.pids, on_exit);
+    if (e)
+      exit_maps = std::move(*e);
+    else  // an older kernel: see EventSymbols::follow_exits
+      fmt::print(stderr,
+                 "uscope: the maps of exiting processes cannot be kept ({}): a process gone "
+                 "before uscope read its maps shows [unknown: process gone]\n",
+                 e.error().message);
+  }
   if (unwind) {
     follower.emplace(*unwind);
     if (auto r = follower->listen(program->ring()); !r) return report_error(r.error().message);
@@ -312,6 +351,7 @@ int run_profile(const ProfileOptions& o) {
       auto elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - run.start);
       progress.update(elapsed.count(), seen ? *seen : 0, processes.size());
     }
+    if (exit_maps) exit_maps->catch_up();  // every wake-up: a full ring would lose exits
     all_exited = exits.all_exited();
     return failure.has_value() || all_exited;
   };
@@ -320,6 +360,7 @@ int run_profile(const ProfileOptions& o) {
   progress.clear();
   if (failure) return report_error(failure->message);
   if (auto r = program->consume_all(); !r) return report_error(r.error().message);
+  if (exit_maps) exit_maps->catch_up();
   fmt::print(stderr, "uscope: {}\n", all_exited ? "every target exited" : describe(why));
 
   Result<Profile> profile = tl::unexpected(Error{});

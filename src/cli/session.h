@@ -57,6 +57,8 @@ class Session {
   pid_t watch_pid() const { return context_.pid; }
   // -c: the watched process is uscope's fork until its exec; BPF programs gate on the exec.
   bool launched() const { return command_.has_value(); }
+  // -c: the command's program as its command line names it (symlinks kept); "" otherwise.
+  std::string started_as() const { return command_ ? command_->started_as() : ""; }
   // Which processes the BPF programs act on.
   TargetFilter target_filter() const { return {watch_pid(), launched()}; }
   // A failed attach, or what happened to the target in the meantime when that explains it.

@@ -212,6 +212,8 @@ int run_trace(TraceCommandOptions o) {
   if (auto r = symbols.load_kernel_symbols(); !r) return report_error(r.error().message);
   if (!(*session)->launched() && (*session)->watch_pid() > 0)
     symbols.remember_process((*session)->watch_pid());
+  if (auto r = symbols.follow_exits((*session)->watch_pid(), (*session)->started_as()); !r)
+    return report_error(r.error().message);
 
   OverheadMeter meter((*session)->watch_pid(), o.session.verbose);
   // -U: stacks walked by CFI in the kernel, through tables loaded for the target.
@@ -282,6 +284,7 @@ int run_trace(TraceCommandOptions o) {
   cb.output = &out;
   cb.done = [&] {
     meter.sample();
+    symbols.catch_up();  // every wake-up: a full ring would lose the exits that matter
     return read_error || limit_reached();
   };
   StopReason why = (*session)->run(cb);

@@ -72,8 +72,23 @@ bool comm_contains(const uscope_event& ev, std::string_view name) {
   return std::string_view(ev.comm, n).find(name) != std::string_view::npos;
 }
 
+namespace {
+
+SymbolizerOptions with_catch_up(std::function<void()> catch_up) {
+  SymbolizerOptions o;
+  o.catch_up = std::move(catch_up);
+  return o;
+}
+
+}  // namespace
+
 EventSymbols::EventSymbols(const TracePlan& plan, bool user_stack, bool kernel_stack)
-    : user_stack_(user_stack), kernel_stack_(kernel_stack), needs_kernel_(kernel_stack) {
+    : user_stack_(user_stack),
+      kernel_stack_(kernel_stack),
+      needs_kernel_(kernel_stack),
+      symbolizer_(with_catch_up([this] {
+        if (exits_) exits_->catch_up();
+      })) {
   for (const auto& p : plan.probes) {
     std::vector<SymbolField> f;
     for (size_t i = 0; i < p.spec.conversions.size(); ++i) {
@@ -106,11 +121,38 @@ Frame EventSymbols::kernel_frame(uint64_t address) const {
   return unknown;
 }
 
-void EventSymbols::remember_process(pid_t pid) {
+bool EventSymbols::needs_user_symbols() const {
   bool user_symbols = user_stack_;
   for (const auto& f : fields_)
     for (const auto& s : f) user_symbols |= !s.kernel;
-  if (user_symbols) symbolizer_.remember(pid);
+  return user_symbols;
+}
+
+void EventSymbols::remember_process(pid_t pid) {
+  if (needs_user_symbols()) symbolizer_.remember(pid);
+}
+
+Result<void> EventSymbols::follow_exits(pid_t pid, const std::string& started_as) {
+  if (!needs_user_symbols() || exits_) return {};
+  if (pid > 0 && !started_as.empty()) symbolizer_.started_as(pid, started_as);
+  auto e = ExitMaps::start(pid > 0 ? std::vector<pid_t>{pid} : std::vector<pid_t>{},
+                           [this](Process last) { symbolizer_.adopt(std::move(last)); });
+  if (!e) {
+    // A kernel before 6.16 (the mm is gone at the exit tracepoint) or without
+    // bpf_iter_task_vma (6.7): the session runs; only a process that exits before its events
+    // are read loses their names.
+    fmt::print(stderr,
+               "uscope: the maps of exiting processes cannot be kept ({}): %U and -U of "
+               "a process gone before its events are read show [unknown: process gone]\n",
+               e.error().message);
+    return {};
+  }
+  exits_ = std::move(*e);
+  return {};
+}
+
+void EventSymbols::catch_up() {
+  if (exits_) exits_->catch_up();
 }
 
 EventStacks EventSymbols::resolve(DecodedEvent& ev) {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "collect/decoded_event.h"
+#include "collect/exit_maps.h"
 #include "plan/planner.h"
 #include "sink/trace_output.h"
 #include "symbolize/kernel_symbols.h"
@@ -40,6 +41,8 @@ bool comm_contains(const uscope_event& ev, std::string_view name);
 class EventSymbols {
  public:
   EventSymbols(const TracePlan& plan, bool user_stack, bool kernel_stack);
+  EventSymbols(const EventSymbols&) = delete;  // the symbolizer calls back into this object
+  EventSymbols& operator=(const EventSymbols&) = delete;
   // Kernel symbols are read only when -K or a %K asks for them; a note on stderr when the kernel
   // hides its addresses (kptr_restrict), since every kernel frame then shows as unknown.
   Result<void> load_kernel_symbols();
@@ -47,11 +50,19 @@ class EventSymbols {
   // -p: the target's maps read while it surely lives (it may exit before its events are read).
   // Not for -c before its exec: the maps would be uscope's own fork's.
   void remember_process(pid_t pid);
+  // Keeps the maps of the target (`pid`; 0: of every process) as it exits, so that %U and -U name
+  // the addresses of a process that is gone by the time its events are read (a -c command that
+  // exits at once). Nothing without %U or -U. `started_as`: -c's program as its command line
+  // names it (Session::started_as), so that a symlink's name survives the process.
+  Result<void> follow_exits(pid_t pid, const std::string& started_as);
+  // Takes in the exits seen so far (call it as the session's loop drains).
+  void catch_up();
   // Fills ev's %U/%K values' `symbol` and returns its stacks (pointing into this object).
   EventStacks resolve(DecodedEvent& ev);
 
  private:
   Frame kernel_frame(uint64_t address) const;
+  bool needs_user_symbols() const;
 
   struct SymbolField {
     size_t value;  // index into the event's values
@@ -59,6 +70,7 @@ class EventSymbols {
   };
   std::vector<std::vector<SymbolField>> fields_;  // by probe id
   bool user_stack_, kernel_stack_, needs_kernel_ = false;
+  std::unique_ptr<ExitMaps> exits_;
   Symbolizer symbolizer_;
   std::optional<KernelSymbols> kernel_;
   StackSymbolCache user_stacks_;

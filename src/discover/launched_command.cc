@@ -10,9 +10,13 @@
 #include <unistd.h>
 #include <wordexp.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <climits>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <thread>
 #include <utility>
 
@@ -31,6 +35,26 @@ bool have_start_mask = false;
 void close_fds_on_exec(int max_fd) {
   if (close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) == 0) return;
   for (int fd = 3; fd < max_fd; ++fd) fcntl(fd, F_SETFD, FD_CLOEXEC);
+}
+
+// The program's path as the command names it (absolute, symlinks kept): "redis-server" found on
+// PATH as /usr/bin/redis-server, whatever file that links to.
+std::string typed_path(const std::string& name) {
+  if (name.find('/') != std::string::npos) {
+    if (name.front() == '/') return name;
+    char cwd[PATH_MAX];
+    return getcwd(cwd, sizeof cwd) ? (std::filesystem::path(cwd) / name).lexically_normal().string()
+                                   : name;
+  }
+  const char* path = getenv("PATH");
+  std::string dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
+  for (size_t start = 0; start <= dirs.size();) {
+    size_t end = std::min(dirs.find(':', start), dirs.size());
+    std::string candidate = dirs.substr(start, end - start) + "/" + name;
+    if (access(candidate.c_str(), X_OK) == 0) return candidate;
+    start = end + 1;
+  }
+  return name;
 }
 
 Result<std::string> find_executable(const std::string& name) {
@@ -70,7 +94,8 @@ LaunchedCommand::LaunchedCommand(LaunchedCommand&& o) noexcept
       go_fd_(std::exchange(o.go_fd_, -1)),
       exec_fd_(std::exchange(o.exec_fd_, -1)),
       reaped_(o.reaped_),
-      executable_(std::move(o.executable_)) {}
+      executable_(std::move(o.executable_)),
+      started_as_(std::move(o.started_as_)) {}
 
 LaunchedCommand& LaunchedCommand::operator=(LaunchedCommand&& o) noexcept {
   if (this != &o) {
@@ -161,6 +186,7 @@ Result<LaunchedCommand> LaunchedCommand::prepare(const std::string& command_line
   c.go_fd_ = go[1];
   c.exec_fd_ = exec_status[0];
   c.executable_ = *exe;
+  c.started_as_ = typed_path(argv[0]);
   return c;
 }
 

@@ -29,6 +29,8 @@ class LaunchedCommand {
 
   pid_t pid() const { return pid_; }
   const std::string& executable() const { return executable_; }  // absolute path
+  // The program as the command line names it, absolute, symlinks not resolved.
+  const std::string& started_as() const { return started_as_; }
   // Lets the child exec. Fails if the exec failed (the error names the program).
   Result<void> release();
   // Ends a child that is still running (SIGTERM, then SIGKILL after a grace period) and reaps it.
@@ -42,6 +44,7 @@ class LaunchedCommand {
   int exec_fd_ = -1;  // read end, CLOEXEC in the child: EOF = exec succeeded, data = errno
   bool reaped_ = false;
   std::string executable_;
+  std::string started_as_;
 };
 
 }  // namespace uscope

@@ -5,12 +5,15 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <limits>
 #include <map>
 #include <tuple>
@@ -217,16 +220,74 @@ Result<Process> Process::open(pid_t pid) {
   auto p = from_maps(pid, *text);
   if (!p) return with_context(fmt::format("process {}", pid), p.error());
   p->exe_ = exe;
+  if (p->main_index_ < p->objects_.size()) {
+    MappedObject& main = p->objects_[p->main_index_];
+    main.started_as = started_path(pid, main);
+  }
   return p;
+}
+
+namespace {
+
+bool same_file(const std::string& path, const MappedObject& o) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && st.st_ino == o.inode &&
+         major(st.st_dev) == o.dev_major && minor(st.st_dev) == o.dev_minor;
+}
+
+// `path` (another name of o's file) when its file name differs from o's, as a symlink's does.
+std::string other_name(const std::string& path, const MappedObject& o) {
+  std::string_view base = std::string_view(path).substr(path.rfind('/') + 1);
+  std::string_view file_base = std::string_view(o.path).substr(o.path.rfind('/') + 1);
+  return base == file_base ? "" : path;
+}
+
+}  // namespace
+
+void Process::name_started_as(const std::string& path) {
+  if (main_index_ >= objects_.size() || path.empty()) return;
+  MappedObject& main = objects_[main_index_];
+  if (main.started_as.empty() && same_file(path, main)) main.started_as = other_name(path, main);
+}
+
+std::string started_path(pid_t pid, const MappedObject& main) {
+  std::string cmdline = read_small_file(fmt::format("/proc/{}/cmdline", pid));
+  std::string argv0 = cmdline.substr(0, cmdline.find('\0'));
+  if (argv0.empty()) return "";
+  std::vector<std::string> candidates;
+  if (argv0.front() == '/') {
+    candidates.push_back(argv0);
+  } else if (argv0.find('/') != std::string::npos) {
+    std::string cwd = read_link(fmt::format("/proc/{}/cwd", pid));
+    if (!cwd.empty())
+      candidates.push_back((std::filesystem::path(cwd) / argv0).lexically_normal().string());
+  } else {
+    // Its $PATH is in its environment, which it may have changed since: the usual directories
+    // and uscope's own $PATH stand in, and the inode check below keeps a wrong guess out.
+    std::string dirs = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+    if (const char* path = getenv("PATH")) dirs = std::string(path) + ":" + dirs;
+    for (size_t at = 0; at <= dirs.size();) {
+      size_t end = std::min(dirs.find(':', at), dirs.size());
+      if (end > at) candidates.push_back(dirs.substr(at, end - at) + "/" + argv0);
+      at = end + 1;
+    }
+  }
+  for (const std::string& c : candidates)
+    if (same_file(c, main)) return other_name(c, main);
+  return "";
 }
 
 Result<Process> Process::from_maps(pid_t pid, std::string_view maps_text, std::string proc_root) {
   auto maps = parse_proc_maps(maps_text);
   if (!maps) return tl::unexpected(maps.error());
+  return from_mappings(pid, std::move(*maps), std::move(proc_root));
+}
+
+Process Process::from_mappings(pid_t pid, std::vector<Mapping> mappings, std::string proc_root) {
   Process p;
   p.pid_ = pid;
   p.proc_root_ = std::move(proc_root);
-  p.mappings_ = std::move(*maps);
+  p.mappings_ = std::move(mappings);
 
   std::map<std::tuple<uint32_t, uint32_t, uint64_t, std::string_view>, size_t> index;
   for (const auto& m : p.mappings_) {

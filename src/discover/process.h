@@ -44,6 +44,10 @@ struct MappedObject {
   uint32_t dev_minor = 0;
   bool deleted = false;
   std::vector<Mapping> mappings;  // in address order
+  // The main executable under the path the process was started by, when that is another name
+  // for the same file (a symlink: /usr/bin/redis-server for redis-check-rdb); "" otherwise.
+  // The kernel shows only the resolved file in maps and /proc/PID/exe.
+  std::string started_as;
 
   // Runtime address of file offset `offset`, or nullopt if that part of the file is not mapped.
   std::optional<uint64_t> address_of_offset(uint64_t offset) const;
@@ -68,6 +72,11 @@ class Process {
   // For tests: a process model from maps text, with `proc_root` standing in for /proc.
   static Result<Process> from_maps(pid_t pid, std::string_view maps_text,
                                    std::string proc_root = "/proc");
+  // From mappings read elsewhere (the kernel's, sent as the process exited: collect/exit_maps.h),
+  // in address order. Its objects open through /proc only while the process lives; after, through
+  // their paths (symbolize/symbolizer.cc checks device and inode).
+  static Process from_mappings(pid_t pid, std::vector<Mapping> mappings,
+                               std::string proc_root = "/proc");
 
   pid_t pid() const { return pid_; }
   const std::vector<Mapping>& mappings() const { return mappings_; }
@@ -79,6 +88,10 @@ class Process {
   std::string comm() const;  // /proc/PID/comm without newline, "" if gone
   // The executable it ran when opened (unknown for a process model from maps text).
   const ExeIdentity& exe() const { return exe_; }
+  // Names the main executable as started by `path` (MappedObject::started_as), when that is the
+  // same file under another name and it has none yet: -c's command line, or what a read while
+  // the process lived found.
+  void name_started_as(const std::string& path);
 
  private:
   pid_t pid_ = 0;
@@ -93,6 +106,11 @@ class Process {
 // The load bias of `elf` mapped as `o` (runtime minus link-time addresses): where its .text's file
 // offset is mapped, less .text's link-time address; nullopt when .text is absent or not mapped.
 std::optional<uint64_t> load_bias(const MappedObject& o, const ElfFile& elf);
+
+// The path `pid` was started by (argv[0], found as its shell would: through its cwd, or $PATH),
+// when it is another name of the file `main` (same device and inode) than main.path; "" when
+// it is the same name or cannot be found.
+std::string started_path(pid_t pid, const MappedObject& main);
 
 // True if the process still exists (kill(pid, 0) or /proc/PID present).
 bool process_alive(pid_t pid);

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "symbolize/symbol_text.h"
+
 namespace uscope {
 
 std::string frame_name(const Frame& frame) {
@@ -10,36 +12,28 @@ std::string frame_name(const Frame& frame) {
 }
 
 std::string unnamed_frame_text(const Frame& frame) {
-  const std::string& object = frame.object;
-  const bool file = !object.empty() && object.front() == '/';
-  const std::string base = file ? object.substr(object.rfind('/') + 1) : object;
+  // One vocabulary with trace's %U and -U (symbol_text.h): why, from to_string(FrameMiss), and in
+  // which object, by its file name ("[unknown: no symbol covers the address in redis-server]").
+  const std::string base = module_name(frame);
+  const char* why = frame.miss == FrameMiss::None ? "no name" : to_string(frame.miss);
   switch (frame.miss) {
-    case FrameMiss::NoSymbols:
-      // Memory no file backs ([vdso], [anon] JIT code without a perf map) has no symbol table to
-      // lack; a file does.
-      if (!file) return fmt::format("[unknown in {}]", base.empty() ? "[anon]" : base);
-      return fmt::format("[unknown: {} has no symbols]", base);
-    case FrameMiss::UnknownAddress:
-      return fmt::format("[unknown in {}]", base.empty() ? "?" : base);
-    case FrameMiss::Unreadable:
-      return fmt::format("[unknown: {} unreadable]", base.empty() ? "object" : base);
-    case FrameMiss::NoPerfMap:
-      return "[unknown: JIT code, no perf map]";
     case FrameMiss::Unmapped:
     case FrameMiss::ProcessGone:
     case FrameMiss::NoAccess:
-      return fmt::format("[unknown: {}]", to_string(frame.miss));
-    case FrameMiss::None:
+    case FrameMiss::NoPerfMap:  // "JIT code without a perf map" says where
+      return fmt::format("[unknown: {}]", why);
+    default:
       break;
   }
-  return base.empty() ? "[unknown]" : fmt::format("[unknown in {}]", base);
+  return base.empty() ? fmt::format("[unknown: {}]", why)
+                      : fmt::format("[unknown: {} in {}]", why, base);
 }
 
 std::string unnamed_kernel_frame_text(FrameMiss miss, bool symbols_loaded) {
   if (!symbols_loaded) return "[unknown: kernel symbols not read]";
   // An empty table: kptr_restrict shows readers without CAP_SYSLOG zeros, which are dropped.
   if (miss == FrameMiss::NoSymbols) return "[unknown: kernel addresses hidden]";
-  return "[unknown in kernel]";
+  return "[unknown: no symbol covers the address in kernel]";
 }
 
 }  // namespace uscope

@@ -1,8 +1,9 @@
 #pragma once
-// What a profile shows for a frame that has no name: why, in one short text with the object's
-// file name ("[unknown: libfoo.so has no symbols]", "[unknown in [vdso]]", "[unknown: process
-// gone]"), since a flame graph's frame is only its name. Never blank. Printed stacks (trace -U,
-// count --by ustack) keep bcc's "symbol [module]" form: symbol_text.h.
+// What a profile shows for a frame that has no name: why, in the words trace's %U and -U use
+// (to_string(FrameMiss)), with the object's file name ("[unknown: no symbols in libfoo.so]",
+// "[unknown: no symbol covers the address in redis-server]", "[unknown: process gone]"), since a
+// flame graph's frame is only its name. Never blank. Printed stacks (trace -U, count --by ustack)
+// keep bcc's "symbol [module]" form: symbol_text.h.
 #include <string>
 
 #include "symbolize/symbolizer.h"

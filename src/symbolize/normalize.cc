@@ -23,6 +23,8 @@ NormalizedAddress normalize(const Process& process, uint64_t address) {
       n.name = m.path.empty() ? "[anon]" : m.path;
       n.miss = FrameMiss::NoSymbols;
       n.executable = m.executable();
+      n.file_offset = address - m.start;
+      n.mapping_size = m.end - m.start;
       return n;
     }
   }

@@ -30,7 +30,10 @@ struct NormalizedAddress {
   // Object path as the process maps it, or the mapping's pseudo name ("[vdso]", "[heap]",
   // "[stack]", "[anon]" for nameless memory); "" when unmapped.
   std::string name;
-  uint64_t file_offset = 0;          // valid only when object != nullptr
+  // When object != nullptr, the offset in its file; in memory no file backs, the offset from the
+  // mapping's start (the vdso's image is looked up by it).
+  uint64_t file_offset = 0;
+  uint64_t mapping_size = 0;         // of the mapping holding the address, when no file backs it
   FrameMiss miss = FrameMiss::None;  // None, Unmapped, or NoSymbols for non-file memory
   bool executable = false;           // the mapping holding the address may run code
 };

@@ -6,16 +6,23 @@ namespace uscope {
 
 namespace {
 
-// "/usr/lib/x86_64-linux-gnu/libc.so.6" -> "[libc.so.6]"; pseudo names ("[vdso]") stay as they
-// are.
-std::string module_text(const std::string& object) {
-  if (object.empty()) return "";
-  if (object.front() == '[') return " " + object;
-  size_t slash = object.rfind('/');
-  return fmt::format(" [{}]", slash == std::string::npos ? object : object.substr(slash + 1));
+// " [libc.so.6]"; pseudo names stay as they are (" [vdso]").
+std::string module_text(const Frame& frame) {
+  if (frame.object.empty()) return "";
+  if (frame.object.front() == '[') return " " + frame.object;
+  return fmt::format(" [{}]", module_name(frame));
 }
 
 }  // namespace
+
+std::string module_name(const Frame& frame) {
+  auto base = [](const std::string& path) {
+    size_t slash = path.rfind('/');
+    return slash == std::string::npos ? path : path.substr(slash + 1);
+  };
+  if (frame.started_as.empty()) return base(frame.object);
+  return fmt::format("{} ({})", base(frame.started_as), base(frame.object));
+}
 
 const char* unknown_reason(const Frame& frame) {
   if (frame.miss != FrameMiss::None) return to_string(frame.miss);
@@ -24,9 +31,8 @@ const char* unknown_reason(const Frame& frame) {
 
 std::string symbol_text(const Frame& frame) {
   if (const char* why = unknown_reason(frame))
-    return fmt::format("[unknown: {}]{}", why, module_text(frame.object));
-  return fmt::format("{}+{:#x}{}", frame.function, frame.function_offset,
-                     module_text(frame.object));
+    return fmt::format("[unknown: {}]{}", why, module_text(frame));
+  return fmt::format("{}+{:#x}{}", frame.function, frame.function_offset, module_text(frame));
 }
 
 }  // namespace uscope

@@ -10,6 +10,9 @@
 namespace uscope {
 
 std::string symbol_text(const Frame& frame);
+// The object's file name, and the name it was started by where that differs (a symlink):
+// "libc.so.6", "redis-server (redis-check-rdb)".
+std::string module_name(const Frame& frame);
 // Why `frame` has no name ("no symbols", "process gone"); nullptr when it has one. trace --json
 // gives it as a frame's "unknown".
 const char* unknown_reason(const Frame& frame);

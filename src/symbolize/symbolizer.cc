@@ -25,6 +25,7 @@
 #include "discover/elf_file.h"
 #include "discover/symbol_table.h"
 #include "symbolize/perf_map.h"
+#include "symbolize/vdso_image.h"
 
 namespace uscope {
 
@@ -32,6 +33,7 @@ struct Symbolizer::ProcessState {
   Process maps;
   std::vector<std::shared_ptr<StoredObject>> held{};  // see remember()
   std::optional<PerfMap> perf_map{};                  // the copy read last, if any
+  bool exited = false;  // maps adopted from its exit: /proc has nothing newer to say
 };
 
 namespace {
@@ -211,6 +213,22 @@ Frame Symbolizer::resolve(const NormalizedAddress& n, uint64_t address, uint64_t
   f.address = address;
   f.object = n.name;
   f.miss = n.miss;
+  if (n.object == nullptr && n.name == "[vdso]") {
+    // No file, but the same image in every process: uscope's own (vdso_image.h).
+    std::shared_ptr<StoredObject> vdso = own_vdso(n.mapping_size, store_->debug_paths());
+    if (!vdso) return f;
+    f.file_offset = n.file_offset + (address - lookup);
+    f = name_in(std::move(f), *vdso, n.file_offset, address, lookup);
+    // Its exports come in pairs (clock_gettime, __vdso_clock_gettime): the vdso's own name, as
+    // perf shows it, tells it apart from libc's wrapper of the same name that called it.
+    if (f.miss == FrameMiss::None && !f.function.starts_with("__vdso_")) {
+      const std::optional<uint64_t> link = vdso->elf().offset_to_vaddr(n.file_offset);
+      const uint64_t start = *link - (f.function_offset - (address - lookup));
+      for (const FunctionSymbol& alias : (*vdso->symbols())->functions())
+        if (alias.addr == start && alias.name == "__vdso_" + f.function) f.function = alias.name;
+    }
+    return f;
+  }
   if (n.object == nullptr) {
     if (n.miss != FrameMiss::NoSymbols || state == nullptr) return f;
     // Memory no file backs: JIT code, named by the process's perf map. A miss re-reads the map
@@ -238,19 +256,26 @@ Frame Symbolizer::resolve(const NormalizedAddress& n, uint64_t address, uint64_t
   }
   // Report the offset of the address as given; the lookup address is at most one byte before.
   f.file_offset = n.file_offset + (address - lookup);
+  f.started_as = n.object->started_as;
 
   std::shared_ptr<StoredObject> o = load(*n.object);
   if (!o) {
     f.miss = FrameMiss::Unreadable;
     return f;
   }
+  return name_in(std::move(f), *o, n.file_offset, address, lookup);
+}
+
+Frame Symbolizer::name_in(Frame f, StoredObject& object, uint64_t file_offset, uint64_t address,
+                          uint64_t lookup) {
+  StoredObject* o = &object;
   f.build_id = o->build_id();
   auto symbols = o->symbols();
   if (!symbols || (*symbols)->functions().empty()) {
     f.miss = FrameMiss::NoSymbols;
     return f;
   }
-  std::optional<uint64_t> link = o->elf().offset_to_vaddr(n.file_offset);
+  std::optional<uint64_t> link = o->elf().offset_to_vaddr(file_offset);
   const FunctionSymbol* fn = link ? find_function(o->elf(), **symbols, *link) : nullptr;
   if (fn == nullptr) {
     f.miss = FrameMiss::UnknownAddress;
@@ -284,13 +309,18 @@ std::vector<Frame> Symbolizer::symbolize(pid_t pid, std::span<const uint64_t> ad
   bool refreshed = false;  // maps read during this call: re-reading again would change nothing
   if (state == nullptr) {
     auto p = Process::open(pid);
-    if (!p) {
-      const bool gone =
-          !process_alive(pid) || p.error().errnum == ESRCH || p.error().errnum == ENOENT;
-      return fill(addresses, gone ? FrameMiss::ProcessGone : FrameMiss::NoAccess);
+    // A zombie's maps read empty: it has exited as surely as a reaped process.
+    const bool exited =
+        p ? p->mappings().empty() && process_exited(pid)
+          : !process_alive(pid) || p.error().errnum == ESRCH || p.error().errnum == ENOENT;
+    if (p && !exited) {
+      state = processes_.emplace(pid, std::make_unique<ProcessState>(ProcessState{std::move(*p)}))
+                  .first->second.get();
+    } else {
+      state = exited ? caught_up(pid) : nullptr;
+      if (state == nullptr)
+        return fill(addresses, exited ? FrameMiss::ProcessGone : FrameMiss::NoAccess);
     }
-    state = processes_.emplace(pid, std::make_unique<ProcessState>(ProcessState{std::move(*p)}))
-                .first->second.get();
     refreshed = true;
   }
 
@@ -301,16 +331,17 @@ std::vector<Frame> Symbolizer::symbolize(pid_t pid, std::span<const uint64_t> ad
   for (size_t i = 0; i < addresses.size(); ++i) {
     const uint64_t lookup = lookup_address(addresses, i, first_is_ip);
     NormalizedAddress n = normalize(state->maps, lookup);
-    if (n.miss == FrameMiss::Unmapped && !refreshed) {
+    if (n.miss == FrameMiss::Unmapped && !refreshed && !state->exited) {
       // Most likely a library dlopen()ed after the maps were cached. Earlier frames are already
       // copied out, so replacing the snapshot under them is safe.
       refreshed = true;
-      if (auto p = Process::open(pid)) {
+      auto p = Process::open(pid);
+      if (p && !(p->mappings().empty() && process_exited(pid))) {
         state->maps = std::move(*p);
-        n = normalize(state->maps, lookup);
-      } else {
-        gone = !process_alive(pid);
+      } else if (caught_up(pid) == nullptr) {
+        gone = !process_alive(pid) || process_exited(pid);
       }
+      n = normalize(state->maps, lookup);
     }
     if (n.miss == FrameMiss::Unmapped && gone) n.miss = FrameMiss::ProcessGone;
     frames.push_back(resolve(n, addresses[i], lookup, state, perf_map_reread));
@@ -341,22 +372,54 @@ std::vector<Frame> Symbolizer::symbolize(const Process& process,
   return frames;
 }
 
+void Symbolizer::hold_code_objects(ProcessState& state) {
+  // Opened now, while /proc/PID/map_files reaches them; held so that neither the process's exit
+  // nor the store's eviction loses them before its stacks are symbolized. A thousand processes
+  // of one binary hold one object.
+  for (const MappedObject& o : state.maps.objects()) {
+    const bool code = std::any_of(o.mappings.begin(), o.mappings.end(),
+                                  [](const Mapping& m) { return m.executable(); });
+    if (!code) continue;
+    if (auto object = load(o)) state.held.push_back(std::move(object));
+  }
+}
+
 void Symbolizer::remember(pid_t pid) {
   if (processes_.contains(pid)) return;
   auto p = Process::open(pid);
   if (!p) return;
   auto state = std::make_unique<ProcessState>(ProcessState{std::move(*p)});
-  // Opened now, while /proc/PID/map_files reaches them; held so that neither the process's exit
-  // nor the store's eviction loses them before its stacks are symbolized. A thousand processes
-  // of one binary hold one object.
-  for (const MappedObject& o : state->maps.objects()) {
-    const bool code = std::any_of(o.mappings.begin(), o.mappings.end(),
-                                  [](const Mapping& m) { return m.executable(); });
-    if (!code) continue;
-    if (auto object = load(o)) state->held.push_back(std::move(object));
-  }
+  hold_code_objects(*state);
   state->perf_map = read_perf_map(pid);
   processes_.emplace(pid, std::move(state));
+}
+
+void Symbolizer::adopt(Process last) {
+  auto& slot = processes_[last.pid()];
+  if (auto hint = started_as_.find(last.pid()); hint != started_as_.end())
+    last.name_started_as(hint->second);
+  if (slot && slot->maps.main_object() != nullptr)
+    last.name_started_as(slot->maps.main_object()->started_as);
+  if (!slot) slot = std::make_unique<ProcessState>(ProcessState{Process{}});
+  if (!slot->exited) exited_.push_back(last.pid());
+  slot->maps = std::move(last);
+  slot->exited = true;
+  hold_code_objects(*slot);
+  if (exited_.size() > kMaxExited) {
+    processes_.erase(exited_.front());
+    exited_.pop_front();
+  }
+}
+
+void Symbolizer::started_as(pid_t pid, std::string path) {
+  started_as_[pid] = std::move(path);
+}
+
+Symbolizer::ProcessState* Symbolizer::caught_up(pid_t pid) {
+  if (!options_.catch_up) return nullptr;
+  options_.catch_up();
+  ProcessState* state = cached(pid);
+  return state != nullptr && state->exited ? state : nullptr;
 }
 
 void Symbolizer::forget(pid_t pid) {

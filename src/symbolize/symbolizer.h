@@ -6,6 +6,8 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <span>
@@ -44,6 +46,8 @@ struct InlinedCall {
 struct Frame {
   uint64_t address = 0;  // runtime address, as given (never the adjusted lookup address)
   std::string object;    // path as the process maps it, a pseudo name ("[vdso]"), "" if unmapped
+  // The main executable as the process was started (a symlink to `object`); "" when the same.
+  std::string started_as;
   uint64_t file_offset = 0;      // of `address` in `object`; 0 when `object` is no file
   std::string build_id;          // lowercase hex; "" when absent or the object could not be opened
   std::string function;          // demangled; "" when missed
@@ -75,6 +79,9 @@ struct SymbolizerOptions {
   // planner and `list` use too) when `debug` and `max_objects` are the defaults, else a store of
   // this Symbolizer's own with them.
   std::shared_ptr<ObjectStore> objects;
+  // Called when a process's maps can no longer be read (it exited), before its addresses are
+  // given up: a source of maps kept from its exit (collect/exit_maps.h) delivers them to adopt().
+  std::function<void()> catch_up;
 };
 
 // Not thread-safe: one per consumer thread, or guard it.
@@ -103,6 +110,16 @@ class Symbolizer {
   // named. No-op when cached or unreadable.
   void remember(pid_t pid);
 
+  // The maps a process had as it exited (collect/exit_maps.h): they replace any read earlier, and
+  // serve its addresses from now on without /proc. The objects are opened now, by path. At most
+  // kMaxExited are kept, the oldest dropped first: events trail their process's exit by
+  // milliseconds, and a host-wide session sees every exit on the host.
+  static constexpr size_t kMaxExited = 4096;
+  void adopt(Process last);
+  // -c: the path the command line named its program by, so that a process read only at its exit
+  // (no command line left to read) is named as it was started.
+  void started_as(pid_t pid, std::string path);
+
   // Drops the cached maps and perf map of `pid`: call it when the process exits or exec()s, since
   // the same PID then names different (or no) mappings. Objects stay in the store; other
   // processes map the same files.
@@ -129,15 +146,23 @@ class Symbolizer {
   std::shared_ptr<StoredObject> load(const MappedObject& object);
   Frame resolve(const NormalizedAddress& n, uint64_t address, uint64_t lookup, ProcessState* state,
                 bool& perf_map_reread);
+  // The function at `file_offset` of `object` (`lookup` is address or address - 1).
+  Frame name_in(Frame f, StoredObject& object, uint64_t file_offset, uint64_t address,
+                uint64_t lookup);
   void add_lines(Frame& f, StoredObject& object, uint64_t link_address);
   // Go code: file:line and the inlined calls at the address, from .gopclntab.
   void add_go_frames(Frame& f, const GoPclntab& table, uint64_t link_address);
   ProcessState* cached(pid_t pid);
+  // The state of a process /proc no longer shows, if catch_up() delivers it.
+  ProcessState* caught_up(pid_t pid);
+  void hold_code_objects(ProcessState& state);
 
   SymbolizerOptions options_;
   std::shared_ptr<ObjectStore> store_;
   std::unordered_map<pid_t, std::unique_ptr<ProcessState>> processes_;
   std::map<ObjectKey, ObjectSlot> objects_;
+  std::unordered_map<pid_t, std::string> started_as_;
+  std::deque<pid_t> exited_;  // adopted, oldest first
 };
 
 // Human-readable name of a miss, as describe() prints it ("unmapped", "process gone", ...).

@@ -3,7 +3,9 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -334,4 +336,76 @@ TEST(process, exited_process_is_error_not_crash) {
   ASSERT_EQ(state, "Z");
   ASSERT_FALSE(p);
   EXPECT_NE(p.error().message.find(std::to_string(child)), std::string::npos) << p.error().message;
+}
+
+namespace {
+
+// A child running /bin/sleep through `argv0` (a symlink, perhaps relative to `cwd`), stopped
+// before it sleeps long: the caller reads its maps, then kills it.
+pid_t sleep_as(const std::string& argv0, const std::string& cwd) {
+  pid_t child = fork();
+  if (child == 0) {
+    if (chdir(cwd.c_str()) != 0) _exit(2);
+    execl(argv0.c_str(), argv0.c_str(), "30", static_cast<char*>(nullptr));
+    _exit(3);
+  }
+  return child;
+}
+
+// Until the child has exec'd: its exe is no longer ours.
+bool wait_for_exec(pid_t pid) {
+  for (int i = 0; i < 2000; ++i) {
+    if (read_link(fmt::format("/proc/{}/exe", pid)) != read_link("/proc/self/exe")) return true;
+    usleep(1000);
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST(process, names_the_main_executable_as_started_through_a_symlink) {
+  TempDir dir;
+  const std::string sleep_file = fs::canonical("/bin/sleep").string();
+  fs::create_symlink(sleep_file, dir.path() / "napper");
+  for (const std::string& argv0 : {(dir.path() / "napper").string(), std::string("./napper")}) {
+    pid_t child = sleep_as(argv0, dir.path().string());
+    ASSERT_TRUE(wait_for_exec(child));
+    auto p = Process::open(child);
+    kill(child, SIGKILL);
+    waitpid(child, nullptr, 0);
+    ASSERT_TRUE(p) << p.error().message;
+    ASSERT_NE(p->main_object(), nullptr);
+    EXPECT_EQ(p->main_object()->path, sleep_file);  // what the kernel shows
+    EXPECT_EQ(p->main_object()->started_as, (dir.path() / "napper").string()) << argv0;
+  }
+  // Started by its own name: nothing to add.
+  pid_t child = sleep_as(sleep_file, dir.path().string());
+  ASSERT_TRUE(wait_for_exec(child));
+  auto p = Process::open(child);
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+  ASSERT_TRUE(p && p->main_object());
+  EXPECT_EQ(p->main_object()->started_as, "");
+}
+
+TEST(process, from_mappings_names_its_main_object_only_by_the_same_file) {
+  struct stat st;
+  ASSERT_EQ(stat("/bin/sleep", &st), 0);
+  const std::string sleep_file = fs::canonical("/bin/sleep").string();
+  Mapping m;
+  m.start = 0x1000;
+  m.end = 0x2000;
+  m.perms = "r-xp";
+  m.dev_major = major(st.st_dev);
+  m.dev_minor = minor(st.st_dev);
+  m.inode = st.st_ino;
+  m.path = sleep_file;
+  Process p = Process::from_mappings(test::reaped_pid(), {m});
+  ASSERT_NE(p.main_object(), nullptr);
+  p.name_started_as("/bin/true");  // another file
+  EXPECT_EQ(p.main_object()->started_as, "");
+  TempDir dir;
+  fs::create_symlink(sleep_file, dir.path() / "napper");
+  p.name_started_as((dir.path() / "napper").string());
+  EXPECT_EQ(p.main_object()->started_as, (dir.path() / "napper").string());
 }

@@ -166,7 +166,7 @@ TEST(profile_builder, unnamed_frames_say_why) {
   munmap(anon, 4096);
   EXPECT_EQ(name_of(p, p.samples[0].locations[0]), "[unknown: unmapped]");
   EXPECT_EQ(p.locations[p.samples[0].locations[0]].mapping, 0u);
-  EXPECT_EQ(name_of(p, p.samples[0].locations[1]), "[unknown in [anon]]");
+  EXPECT_EQ(name_of(p, p.samples[0].locations[1]), "[unknown: no symbols in [anon]]");
   EXPECT_EQ(name_of(p, p.samples[1].locations[0]), "[unknown: process gone]");
   EXPECT_EQ(name_of(p, p.samples[1].locations[1]), "[unknown: process gone]");
   // Unnamed texts are functions like any other: one per text.
@@ -179,12 +179,12 @@ TEST(profile_builder, unnamed_frame_texts_name_the_objects_file) {
   Frame f;
   f.object = "/usr/lib/x86_64-linux-gnu/libfoo.so.1";
   f.miss = FrameMiss::NoSymbols;
-  EXPECT_EQ(unnamed_frame_text(f), "[unknown: libfoo.so.1 has no symbols]");
+  EXPECT_EQ(unnamed_frame_text(f), "[unknown: no symbols in libfoo.so.1]");
   f.miss = FrameMiss::UnknownAddress;
-  EXPECT_EQ(unnamed_frame_text(f), "[unknown in libfoo.so.1]");
+  EXPECT_EQ(unnamed_frame_text(f), "[unknown: no symbol covers the address in libfoo.so.1]");
   f.object = "[vdso]";
   f.miss = FrameMiss::NoSymbols;
-  EXPECT_EQ(unnamed_frame_text(f), "[unknown in [vdso]]");
+  EXPECT_EQ(unnamed_frame_text(f), "[unknown: no symbols in [vdso]]");
   f.object = "";
   f.miss = FrameMiss::NoAccess;
   EXPECT_EQ(unnamed_frame_text(f), "[unknown: maps unreadable]");
@@ -211,7 +211,7 @@ TEST(profile_builder, kernel_frames_come_first_with_their_own_mappings) {
   ASSERT_EQ(locs.size(), 4u);
   EXPECT_EQ(name_of(p, locs[0]), "kvm_vcpu_ioctl");
   EXPECT_EQ(name_of(p, locs[1]), "do_syscall_64");
-  EXPECT_EQ(name_of(p, locs[2]), "[unknown in kernel]");
+  EXPECT_EQ(name_of(p, locs[2]), "[unknown: no symbol covers the address in kernel]");
   EXPECT_EQ(name_of(p, locs[3]), "uscope::(anonymous namespace)::leaf_function(int)");
   EXPECT_EQ(p.locations[locs[0]].kind, FrameKind::Kernel);
   EXPECT_EQ(p.locations[locs[2]].kind, FrameKind::Kernel);

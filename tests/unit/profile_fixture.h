@@ -30,7 +30,7 @@ inline Profile sample_profile() {
       {"inner", "inner", "app.h"},
       {"do_syscall_64", "do_syscall_64", ""},
       {"Interpreter", "Interpreter", ""},
-      {"[unknown: libfoo.so has no symbols]", "[unknown: libfoo.so has no symbols]", ""},
+      {"[unknown: no symbols in libfoo.so]", "[unknown: no symbols in libfoo.so]", ""},
       {"_start", "_start", ""},
       {"std::vector<int>::push_back(int&&)", "_ZNSt6vectorIiSaIiEE9push_backEOi", "vector.h"},
       {"recurse", "recurse", "app.c"},

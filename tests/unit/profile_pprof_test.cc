@@ -125,7 +125,7 @@ TEST(profile_pprof, go_tool_pprof_lists_the_functions) {
                            "/gocache go tool pprof -top " + file + " 2>&1");
   EXPECT_THAT(top, HasSubstr("Type: cpu"));
   for (const char* function : {"do_syscall_64", "inner", "outer", "Interpreter", "recurse",
-                               "std::vector<int>::push_back", "[unknown: libfoo.so"})
+                               "std::vector<int>::push_back", "[unknown: no symbols in libfoo.so"})
     EXPECT_THAT(top, HasSubstr(function)) << top;
   EXPECT_THAT(top, ::testing::ContainsRegex("41\\.67% +41\\.67% .*do_syscall_64"));
 }

@@ -29,7 +29,7 @@ size_t occurrences(const std::string& s, const std::string& what) {
 
 TEST(profile_folded, writes_sorted_root_first_stacks_with_suffixes_and_inlines_expanded) {
   EXPECT_EQ(written(sample_profile(), OutputFormat::Folded),
-            "app;[unknown: libfoo.so has no symbols];Interpreter_[j] 2\n"
+            "app;[unknown: no symbols in libfoo.so];Interpreter_[j] 2\n"
             "app;_start;main;outer;inner 3\n"
             "app;_start;main;outer;inner;do_syscall_64_[k] 5\n"
             "worker;_start;main;recurse;recurse;recurse 1\n"

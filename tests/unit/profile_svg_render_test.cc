@@ -71,7 +71,7 @@ Profile server_profile() {
                          "tcp_sendmsg",
                          "epoll_wait",
                          "ep_poll",
-                         "[unknown: libjit.so has no symbols]",
+                         "[unknown: no symbols in libjit.so]",
                          "hash_bytes"};
   for (const char* n : names) p.functions.push_back({n, n, ""});
   auto loc = [&](uint32_t f, bool kernel) {
