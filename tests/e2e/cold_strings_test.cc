@@ -116,19 +116,31 @@ TEST(cold_strings, trace_reads_them_in_the_kernel) {
 
 TEST(cold_strings, without_sleepable_programs_trace_reads_them_late) {
   USCOPE_REQUIRE_ROOT();
-  auto r = uscope_without_sleepable(
-      {"trace", "--json", "-c", fixture_path(), probe("p") + " \"%s\", arg1"});
+  // A late read needs the process alive: it waits to exit until uscope has printed the first
+  // call of the second string (events come in order, so every late read is done by then).
+  GatedProcess target({fixture_path(), "hold"});
+  RunningCommand u({"env", "USCOPE_NO_SLEEPABLE=1", USCOPE_BIN, "trace", "--json", "-p",
+                    std::to_string(target.pid()), probe("p") + " \"%s\", arg1"});
+  ASSERT_TRUE(wait_for_links(u.pid(), "trace_"));
+  target.start();
+  ASSERT_TRUE(u.wait_for_output("\"message\":\"second-cold\""));
+  target.send("x");
+  std::string fixture_out;
+  EXPECT_EQ(target.wait(&fixture_out), 0);
+  auto r = u.finish();
   ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto report = fixture_report(fixture_out);
   std::map<std::string, uint64_t> got;
   nlohmann::json summary;
   for (const auto& j : json_lines(r.out)) {
     if (j["kind"] == "event") ++got[j["message"].get<std::string>()];
     if (j["kind"] == "summary") summary = j;
   }
-  EXPECT_EQ(got, fixture_calls(r.out)) << r.out;
+  EXPECT_EQ(got, report.calls) << r.out;
   ASSERT_FALSE(summary.is_null()) << r.out;
   // Each first call that found its page unmapped: read from the process after the event.
-  EXPECT_EQ(summary["late_string_reads"], fixture_report(r.out).cold_first_calls) << r.out;
+  EXPECT_EQ(summary["late_string_reads"], report.cold_first_calls) << r.out;
+  EXPECT_EQ(summary["unreadable_strings"], 0) << r.out;
 }
 
 TEST(cold_strings, without_sleepable_programs_a_key_says_it_was_unreadable) {
