@@ -17,6 +17,10 @@ C: --libc-runs uscope runs, and bpftrace once; D: --storm-runs and --slow-runs r
      around its loop, with no probe, bpftrace `{}` (the bare trap plus an empty BPF program),
      bpftrace `{ @c = count(); }`, `uscope count`, `uscope trace` with a predicate that is always
      false, and for the endbr64 function `uscope count --no-move`. Hit counts are checked.
+  B'. What a sleepable program costs per hit: `uscope trace` with an always-false string predicate
+     (`str(ctx->sp) == "never"`: a short string on a mapped page) at the emulated and single-stepped
+     sites, sleepable (the default where the kernel has them) against `USCOPE_NO_SLEEPABLE=1`, with
+     an integer predicate and no probe beside them; --per-hit-runs rounds, as B.
   C. `uscope count -p PID -d 5 'c:*'` over all of libc in a process calling a mix of libc
      functions: attach time, events counted per second, and whether the counts equal the calls
      the target made itself. bpftrace's `uprobe:libc:*` attach over the same process (at most

@@ -76,6 +76,15 @@ TEST(cold_strings, count_by_string_keys_the_first_call_right) {
   EXPECT_EQ(counts_by_key(r.out), quoted(fixture_calls(r.out))) << r.out;
 }
 
+TEST(cold_strings, count_by_string_with_one_link_per_site) {
+  USCOPE_REQUIRE_ROOT();
+  // --no-multi: the sleepable program of perf-event uprobe links (trace_single_sleepable).
+  auto r = uscope(
+      {"count", "--json", "--no-multi", "--by", "str(arg1)", "-c", fixture_path(), probe("p")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(counts_by_key(r.out), quoted(fixture_calls(r.out))) << r.out;
+}
+
 TEST(cold_strings, a_string_predicate_takes_the_first_call) {
   USCOPE_REQUIRE_ROOT();
   auto r = uscope(
