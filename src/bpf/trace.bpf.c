@@ -123,13 +123,15 @@ _Static_assert(TRACE_STR_LEN_MASK == TRACE_MAX_STR - 1,
                "a string length word holds any length read");
 
 /* Slot 0 is the scratch of a run that cannot sleep. Such a run is never interleaved with another
- * on its CPU (the kernel here is not preemptible inside BPF code, and a uprobe fires only in the
- * task's own context): it owns slot 0 from start to end. A sleepable run
- * (trace_*_sleepable) may sleep in a read that faults a page in, with migration disabled
- * (bpf_prog_run_array_uprobe and uprobe_prog_run call migrate_disable(), not preempt_disable()):
- * another task may then run on this CPU and hit a probe. So a sleepable run takes a slot of its
- * own, 1..TRACE_SLEEP_SLOTS, marked with its thread id, and frees it at the end; when every slot
- * is taken, it runs in slot 0 without sleeping, as a non-sleepable run does. */
+ * on its CPU: a uprobe fires only in the task's own context, and code that does not sleep is not
+ * preempted (CONFIG_PREEMPT_NONE, the model of this project's kernels; a fully preemptible kernel
+ * would break slot 0 for non-sleepable runs as much). It owns slot 0 from start to end.
+ * A sleepable run (trace_*_sleepable) may sleep in a read that faults a page in, with migration
+ * disabled (bpf_prog_run_array_uprobe and uprobe_prog_run call migrate_disable(), not
+ * preempt_disable()): another task may then run on this CPU and hit a probe. So a sleepable run
+ * takes a slot of its own, 1..TRACE_SLEEP_SLOTS, marked with its thread id, and frees it at the
+ * end; when every slot is taken, it runs in slot 0 without sleeping, as a non-sleepable run does.
+ */
 struct {
   __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
   __uint(max_entries, 1); /* resized to 1 + TRACE_SLEEP_SLOTS when a sleepable program loads */
