@@ -17,6 +17,10 @@ C: --libc-runs uscope runs, and bpftrace once; D: --storm-runs and --slow-runs r
      around its loop, with no probe, bpftrace `{}` (the bare trap plus an empty BPF program),
      bpftrace `{ @c = count(); }`, `uscope count`, `uscope trace` with a predicate that is always
      false, and for the endbr64 function `uscope count --no-move`. Hit counts are checked.
+  B'. What a sleepable program costs per hit: `uscope trace` with an always-false string predicate
+     (`str(ctx->sp) == "never"`: a short string on a mapped page) at the emulated and single-stepped
+     sites, sleepable (the default where the kernel has them) against `USCOPE_NO_SLEEPABLE=1`, with
+     an integer predicate and no probe beside them; --per-hit-runs rounds, as B.
   C. `uscope count -p PID -d 5 'c:*'` over all of libc in a process calling a mix of libc
      functions: attach time, events counted per second, and whether the counts equal the calls
      the target made itself. bpftrace's `uprobe:libc:*` attach over the same process (at most
@@ -467,6 +471,71 @@ def bench_per_hit(a, runs: int) -> dict:
             if rnd > 0:
                 res.setdefault((site, config), []).append(ns_per_call(p))
     return res
+
+
+# B'. Per-hit cost of a string read: sleepable against non-sleepable programs
+
+# `uscope trace` with an always-false string predicate: the string read is the bytes at the probe's
+# rsp (the return address, a short string on a mapped page), so it succeeds on both paths.
+STR_CONFIGS = [
+    ("none", "no probe"),
+    ("us_trace", "uscope trace, false integer predicate (non-sleepable)"),
+    ("us_str_plain", "uscope trace, false string predicate, `USCOPE_NO_SLEEPABLE=1` (non-sleepable)"),
+    ("us_str_sleep", "uscope trace, false string predicate (sleepable)"),
+]
+
+
+def per_hit_str_cmd(a, site: str, func: str, n: int, config: str) -> list[str]:
+    if config in ("none", "us_trace"):
+        return per_hit_cmd(a, site, func, n, config)
+    target = f"{shlex.quote(str(a.target))} {site} {n}"
+    argv = [str(a.uscope), "trace", "-v", "-c", target, f'p::{func} (str(ctx->sp) == "never")']
+    return (["env", "USCOPE_NO_SLEEPABLE=1"] if config == "us_str_plain" else []) + argv
+
+
+def bench_per_hit_strings(a, runs: int) -> dict:
+    res: dict = {}
+    jobs = [(s, f, n, c) for s, f, n, _ in SITES if s != "endbr" for c, _ in STR_CONFIGS]
+    for rnd in range(runs + 1):
+        log(f"  string per-hit round {rnd}/{runs}{' (warm-up, discarded)' if rnd == 0 else ''}")
+        for site, func, n, config in jobs:
+            p = run(per_hit_str_cmd(a, site, func, n, config), timeout=120)
+            if config.startswith("us_"):
+                verify_per_hit(p, func, n, "us_trace")
+            if config.startswith("us_str"):
+                m = re.search(r"(\d+) with unreadable memory", p.text("err"))
+                check(m is None, "the string predicate's read failed", p)
+            if rnd > 0:
+                res.setdefault((site, config), []).append(ns_per_call(p))
+    return res
+
+
+def report_per_hit_strings(a, ps: dict) -> list[str]:
+    L = ["### B'. Per-hit cost of a string read: sleepable against non-sleepable program "
+         "(ns per call, measured by the target)", "",
+         "| site | configuration | ns/call | min–max | − no probe |", "|---|---|---:|---:|---:|"]
+    for site, func, n, label in SITES:
+        if (site, "none") not in ps:
+            continue
+        base = med(ps[(site, "none")])
+        for i, (config, clabel) in enumerate(STR_CONFIGS):
+            xs = ps[(site, config)]
+            L.append(f"| {label if i == 0 else ''} | {clabel} | {med(xs):,.1f} | {spread(xs, ',.1f')} | "
+                     f"{med(xs) - base:+,.1f} |")
+    L.append("")
+    for site, *_ in SITES:
+        if (site, "none") not in ps:
+            continue
+        plain, sleep = med(ps[(site, "us_str_plain")]), med(ps[(site, "us_str_sleep")])
+        L.append(f"- {site}: a sleepable run costs {sleep - plain:+,.1f} ns per hit over the non-sleepable one "
+                 f"({(sleep - plain) / plain * 100:+.1f}%)")
+    L.append("")
+    L.append("```")
+    for c in ["us_str_plain", "us_str_sleep"]:
+        L.append(shown(a, per_hit_str_cmd(a, "emulated", "bench_emulated", SITES[0][2], c)))
+    L.append("```")
+    L.append("")
+    return L
 
 
 # ---------------------------------------------------------------------------------------------
@@ -987,7 +1056,7 @@ def verdict(ok: bool) -> str:
 
 
 def report(a, mach: dict, st: dict | None, ph: dict | None, lc: dict | None, sm: dict | None,
-           elapsed: float) -> str:
+           elapsed: float, ps: dict | None = None) -> str:
     L: list[str] = []
     L.append(f"Run {mach['date']} on Linux {mach['kernel']}, {mach['cpus']} CPUs ({mach['cpu']}), "
              f"{mach['mem_gib']:.1f} GiB, Debian {mach['debian']}; {mach['uscope']} (git {mach['git']}), "
@@ -1082,6 +1151,8 @@ def report(a, mach: dict, st: dict | None, ph: dict | None, lc: dict | None, sm:
         L.append("```")
         L.append("")
 
+    if ps:
+        L += report_per_hit_strings(a, ps)
     if lc:
         us = lc["uscope"]
         L.append(f"### C. `count` over all of libc in a running process ({len(us)} runs)")
@@ -1202,7 +1273,7 @@ def main() -> int:
     ap.add_argument("--sigterm-bound", type=float, default=20.0,
                     help="SIGKILL a tool that has not exited this long after SIGTERM (default 20 s)")
     ap.add_argument("--skip", action="append", default=[],
-                    choices=["startup", "per-hit", "libc", "bpftrace-libc", "storm"],
+                    choices=["startup", "per-hit", "per-hit-strings", "libc", "bpftrace-libc", "storm"],
                     help="leave out a part (repeatable)")
     ap.add_argument("--markdown", type=Path, help="write the tables into this file (between markers)")
     a = ap.parse_args()
@@ -1231,7 +1302,7 @@ def main() -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     t0 = time.monotonic()
-    st = ph = lc = sm = None
+    st = ph = ps = lc = sm = None
     try:
         mach = machine(a)
         if "startup" not in a.skip:
@@ -1240,6 +1311,9 @@ def main() -> int:
         if "per-hit" not in a.skip:
             log("B. per-hit cost")
             ph = bench_per_hit(a, a.per_hit_runs)
+        if "per-hit-strings" not in a.skip:
+            log("B'. per-hit cost of a string read, sleepable or not")
+            ps = bench_per_hit_strings(a, a.per_hit_runs)
         if "libc" not in a.skip:
             log("C. count over all of libc")
             lc = bench_libc(a, a.libc_runs, a.libc_seconds, "bpftrace-libc" not in a.skip)
@@ -1256,7 +1330,7 @@ def main() -> int:
         cleanup()
         shutil.rmtree(snapshot, ignore_errors=True)
 
-    body = report(a, mach, st, ph, lc, sm, time.monotonic() - t0)
+    body = report(a, mach, st, ph, lc, sm, time.monotonic() - t0, ps)
     print(body)
     if a.markdown:
         write_markdown(a.markdown, body)

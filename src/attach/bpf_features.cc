@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <string>
 
@@ -78,6 +80,30 @@ Result<void> require_tracing_capabilities(bool other_users_pid) {
 
 bool has_bpf_loop() {
   return libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE, BPF_FUNC_loop, nullptr) == 1;
+}
+
+bool has_sleepable_uprobes() {
+  if (const char* no = std::getenv("USCOPE_NO_SLEEPABLE");
+      no != nullptr && std::strcmp(no, "1") == 0)
+    return false;
+  // bpf_copy_from_user(fp - 8, 1, NULL) in a sleepable KPROBE program: a kernel that cannot run
+  // one at a uprobe refuses the flag or the helper at load.
+  const bpf_insn insns[] = {
+      {BPF_ALU64 | BPF_MOV | BPF_X, BPF_REG_1, BPF_REG_10, 0, 0},
+      {BPF_ALU64 | BPF_ADD | BPF_K, BPF_REG_1, 0, 0, -8},
+      {BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_2, 0, 0, 1},
+      {BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_3, 0, 0, 0},
+      {BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_copy_from_user},
+      {BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_0, 0, 0, 0},
+      {BPF_JMP | BPF_EXIT, 0, 0, 0, 0},
+  };
+  LIBBPF_OPTS(bpf_prog_load_opts, opts);
+  opts.prog_flags = BPF_F_SLEEPABLE;
+  int prog = bpf_prog_load(BPF_PROG_TYPE_KPROBE, nullptr, "GPL", insns,
+                           sizeof(insns) / sizeof(insns[0]), &opts);
+  if (prog < 0) return false;
+  close(prog);
+  return true;
 }
 
 BpfFeatures probe_bpf_features() {

@@ -31,5 +31,9 @@ struct BpfFeatures {
 BpfFeatures probe_bpf_features();
 // bpf_loop() in uprobe programs, which `trace` and `latency` need.
 bool has_bpf_loop();
+// Sleepable uprobe programs (Linux 6.1+) with bpf_copy_from_user(), which can fault in a page the
+// process has not touched yet where bpf_probe_read_user() fails. USCOPE_NO_SLEEPABLE=1 in the
+// environment says no, to run (and test) the path of kernels without them.
+bool has_sleepable_uprobes();
 
 }  // namespace uscope

@@ -34,7 +34,7 @@ _Static_assert(TOP_NUM_OPS <= 64, "trace_ops_used has one bit per opcode");
  *   latency   512 bytes per TRACE_F_HISTOGRAM recipe, else 1 row
  *   aggregates ~700 bytes per distinct key, allocated as keys appear (up to --max-keys), else 1
  *   stack_traces 1 KiB per distinct user stack with a `ustack` key, else 1 (preallocated)
- *   scratches ~17 KiB per CPU */
+ *   scratches ~17 KiB per CPU, x (1 + TRACE_SLEEP_SLOTS) with a sleepable program */
 struct {
   __uint(type, BPF_MAP_TYPE_ARRAY);
   __uint(max_entries, 1); /* resized to the number of recipes before load */
@@ -108,6 +108,7 @@ static const struct uscope_agg_value agg_zero;
 
 /* Working state of one run, per CPU: too big for the 512-byte BPF stack. */
 struct scratch {
+  __u32 owner; /* a sleepable run's thread id while it holds this slot, else 0 */
   __u64 regs[TRACE_NUM_REGS];
   __u64 stack[TRACE_STACK];
   __u64 slots[TRACE_ENTRY_SLOTS];
@@ -128,11 +129,22 @@ struct scratch {
   __u8 data[TRACE_MAX_DATA + TRACE_MAX_STR + 16 + TRACE_MAX_KFRAMES * 8];
 };
 _Static_assert(TRACE_MAX_STR + 16 >= TRACE_MAX_FRAMES * 8, "no room for the user stack");
-_Static_assert(TRACE_STR_LEN_MASK == TRACE_MAX_STR - 1, "a string length word holds any length read");
+_Static_assert(TRACE_STR_LEN_MASK == TRACE_MAX_STR - 1,
+               "a string length word holds any length read");
 
+/* Slot 0 is the scratch of a run that cannot sleep. Such a run is never interleaved with another
+ * on its CPU: a uprobe fires only in the task's own context, and code that does not sleep is not
+ * preempted (CONFIG_PREEMPT_NONE, the model of this project's kernels; a fully preemptible kernel
+ * would break slot 0 for non-sleepable runs as much). It owns slot 0 from start to end.
+ * A sleepable run (trace_*_sleepable) may sleep in a read that faults a page in, with migration
+ * disabled (bpf_prog_run_array_uprobe and uprobe_prog_run call migrate_disable(), not
+ * preempt_disable()): another task may then run on this CPU and hit a probe. So a sleepable run
+ * takes a slot of its own, 1..TRACE_SLEEP_SLOTS, marked with its thread id, and frees it at the
+ * end; when every slot is taken, it runs in slot 0 without sleeping, as a non-sleepable run does.
+ */
 struct {
   __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-  __uint(max_entries, 1);
+  __uint(max_entries, 1); /* resized to 1 + TRACE_SLEEP_SLOTS when a sleepable program loads */
   __type(key, __u32);
   __type(value, struct scratch);
 } scratches SEC(".maps");
@@ -177,21 +189,51 @@ static __always_inline __u64 extend(__u64 v, __u32 size, __u32 is_signed) {
   }
 }
 
-static __always_inline __u64 deref(struct scratch* s, __u64 addr, __u32 size) {
+/* Reads user memory. A run that may sleep faults the pages in (bpf_copy_from_user), so that
+ * memory the process has not touched yet reads right; bpf_probe_read_user() cannot fault and
+ * fails on it. */
+static __always_inline long read_user(void* dst, __u32 size, __u64 addr, int may_sleep) {
+  if (may_sleep) return bpf_copy_from_user(dst, size, (const void*)addr);
+  return bpf_probe_read_user(dst, size, (const void*)addr);
+}
+
+#define PAGE_BYTES 4096 /* x86_64 */
+#define STR_PAGES 3     /* pages a string of TRACE_MAX_STR bytes can span */
+
+/* Reads a NUL-terminated user string (bpf_probe_read_user_str()'s result). A run that may sleep
+ * faults in the pages the string occupies, one at a time, as far as the read gets: never a page
+ * beyond its NUL, which the process itself would not read. (bpf_copy_from_user_str() would do it
+ * in one call, but is a kfunc of Linux 6.12+; this needs only the helper of sleepable programs.)
+ * A page that cannot be faulted in ends the string's readable part: the read fails as before. */
+static __always_inline long read_user_str(void* dst, __u32 size, __u64 addr, int may_sleep) {
+  long n = bpf_probe_read_user_str(dst, size, (const void*)addr);
+  if (n >= 0 || !may_sleep) return n;
+  __u64 page = addr;
+  for (int i = 0; i < STR_PAGES && page < addr + size; i++) {
+    char byte;
+    if (bpf_copy_from_user(&byte, 1, (const void*)page)) break;
+    n = bpf_probe_read_user_str(dst, size, (const void*)addr);
+    if (n >= 0) break;
+    page = (page | (PAGE_BYTES - 1)) + 1;
+  }
+  return n;
+}
+
+static __always_inline __u64 deref(struct scratch* s, __u64 addr, __u32 size, int may_sleep) {
   __u64 v = 0;
   long err;
   switch (size) {
     case 1:
-      err = bpf_probe_read_user(&v, 1, (void*)addr);
+      err = read_user(&v, 1, addr, may_sleep);
       break;
     case 2:
-      err = bpf_probe_read_user(&v, 2, (void*)addr);
+      err = read_user(&v, 2, addr, may_sleep);
       break;
     case 4:
-      err = bpf_probe_read_user(&v, 4, (void*)addr);
+      err = read_user(&v, 4, addr, may_sleep);
       break;
     default:
-      err = bpf_probe_read_user(&v, 8, (void*)addr);
+      err = read_user(&v, 8, addr, may_sleep);
       break;
   }
   if (err) s->read_errors++;
@@ -212,7 +254,7 @@ static __always_inline void emit_u64(struct scratch* s, __u64 v) {
  * or (`exact`) `want` bytes, at most `max`. A string longer than what fits is stored cut, with
  * TRACE_STR_TRUNCATED in its length word. */
 static __always_inline void emit_str(struct scratch* s, __u64 addr, __u64 want, __u64 max,
-                                     int exact, int in_key) {
+                                     int exact, int in_key, int may_sleep) {
   __u32 pos = s->pos;
   if (pos > TRACE_MAX_DATA - TRACE_STR_DEFERRED_BYTES) {
     s->drop = DROP_ERROR;
@@ -229,7 +271,7 @@ static __always_inline void emit_str(struct scratch* s, __u64 addr, __u64 want, 
       cut = TRACE_STR_TRUNCATED;
     }
     if (want > 0) {
-      n = bpf_probe_read_user(&s->data[pos + 4], want & (TRACE_MAX_STR - 1), (void*)addr);
+      n = read_user(&s->data[pos + 4], want & (TRACE_MAX_STR - 1), addr, may_sleep);
       n = n ? n : (long)want;
     }
   } else {
@@ -239,7 +281,7 @@ static __always_inline void emit_str(struct scratch* s, __u64 addr, __u64 want, 
     __u64 size = max + 2;
     asm volatile("" : "+r"(size));
     if (size > TRACE_MAX_STR) size = TRACE_MAX_STR;
-    n = bpf_probe_read_user_str(&s->data[pos + 4], size, (void*)addr);
+    n = read_user_str(&s->data[pos + 4], size, addr, may_sleep);
     if (n > 0) n--; /* _str counts the NUL; store the length without it */
     if (n > (long)max) {
       n = (long)max;
@@ -247,7 +289,8 @@ static __always_inline void emit_str(struct scratch* s, __u64 addr, __u64 want, 
     }
   }
   if (n < 0 && in_key) {
-    /* A key is read long after the call: no live read then. The row says the string was
+    /* A key is read long after the call: no live read then (a sleepable run faults the page in
+     * instead, so this is a string that cannot be read at all). The row says the string was
      * unreadable (a deferred word with no bytes and no address); the read error is counted. */
     *(__u32*)&s->data[pos] = TRACE_STR_DEFERRED;
     s->pos = pos + 4;
@@ -255,7 +298,7 @@ static __always_inline void emit_str(struct scratch* s, __u64 addr, __u64 want, 
     return;
   }
   if (n < 0) {
-    /* Most often a page the process has not touched yet: a uprobe cannot fault it in. User
+    /* Most often a page the process has not touched yet, in a run that cannot fault it in. User
      * space reads the string from the live process instead (see TRACE_STR_DEFERRED). */
     __u32 len = exact ? (__u32)want : (__u32)max;
     *(__u32*)&s->data[pos] =
@@ -275,21 +318,22 @@ static __always_inline void emit_str(struct scratch* s, __u64 addr, __u64 want, 
  * descriptor (the byte at type + 23 since Go 1.14, reflect.Kind in the low 5 bits), and what it
  * holds: a string's bytes, a pointer-shaped kind's data word, or the 8 bytes the data word points
  * to (user space keeps the kind's width). */
-static __always_inline void emit_go_value(struct scratch* s, __u64 type, __u64 data, int in_key) {
+static __always_inline void emit_go_value(struct scratch* s, __u64 type, __u64 data, int in_key,
+                                          int may_sleep) {
   __u8 kind = 0;
-  if (type && bpf_probe_read_user(&kind, 1, (void*)(type + 23))) s->read_errors++;
+  if (type && read_user(&kind, 1, type + 23, may_sleep)) s->read_errors++;
   kind &= 31;
   emit_u64(s, type);
   emit_u64(s, kind);
   if (kind == 24) { /* string: data points to {ptr, len} */
     __u64 hdr[2] = {0, 0};
-    if (bpf_probe_read_user(hdr, sizeof(hdr), (void*)data)) s->read_errors++;
-    emit_str(s, hdr[0], hdr[1], TRACE_GO_STR, 1, in_key);
+    if (read_user(hdr, sizeof(hdr), data, may_sleep)) s->read_errors++;
+    emit_str(s, hdr[0], hdr[1], TRACE_GO_STR, 1, in_key, may_sleep);
   } else if (kind == 18 || kind == 19 || kind == 21 || kind == 22 || kind == 26 || kind == 0) {
     emit_u64(s, data); /* chan, func, map, pointer, unsafe.Pointer: the word is the value */
   } else {
     __u64 v = 0;
-    if (bpf_probe_read_user(&v, sizeof(v), (void*)data)) s->read_errors++;
+    if (read_user(&v, sizeof(v), data, may_sleep)) s->read_errors++;
     emit_u64(s, v);
   }
 }
@@ -309,12 +353,12 @@ static __always_inline void emit_comm(struct scratch* s) {
 /* Compares the string at `src` (user memory, or comm when `comm`) with pool[off, off+len). One
  * byte past the literal is read, so that a longer string does not compare equal. */
 static __always_inline __u64 str_equal(struct scratch* s, const struct uscope_recipe* r, __u64 src,
-                                       __u32 off, __u32 len, int comm) {
+                                       __u32 off, __u32 len, int comm, int may_sleep) {
   if (len >= TRACE_POOL - 2) return 0;
   if (comm) {
     __builtin_memcpy(s->tmp, s->ev.comm, TRACE_COMM_LEN);
     s->tmp[TRACE_COMM_LEN] = 0;
-  } else if (bpf_probe_read_user_str(s->tmp, (len + 2) & (TRACE_POOL - 1), (void*)src) < 0) {
+  } else if (read_user_str(s->tmp, (len + 2) & (TRACE_POOL - 1), src, may_sleep) < 0) {
     s->read_errors++;
     return 0;
   }
@@ -326,13 +370,16 @@ static __always_inline __u64 str_equal(struct scratch* s, const struct uscope_re
   return 0;
 }
 
-/* What run() hands each step: its scratch and recipe, looked up once a run, not once an op. */
+/* What run() hands each step: its scratch and recipe, looked up once a run, not once an op, and
+ * whether the run may sleep (only a sleepable program in a scratch slot of its own). */
 struct step_ctx {
   struct scratch* s;
   const struct uscope_recipe* r;
+  int may_sleep;
 };
 
-static long step(__u32 i, struct step_ctx* c) {
+/* Runs op i of the recipe; `may_sleep` is constant in each caller, so each keeps one branch. */
+static __always_inline long step_op(__u32 i, struct step_ctx* c, int may_sleep) {
   struct scratch* s = c->s;
   const struct uscope_recipe* r = c->r;
   if (i >= TRACE_MAX_OPS || s->drop) return 1;
@@ -374,7 +421,7 @@ static long step(__u32 i, struct step_ctx* c) {
     case TOP_DEREF:
       SKIP_UNLESS_USED(TOP_DEREF);
       a = pop(s);
-      push(s, extend(deref(s, a, op->a), op->a, op->b));
+      push(s, extend(deref(s, a, op->a, may_sleep), op->a, op->b));
       break;
     case TOP_EXT:
       push(s, extend(pop(s), op->a, op->b));
@@ -421,11 +468,11 @@ static long step(__u32 i, struct step_ctx* c) {
     case TOP_STREQ:
       SKIP_UNLESS_USED(TOP_STREQ);
       a = pop(s);
-      push(s, str_equal(s, r, a, op->a, op->b, 0));
+      push(s, str_equal(s, r, a, op->a, op->b, 0, may_sleep));
       break;
     case TOP_COMMEQ:
       SKIP_UNLESS_USED(TOP_COMMEQ);
-      push(s, str_equal(s, r, 0, op->a, op->b, 1));
+      push(s, str_equal(s, r, 0, op->a, op->b, 1, 0));
       break;
     case TOP_FILTER:
       if (!pop(s)) {
@@ -440,7 +487,7 @@ static long step(__u32 i, struct step_ctx* c) {
       SKIP_UNLESS_USED(TOP_EMIT_STR);
       b = op->a ? pop(s) : 0;
       a = pop(s);
-      emit_str(s, a, b, (__u64)op->imm, op->a, in_key);
+      emit_str(s, a, b, (__u64)op->imm, op->a, in_key, may_sleep);
       break;
     case TOP_EMIT_COMM:
       SKIP_UNLESS_USED(TOP_EMIT_COMM);
@@ -453,10 +500,10 @@ static long step(__u32 i, struct step_ctx* c) {
       if (!op->a) {
         if (op->b == TRACE_GO_ITAB && a) { /* itab {inter, _type, ...}: the dynamic type */
           __u64 type = 0;
-          if (bpf_probe_read_user(&type, sizeof(type), (void*)(a + 8))) s->read_errors++;
+          if (read_user(&type, sizeof(type), a + 8, may_sleep)) s->read_errors++;
           a = type;
         }
-        emit_go_value(s, a, b, in_key);
+        emit_go_value(s, a, b, in_key, may_sleep);
       } else {
         /* a []any: address a, length b; each element is {type, data}. */
         __u64 n = b > op->b ? op->b : b;
@@ -465,8 +512,8 @@ static long step(__u32 i, struct step_ctx* c) {
         for (int i = 0; i < TRACE_GO_VALUES; i++) {
           if (i >= n) break;
           __u64 pair[2] = {0, 0};
-          if (bpf_probe_read_user(pair, sizeof(pair), (void*)(a + 16 * i))) s->read_errors++;
-          emit_go_value(s, pair[0], pair[1], in_key);
+          if (read_user(pair, sizeof(pair), a + 16 * i, may_sleep)) s->read_errors++;
+          emit_go_value(s, pair[0], pair[1], in_key, may_sleep);
         }
       }
       break;
@@ -482,6 +529,16 @@ static long step(__u32 i, struct step_ctx* c) {
   }
 #undef SKIP_UNLESS_USED
   return 0;
+}
+
+/* bpf_loop() callbacks: `step` for programs that cannot sleep (scratch slot 0); `step_sleepable`
+ * for the sleepable ones, whose slot the callback context holds. */
+static long step(__u32 i, struct step_ctx* c) {
+  return step_op(i, c, 0);
+}
+
+static long step_sleepable(__u32 i, struct step_ctx* c) {
+  return step_op(i, c, c->may_sleep);
 }
 
 /* The per-call key of Go code (TRACE_F_GOROUTINE): the goroutine, which is R14 in Go's register
@@ -504,6 +561,14 @@ static __always_inline int goroutine_key(struct scratch* s, __s32 sp_delta, __u3
   return 1;
 }
 
+/* The user stack of this run, walked by CFI. Not in a sleepable program: the unwinder's mappings
+ * are an LPM trie, a map type sleepable programs may not use (the loader keeps probes that take
+ * stacks non-sleepable; here a walk would count as failed). */
+static __always_inline struct unwind_scratch* user_stack(struct scratch* s, int sleepable) {
+  if (sleepable) return NULL;
+  return unwind_user_stack(s->ev.tgid, s->regs[UREG_RIP], s->regs[UREG_RSP], s->regs[UREG_RBP]);
+}
+
 /* Bucket b holds durations in [2^b, 2^(b+1)) ns; bucket 0 also holds 0. */
 static __always_inline __u32 log2_bucket(__u64 v) {
   __u32 b = 0;
@@ -519,7 +584,8 @@ static __always_inline __u32 log2_bucket(__u64 v) {
 /* Adds this run to its row of `aggregates`: the key is the recipe's slot, the user stack id and
  * the emitted fields, zero-padded so that equal fields make equal keys. */
 static __always_inline void aggregate(struct pt_regs* ctx, struct scratch* s,
-                                      const struct uscope_recipe* r, __u32 ri, __u32 flags) {
+                                      const struct uscope_recipe* r, __u32 ri, __u32 flags,
+                                      int sleepable) {
   __u32 len = s->pos;
   if (len > TRACE_AGG_KEY_BYTES) {
     count(ri, TC_MALFORMED); /* the planner sizes keys to fit: a broken recipe */
@@ -530,8 +596,7 @@ static __always_inline void aggregate(struct pt_regs* ctx, struct scratch* s,
   s->key.stack_id = -1;
   bpf_probe_read_kernel(s->key.data, len, s->data);
   if (flags & TRACE_F_AGG_USTACK) {
-    struct unwind_scratch* u =
-        unwind_user_stack(s->ev.tgid, s->regs[UREG_RIP], s->regs[UREG_RSP], s->regs[UREG_RBP]);
+    struct unwind_scratch* u = user_stack(s, sleepable);
     if (u && u->stack.len) {
       s->key.stack = u->hash;
       long err = bpf_map_lookup_elem(&stack_traces, &u->hash)
@@ -574,13 +639,13 @@ static __always_inline void aggregate(struct pt_regs* ctx, struct scratch* s,
   if (flags & TRACE_F_HISTOGRAM) count(ri, TC_MATCHED);
 }
 
-static __always_inline int run(struct pt_regs* ctx) {
+/* One run in scratch `slot` (see scratches); `sleepable` in a sleepable program. */
+static __always_inline int run(struct pt_regs* ctx, __u32 slot, int sleepable) {
   __u64 pid_tgid = bpf_get_current_pid_tgid();
   if (!target_matches(pid_tgid >> 32)) return 0;
   __u32 ri = (__u32)bpf_get_attach_cookie(ctx);
   const struct uscope_recipe* r = bpf_map_lookup_elem(&recipes, &ri);
-  __u32 zero = 0;
-  struct scratch* s = bpf_map_lookup_elem(&scratches, &zero);
+  struct scratch* s = bpf_map_lookup_elem(&scratches, &slot);
   if (!r || !s) return 0;
   count(ri, TC_HITS);
 
@@ -632,16 +697,19 @@ static __always_inline int run(struct pt_regs* ctx) {
       return 0;
     }
     if ((flags & TRACE_F_HISTOGRAM) && !(flags & TRACE_F_AGGREGATE)) {
-      __u32 slot = r->hist_slot;
-      struct uscope_histogram* h = bpf_map_lookup_elem(&latency, &slot);
+      __u32 hist = r->hist_slot;
+      struct uscope_histogram* h = bpf_map_lookup_elem(&latency, &hist);
       if (h) __sync_fetch_and_add(&h->buckets[log2_bucket(s->ev.duration_ns)], 1);
       count(ri, TC_MATCHED);
       return 0;
     }
   }
 
-  struct step_ctx c = {s, r};
-  bpf_loop(r->n_ops, step, &c, 0);
+  struct step_ctx c = {s, r, slot != 0};
+  if (sleepable)
+    bpf_loop(r->n_ops, step_sleepable, &c, 0);
+  else
+    bpf_loop(r->n_ops, step, &c, 0);
   if (s->read_errors) count(ri, TC_READ_ERRORS);
   if (s->drop == DROP_FILTERED) {
     count(ri, TC_FILTERED);
@@ -655,7 +723,7 @@ static __always_inline int run(struct pt_regs* ctx) {
   if (!comm_in_ops) bpf_get_current_comm(s->ev.comm, sizeof(s->ev.comm));
 
   if (flags & TRACE_F_AGGREGATE) {
-    aggregate(ctx, s, r, ri, flags);
+    aggregate(ctx, s, r, ri, flags, sleepable);
     return 0;
   }
 
@@ -686,8 +754,7 @@ static __always_inline int run(struct pt_regs* ctx) {
   if (flags & TRACE_F_STACK) {
     /* The stack travels in the event: nothing to free, no ids to collide, no map to fill. It is
      * walked by CFI (unwind.bpf.h) from the probe's registers; how the walk ended goes along. */
-    struct unwind_scratch* u =
-        unwind_user_stack(s->ev.tgid, s->regs[UREG_RIP], s->regs[UREG_RSP], s->regs[UREG_RBP]);
+    struct unwind_scratch* u = user_stack(s, sleepable);
     __u32 n = u ? u->stack.len : 0;
     if (n > TRACE_MAX_FRAMES) n = TRACE_MAX_FRAMES;
     if (n > 0 && u && bpf_probe_read_kernel(&s->data[len], n * 8, u->stack.frames) == 0) {
@@ -738,16 +805,51 @@ static __always_inline int run(struct pt_regs* ctx) {
   return 0;
 }
 
+/* A sleepable run: takes a free scratch slot of this CPU for the run (see scratches) or, with
+ * none free, runs in slot 0 without sleeping. No atomics needed: runs on one CPU interleave only
+ * where one sleeps, never between this test and this store. */
+static __always_inline int run_sleepable(struct pt_regs* ctx) {
+  __u32 tid = (__u32)bpf_get_current_pid_tgid();
+  __u32 slot = 0;
+  for (__u32 k = 1; k <= TRACE_SLEEP_SLOTS; k++) {
+    struct scratch* s = bpf_map_lookup_elem(&scratches, &k);
+    if (s && !s->owner) {
+      s->owner = tid | 1u << 31; /* nonzero for any thread */
+      slot = k;
+      break;
+    }
+  }
+  run(ctx, slot, 1);
+  if (slot) {
+    struct scratch* s = bpf_map_lookup_elem(&scratches, &slot);
+    if (s) s->owner = 0;
+  }
+  return 0;
+}
+
 /* Attached through one perf-event uprobe/uretprobe link per site. */
 SEC("uprobe")
 int trace_single(struct pt_regs* ctx) {
-  return run(ctx);
+  return run(ctx, 0, 0);
 }
 
 /* Attached through uprobe_multi links (expected attach type set by user space before load). */
 SEC("uprobe")
 int trace_multi(struct pt_regs* ctx) {
-  return run(ctx);
+  return run(ctx, 0, 0);
+}
+
+/* The same, sleepable (BPF_F_SLEEPABLE): for probes whose recipe reads strings or buffers, which
+ * then fault in pages the process has not touched yet (see read_user). Loaded only where the
+ * kernel has sleepable uprobe programs (attach/bpf_features.h). */
+SEC("uprobe.s")
+int trace_single_sleepable(struct pt_regs* ctx) {
+  return run_sleepable(ctx);
+}
+
+SEC("uprobe.s")
+int trace_multi_sleepable(struct pt_regs* ctx) {
+  return run_sleepable(ctx);
 }
 
 char LICENSE[] SEC("license") = "GPL";

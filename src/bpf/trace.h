@@ -22,6 +22,9 @@
 #define TRACE_MAX_DATA 8448 /* event payload bytes: one longest string and a few values */
 #define TRACE_MAX_STR 8192  /* bytes of one string read (power of two) */
 #define TRACE_COMM_LEN 16
+/* Scratch slots per CPU for sleepable runs that sleep at once on one CPU (trace.bpf.c, scratches)
+ */
+#define TRACE_SLEEP_SLOTS 4
 #define TRACE_MAX_FRAMES 127 /* user stack frames per event (perf's default max_stack) */
 #define TRACE_MAX_KFRAMES 32 /* kernel stack frames per event (-K): at a uprobe, the trap path */
 #define TRACE_GO_VALUES 4    /* interface values of one []any printed by %v */

@@ -34,6 +34,11 @@ int run_check() {
   fmt::print("uprobe_multi    {}\n", yes(f.uprobe_multi));
   fmt::print("bpf_loop        {}{}\n", yes(f.loop),
              f.loop ? "" : "  (Linux 5.17+ needed: trace and latency cannot run, count can)");
+  bool sleepable = has_sleepable_uprobes();
+  fmt::print("sleepable       {}{}\n", yes(sleepable),
+             sleepable ? ""
+                       : "  (strings on pages the process has not touched yet are read "
+                         "after the event, and are unreadable in keys and predicates)");
   if (auto r = require_tracing_capabilities(); !r) return report_error(r.error().message);
 
   char exe[PATH_MAX];

@@ -37,12 +37,29 @@ RecipeCounters sum_of(std::span<const RecipeCounters> counters) {
   return t;
 }
 
+namespace {
+
+// Whether a recipe reads a string or a buffer from the process: what a page it has not touched
+// yet would break (a value behind a pointer was most often just written by the process).
+bool reads_strings(const uscope_recipe& r) {
+  for (uint32_t i = 0; i < r.n_ops && i < TRACE_MAX_OPS; ++i) {
+    uint8_t c = r.ops[i].code;
+    if (c == TOP_EMIT_STR || c == TOP_STREQ || c == TOP_EMIT_GOIFACE) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 TraceProgram::TraceProgram(BpfObject obj, size_t recipes, std::vector<int32_t> hist_slot,
-                           UprobeProgram uprobes)
+                           std::vector<bool> sleepable, std::optional<UprobeProgram> plain,
+                           std::optional<UprobeProgram> sleeping)
     : obj_(std::move(obj)),
       n_recipes_(recipes),
       hist_slot_(std::move(hist_slot)),
-      uprobes_(std::move(uprobes)) {}
+      sleepable_(std::move(sleepable)),
+      plain_(std::move(plain)),
+      sleeping_(std::move(sleeping)) {}
 TraceProgram::TraceProgram(TraceProgram&&) noexcept = default;
 TraceProgram& TraceProgram::operator=(TraceProgram&&) noexcept = default;
 // Members are destroyed in reverse order: ring buffer, links, then the programs and maps.
@@ -105,18 +122,80 @@ Result<TraceProgram> TraceProgram::load(std::span<const uscope_recipe> recipes,
   if (!(flags & TRACE_F_SAVE_ENTRY)) sizes.emplace_back("entries", 1);
   for (const auto& [map, entries] : sizes)
     if (auto r = obj->set_max_entries(map, entries); !r) return tl::unexpected(r.error());
+  // A probe whose recipes read strings or buffers runs sleepable where the kernel can (its first
+  // call then reads a page the process has not touched yet right, in the kernel); the others stay
+  // non-sleepable, which costs less per hit (docs/BENCHMARKS.md, table B). Entry and return
+  // halves of one probe go together.
+  // A probe that takes user stacks stays non-sleepable: the unwinder's mappings are an LPM trie,
+  // which sleepable programs may not use.
+  std::vector<bool> sleepable(n, false);
+  if (has_sleepable_uprobes()) {
+    std::vector<uint32_t> reading, stacks;
+    for (const auto& r : recipes) {
+      if (reads_strings(r)) reading.push_back(r.probe_id);
+      if (r.flags & (TRACE_F_STACK | TRACE_F_AGG_USTACK)) stacks.push_back(r.probe_id);
+    }
+    auto has = [](const std::vector<uint32_t>& v, uint32_t id) {
+      return std::find(v.begin(), v.end(), id) != v.end();
+    };
+    for (uint32_t i = 0; i < n; ++i)
+      sleepable[i] = has(reading, recipes[i].probe_id) && !has(stacks, recipes[i].probe_id);
+  }
+  bool any_sleepable = std::find(sleepable.begin(), sleepable.end(), true) != sleepable.end();
+  bool any_plain = std::find(sleepable.begin(), sleepable.end(), false) != sleepable.end();
+  if (auto r = obj->set_max_entries("scratches", any_sleepable ? 1 + TRACE_SLEEP_SLOTS : 1); !r)
+    return tl::unexpected(r.error());
   auto* skel = obj->skeleton<::trace>();
-  UprobeProgram uprobes(skel->progs.trace_single, skel->progs.trace_multi, use_multi, target);
+  // Each pair not used is left out of the load (each program costs a verification).
+  auto pair = [&](bpf_program* single, bpf_program* multi, bool used) {
+    std::optional<UprobeProgram> p;
+    if (used) {
+      p.emplace(single, multi, use_multi, target);
+    } else {
+      bpf_program__set_autoload(single, false);
+      bpf_program__set_autoload(multi, false);
+    }
+    return p;
+  };
+  auto plain = pair(skel->progs.trace_single, skel->progs.trace_multi, any_plain);
+  auto sleeping =
+      pair(skel->progs.trace_single_sleepable, skel->progs.trace_multi_sleepable, any_sleepable);
   if (auto r = obj->load(); !r) return tl::unexpected(r.error());
   int fd = obj->map_fd("recipes");
   for (uint32_t i = 0; i < n; ++i)
     if (bpf_map_update_elem(fd, &i, &loaded[i], BPF_ANY))
       return fail_errno(errno, "cannot store recipe {}: {}", i, std::strerror(errno));
-  return TraceProgram(std::move(*obj), recipes.size(), std::move(hist_slot), std::move(uprobes));
+  return TraceProgram(std::move(*obj), recipes.size(), std::move(hist_slot), std::move(sleepable),
+                      std::move(plain), std::move(sleeping));
 }
 
 Result<void> TraceProgram::attach(const std::vector<AttachSite>& sites, bool skip_refused) {
-  return uprobes_.attach(sites, skip_refused);
+  std::vector<AttachSite> plain, sleeping;
+  for (const auto& s : sites)
+    (s.cookie < sleepable_.size() && sleepable_[s.cookie] ? sleeping : plain).push_back(s);
+  refused_.clear();
+  for (auto [p, group] : {std::pair{&plain_, &plain}, std::pair{&sleeping_, &sleeping}}) {
+    if (group->empty()) continue;
+    if (!*p) return fail("no program loaded for {} sites", group->size());
+    if (auto r = (*p)->attach(*group, skip_refused); !r) return r;
+    const auto& refused = (*p)->links().refused();
+    refused_.insert(refused_.end(), refused.begin(), refused.end());
+  }
+  return {};
+}
+
+void TraceProgram::detach() {
+  if (plain_) plain_->links().detach_all();
+  if (sleeping_) sleeping_->links().detach_all();
+}
+
+bool TraceProgram::uses_multi() const {
+  return plain_ ? plain_->multi() : sleeping_ && sleeping_->multi();
+}
+
+size_t TraceProgram::link_count() const {
+  return (plain_ ? plain_->links().link_count() : 0) +
+         (sleeping_ ? sleeping_->links().link_count() : 0);
 }
 
 Result<void> TraceProgram::open_events(EventHandler on_event) {

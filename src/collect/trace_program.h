@@ -60,13 +60,16 @@ class TraceProgram {
   // Each site's cookie is the index of its recipe. With `skip_refused`, sites the kernel cannot
   // probe are left out (see refused()).
   Result<void> attach(const std::vector<AttachSite>& sites, bool skip_refused = false);
-  const std::vector<UprobeLinks::Refused>& refused() const { return uprobes_.links().refused(); }
+  const std::vector<UprobeLinks::Refused>& refused() const { return refused_; }
   // The loaded programs, for their run time in the kernel's BPF stats (collect/bpf_run_stats.h).
   std::vector<int> program_fds() const { return obj_.program_fds(); }
   std::string load_summary() const { return obj_.load_summary(); }  // for -v
-  void detach() { uprobes_.links().detach_all(); }
-  bool uses_multi() const { return uprobes_.multi(); }
-  size_t link_count() const { return uprobes_.links().link_count(); }
+  void detach();
+  bool uses_multi() const;
+  size_t link_count() const;
+  // Whether the probes that read strings or buffers run sleepable (see trace.bpf.c, read_user):
+  // such a read then faults in a page the process has not touched yet, on its first call.
+  bool sleepable_reads() const { return sleeping_.has_value(); }
 
   // Events are handed to `on_event` from consume(): the header and the payload after it
   // (data_len bytes of fields, then stack_len bytes of user stack; see EventDecoder).
@@ -99,12 +102,17 @@ class TraceProgram {
     uint64_t short_records = 0;
   };
   TraceProgram(BpfObject obj, size_t recipes, std::vector<int32_t> hist_slot,
-               UprobeProgram uprobes);
+               std::vector<bool> sleepable, std::optional<UprobeProgram> plain,
+               std::optional<UprobeProgram> sleeping);
 
   BpfObject obj_;
   size_t n_recipes_ = 0;
   std::vector<int32_t> hist_slot_;  // by recipe: its row of `latency`, -1 without a histogram
-  UprobeProgram uprobes_;           // after obj_: detached before the programs are destroyed
+  std::vector<bool> sleepable_;     // by recipe: its sites go to the sleepable programs
+  // After obj_: detached before the programs are destroyed. `plain_` holds the probes that read
+  // no strings (and all of them without sleepable programs), `sleeping_` the others.
+  std::optional<UprobeProgram> plain_, sleeping_;
+  std::vector<UprobeLinks::Refused> refused_;  // of both
   std::unique_ptr<EventSink> events_;
   std::optional<RingReader> ring_;  // after events_: freed before the handler it calls
 };

@@ -68,6 +68,7 @@ TEST(check_command, proves_a_real_attach) {
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("attach (single)    ok"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("attach (multi )    ok"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("sleepable       yes"), std::string::npos) << r.out;
   EXPECT_TRUE(bpf_links_of_programs("count_hit").empty());
 }
 
