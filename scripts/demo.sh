@@ -4,7 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
-scripts/build.sh
+# Only what the demo runs (uscope and its demo program): the tests and fixtures are test.sh's.
+BUILD_TARGETS="uscope uscope-demo" scripts/build.sh
 run() { printf '\n$ %s\n' "$*"; "$@"; }
 demo=build/uscope-demo
 run build/uscope list $demo 'process_order'

@@ -9,6 +9,8 @@ packages=(
   libelf-dev libdw-dev libcapstone-dev libiberty-dev zlib1g-dev
   libcli11-dev libfmt-dev nlohmann-json3-dev libexpected-dev libprotobuf-dev protobuf-compiler
   libgtest-dev libgmock-dev
+  # man pages made from --help at build time (uscope-trace(1), ...), and man to test them
+  help2man man-db
   # pprof's profile.proto (compiled into the pprof output), libpng to check flame graph screenshots
   golang-github-google-pprof-dev libpng-dev
   # sanitizers and fuzzers: g++'s ASan/UBSan runtimes come with it; clang's (and libFuzzer) do not

@@ -83,10 +83,19 @@ int run_check() {
 
 }  // namespace
 
+// What `uscope check --help` ends with; man uscope-check is made from that help, and
+// docs/check.md shows the same examples (tests/e2e/help_test.cc checks both).
+constexpr const char* kCheckExamples = R"(Examples:
+  uscope check
+      what this machine and user may do (capabilities, kernel features), proved by a real attach
+
+Reference: docs/check.md)";
+
 void add_check_command(CLI::App& app, Run& run) {
   auto* cmd = app.add_subcommand("check",
                                  "Show what this machine lets uscope do and prove it "
                                  "with a real uprobe attach");
+  add_examples(cmd, kCheckExamples);
   cmd->callback([&run] { run = run_check; });
 }
 

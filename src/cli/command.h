@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 
 #include <functional>
+#include <string>
 
 namespace uscope::cli {
 
@@ -24,6 +25,12 @@ void add_profile_command(CLI::App& app, Run& run);
 void add_http_command(CLI::App& app, Run& run);
 void add_tls_command(CLI::App& app, Run& run);
 void add_stat_command(CLI::App& app, Run& run);
+
+// Ends a subcommand's --help with its examples, after the footer it has (bcc's tools end -h so).
+inline void add_examples(CLI::App* cmd, const char* examples) {
+  cmd->footer(cmd->get_footer().empty() ? std::string(examples)
+                                        : cmd->get_footer() + "\n\n" + examples);
+}
 
 // Prints "uscope: <message>" to stderr and returns `code`; never throws, also when stderr is a
 // pipe whose reader went away.

@@ -150,6 +150,24 @@ int run_count(const CountOptions& o) {
 
 }  // namespace
 
+// What `uscope count --help` ends with; man uscope-count is made from that help, and
+// docs/count.md shows the same examples (tests/e2e/help_test.cc checks both).
+constexpr const char* kCountExamples = R"(Examples:
+  uscope count -p PID 'c:str*'
+      calls of every libc function starting with str, until Ctrl-C
+  uscope count -d 10 -p PID 'c:malloc' 'c:free'
+      calls of two functions for 10 seconds
+  uscope count -i 1 -p PID 'c:malloc' --by comm
+      calls per thread name, printed every second
+  uscope count -p PID 'c:malloc' --by arg1
+      calls per size asked for (bpftrace's @[arg0] = count())
+  uscope count -c ./app 'r:c:read (retval < 0)' --by retval,ustack
+      failed read()s per error and user stack
+  uscope count --json -p PID './app:orchard::*'
+      C++ functions by their demangled names, as JSON Lines
+
+Reference: docs/count.md)";
+
 void add_count_command(CLI::App& app, Run& run) {
   auto opts = std::make_shared<CountOptions>();
   auto* cmd = app.add_subcommand("count", "Count calls of every function matching globs");
@@ -160,6 +178,7 @@ void add_count_command(CLI::App& app, Run& run) {
   add_aggregate_options(cmd, opts->aggregate);
   cmd->add_flag("--no-move", opts->no_move, "Always probe each function's first instruction");
   cmd->footer(kOverheadHelp);
+  add_examples(cmd, kCountExamples);
   cmd->callback([&run, opts] { run = [opts] { return run_count(*opts); }; });
 }
 

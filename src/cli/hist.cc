@@ -64,6 +64,20 @@ int run_hist(const HistOptions& o) {
 
 }  // namespace
 
+// What `uscope hist --help` ends with; man uscope-hist is made from that help, and
+// docs/hist.md shows the same examples (tests/e2e/help_test.cc checks both).
+constexpr const char* kHistExamples = R"(Examples:
+  uscope hist -p PID 'p:c:malloc' arg1
+      log2 histogram of the sizes asked of malloc()
+  uscope hist -p PID 'r:c:read' retval --linear 0,4096,512 --by comm
+      linear histogram of what read() returned, per thread name
+  uscope hist -p PID 'p:c:write (arg1 == 1)' arg3
+      sizes written to stdout only
+  uscope hist -c ./app 'p::send' 'arg3 & 0xffff'
+      any probe expression
+
+Reference: docs/hist.md)";
+
 void add_hist_command(CLI::App& app, Run& run) {
   auto opts = std::make_shared<HistOptions>();
   auto* cmd = app.add_subcommand(
@@ -75,6 +89,7 @@ void add_hist_command(CLI::App& app, Run& run) {
   add_aggregate_options(cmd, opts->aggregate);
   add_session_options(cmd, opts->session, true, false);
   cmd->add_flag("--no-move", opts->no_move, "Always probe each function's first instruction");
+  add_examples(cmd, kHistExamples);
   cmd->callback([&run, opts] { run = [opts] { return run_hist(*opts); }; });
 }
 

@@ -110,6 +110,18 @@ int run_http(const HttpCommandOptions& o) {
 
 }  // namespace
 
+// What `uscope http --help` ends with; man uscope-http is made from that help, and
+// docs/http.md shows the same examples (tests/e2e/help_test.cc checks both).
+constexpr const char* kHttpExamples = R"(Examples:
+  uscope http -p PID -d 30
+      every request a Go net/http program serves or makes, and RED per route at the end
+  uscope http -p PID --server
+      only the requests it serves
+  uscope http -c ./goserver --json -o requests.jsonl
+      start a server and write each request as JSON Lines
+
+Reference: docs/http.md)";
+
 void add_http_command(CLI::App& app, Run& run) {
   auto opts = std::make_shared<HttpCommandOptions>();
   auto* cmd = app.add_subcommand(
@@ -122,6 +134,7 @@ void add_http_command(CLI::App& app, Run& run) {
       "Routes: a path segment with a digit (or longer than 40 bytes) counts as '*' "
       "(/items/42 -> /items/*). Errors: 5xx answers; for clients also calls that failed. "
       "Percentiles within 1.6% (log-linear histogram).");
+  add_examples(cmd, kHttpExamples);
   cmd->callback([&run, opts] { run = [opts] { return run_http(*opts); }; });
 }
 

@@ -157,6 +157,20 @@ int run_latency(const LatencyOptions& o) {
 
 }  // namespace
 
+// What `uscope latency --help` ends with; man uscope-latency is made from that help, and
+// docs/latency.md shows the same examples (tests/e2e/help_test.cc checks both).
+constexpr const char* kLatencyExamples = R"(Examples:
+  uscope latency -p PID 'c:malloc' 'c:free'
+      a log2 latency histogram per function, until Ctrl-C
+  uscope latency -d 10 -p PID 'c:read' --by arg1
+      one histogram per file descriptor, for 10 seconds
+  uscope latency -i 5 -p PID 'process_*'
+      every function of the program starting with process_, printed every 5 seconds
+  uscope latency -c ./goapp 'main.handle'
+      a Go function (return probes as uprobes on each RET, never a uretprobe)
+
+Reference: docs/latency.md)";
+
 void add_latency_command(CLI::App& app, Run& run) {
   auto opts = std::make_shared<LatencyOptions>();
   auto* cmd = app.add_subcommand("latency", "Log2 latency histograms of functions matching globs");
@@ -165,6 +179,7 @@ void add_latency_command(CLI::App& app, Run& run) {
   add_aggregate_options(cmd, opts->aggregate);
   cmd->add_flag("--no-move", opts->no_move, "Always probe each function's first instruction");
   cmd->footer(kOverheadHelp);
+  add_examples(cmd, kLatencyExamples);
   cmd->callback([&run, opts] { run = [opts] { return run_latency(*opts); }; });
 }
 

@@ -223,6 +223,28 @@ int run_list(const ListOptions& o) {
 
 }  // namespace
 
+// What `uscope list --help` ends with; man uscope-list is made from that help, and
+// docs/list.md shows the same examples (tests/e2e/help_test.cc checks both).
+constexpr const char* kListExamples = R"(Examples:
+  uscope list /usr/bin/python3.11
+      functions and USDT probes of one file
+  uscope list /usr/bin/python3.11 'python:*'
+      only the USDT probes whose provider:name matches
+  uscope list libssl 'SSL_*'
+      a library by short name (ld.so.cache), functions matching a glob
+  uscope list -p PID
+      every object mapped into a process
+  uscope list -p PID 'SSL_read*'
+      a glob over the function names of all of them
+  uscope list -p PID c malloc
+      one mapped library by short name
+  uscope list --info ./goapp
+      what a file is: symbol tables, DWARF; Go version, modules, build settings
+  uscope list --json /usr/bin/redis-server
+      JSON Lines, one object per function or probe
+
+Reference: docs/list.md)";
+
 void add_list_command(CLI::App& app, Run& run) {
   auto opts = std::make_shared<ListOptions>();
   auto* cmd = app.add_subcommand(
@@ -245,6 +267,7 @@ void add_list_command(CLI::App& app, Run& run) {
                 "symbol tables, DWARF, and for a Go program its Go version, register or stack "
                 "ABI, main package and module, dependencies (with replacements), build settings "
                 "and .gopclntab functions, as `go version -m` shows them; --json: one object");
+  add_examples(cmd, kListExamples);
   cmd->callback([&run, opts] { run = [opts] { return run_list(*opts); }; });
 }
 

@@ -385,6 +385,24 @@ int run_profile(const ProfileOptions& o) {
 
 }  // namespace
 
+// What `uscope profile --help` ends with; man uscope-profile is made from that help, and
+// docs/profile.md shows the same examples (tests/e2e/help_test.cc checks both).
+constexpr const char* kProfileExamples = R"(Examples:
+  uscope profile -p PID -d 10
+      the top functions of a process over 10 seconds, as a table
+  uscope profile -p PID -d 30 -o cpu.svg
+      an interactive flame graph
+  uscope profile -c './bench --iters 1000000' -o cpu.folded
+      folded stacks of a command, until it exits (FlameGraph, speedscope)
+  uscope profile -a -F 99 -d 10 -o cpu.pb.gz
+      every process on the host, as pprof (go tool pprof -top cpu.pb.gz)
+  uscope profile -p 1,2 -p 3 --threads -o cpu.speedscope.json
+      several processes, one stack per thread
+  uscope profile -p PID -i 5 -o cpu.svg
+      rewrite cpu.svg every 5 seconds until Ctrl-C
+
+Reference: docs/profile.md)";
+
 void add_profile_command(CLI::App& app, Run& run) {
   auto o = std::make_shared<ProfileOptions>();
   auto* cmd = app.add_subcommand("profile", "Sample the CPU's stacks: where programs spend time");
@@ -412,6 +430,7 @@ void add_profile_command(CLI::App& app, Run& run) {
   cmd->add_flag("-K,--kernel-only", o->kernel_only, "Only kernel frames");
   cmd->add_flag("--lines", o->lines, "Source lines and inlined functions (reads DWARF)");
   cmd->add_flag("-v,--verbose", o->verbose, "Name each process as it is first sampled");
+  add_examples(cmd, kProfileExamples);
   cmd->callback([&run, o] { run = [o] { return run_profile(*o); }; });
 }
 

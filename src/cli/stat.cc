@@ -196,6 +196,18 @@ int run_stat(const StatOptions& o) {
 
 }  // namespace
 
+// What `uscope stat --help` ends with; man uscope-stat is made from that help, and
+// docs/stat.md shows the same examples (tests/e2e/help_test.cc checks both).
+constexpr const char* kStatExamples = R"(Examples:
+  uscope stat -p PID
+      a Go program's goroutines, GC cycles and pauses each second, until Ctrl-C
+  uscope stat -p PID -i 5 -d 60
+      every 5 seconds for a minute
+  uscope stat -c ./goapp --json
+      a command, as JSON Lines
+
+Reference: docs/stat.md)";
+
 void add_stat_command(CLI::App& app, Run& run) {
   auto opts = std::make_shared<StatOptions>();
   opts->session.interval_s = 1;
@@ -208,6 +220,7 @@ void add_stat_command(CLI::App& app, Run& run) {
       "runtime.gcMarkTermination (GC cycles), runtime.stopTheWorldWithSema to "
       "startTheWorldWithSema (a stop-the-world pause). GOROUTINES is runtime.NumGoroutine()'s "
       "count, read from the program's memory each interval (needs its symbol table).");
+  add_examples(cmd, kStatExamples);
   cmd->callback([&run, opts] { run = [opts] { return run_stat(*opts); }; });
 }
 

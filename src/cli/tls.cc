@@ -140,6 +140,20 @@ int run_tls(const TlsCommandOptions& o) {
 
 }  // namespace
 
+// What `uscope tls --help` ends with; man uscope-tls is made from that help, and
+// docs/tls.md shows the same examples (tests/e2e/help_test.cc checks both).
+constexpr const char* kTlsExamples = R"(Examples:
+  uscope tls -p PID
+      every TLS read and write of a process, until Ctrl-C or -d
+  uscope tls -c 'curl -s https://example.internal/' --json
+      a command's TLS plaintext as JSON Lines
+  uscope tls -p PID --max-bytes 256 -o capture.jsonl
+      at most 256 bytes of each call, to a file created mode 0600
+  uscope tls -p PID --lib ssl
+      also a libssl the process will dlopen()
+
+Reference: docs/tls.md)";
+
 void add_tls_command(CLI::App& app, Run& run) {
   auto opts = std::make_shared<TlsCommandOptions>();
   auto* cmd = app.add_subcommand(
@@ -164,6 +178,7 @@ void add_tls_command(CLI::App& app, Run& run) {
   cmd->footer(
       "Text payloads are shown as text, others as hex. A call whose fd cannot be found says "
       "'fd ?' (-v says why); its peer comes from /proc/PID/net/tcp{,6}.");
+  add_examples(cmd, kTlsExamples);
   cmd->callback([&run, opts] { run = [opts] { return run_tls(*opts); }; });
 }
 

@@ -353,6 +353,30 @@ int run_trace(TraceCommandOptions o) {
 
 }  // namespace
 
+// What `uscope trace --help` ends with; man uscope-trace is made from that help, and
+// docs/trace.md shows the same examples (tests/e2e/help_test.cc checks both).
+constexpr const char* kTraceExamples = R"(Examples:
+  uscope trace -p PID 'p:c:malloc "size=%d", arg1'
+      every malloc() of process PID, with the size it asked for
+  uscope trace -p PID 'r:c:malloc "size=%d -> %p", $entry(arg1), retval'
+      at each return: the size read at entry, and the pointer returned
+  uscope trace -c './server --port 8080' 'p:./server:handle (arg2 > 100) "len=%d", arg2'
+      start ./server, print the calls of handle() whose second argument is over 100
+  uscope trace -p PID 'p::handle "%s %d", req->path, len'
+      parameters and struct members by name, from the binary's DWARF
+  uscope trace -p PID 'p:c:str* "%s", arg1'
+      a glob: every libc function starting with str is a probe of its own
+  uscope trace -p PID 'u:/usr/bin/python3.11:python:function__entry "%s:%s:%d", arg1, arg2, arg3'
+      a USDT probe of Python 3.11 (list shows a file's probes)
+  uscope trace -T -U -p PID 'c:open "%s", arg1'
+      bcc's forms and options: HH:MM:SS, and the user stack of each call
+  uscope trace -c ./goapp 'p::main.work "%d %s", i, tag'
+      a Go function's parameters by name (docs/GO.md)
+  uscope trace -M 10 --json -p PID 'p:c:write "%d", arg3'
+      the first 10 events as JSON Lines
+
+Reference: docs/trace.md)";
+
 void add_trace_command(CLI::App& app, Run& run) {
   auto opts = std::make_shared<TraceCommandOptions>();
   auto* cmd = app.add_subcommand(
@@ -392,6 +416,7 @@ void add_trace_command(CLI::App& app, Run& run) {
                   "bcc's symbol files (checked only: stacks are symbolized from the process's "
                   "own mappings)");
   cmd->footer(kOverheadHelp);
+  add_examples(cmd, kTraceExamples);
   cmd->callback([&run, opts] { run = [opts] { return run_trace(*opts); }; });
 }
 
