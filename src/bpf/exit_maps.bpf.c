@@ -95,8 +95,10 @@ SEC("tp_btf/sched_process_exit")
 int BPF_PROG(exit_maps, struct task_struct* p) {
   __u32 tgid = p->tgid;
   if (tgid == self_tgid) return 0;
-  /* The last thread out: the mm is whole until then, and threads exit through here too. */
-  if (BPF_CORE_READ(p, signal, live.counter) != 0) return 0;
+  /* The group leader's exit: /proc/PID/maps reads the leader's mm, so it stops answering when the
+   * leader leaves, whichever thread is last out (exit_group ends the threads in any order). Its
+   * mm is whole until then, shared with any thread still running. */
+  if (p->pid != tgid) return 0;
   if (!every_process && !bpf_map_lookup_elem(&exit_targets, &tgid)) return 0;
   struct mm_struct* mm = p->mm;
   if (!mm) return 0; /* a kernel thread, or a kernel without the early tracepoint */
