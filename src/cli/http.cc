@@ -79,7 +79,7 @@ int run_http(const HttpCommandOptions& o) {
       ++not_http;
       return;
     }
-    red.add(*x);
+    x->route = red.add(*x);
     if (x->status == kHttpStatusUnknown) ++status_unknown;
     if (!out.has_room()) {
       ++output_dropped;
@@ -131,8 +131,9 @@ void add_http_command(CLI::App& app, Run& run) {
   cmd->add_flag("--client", opts->client_only, "Only the client side (requests made)");
   cmd->add_flag("--no-move", opts->no_move, "Always probe a function's first instruction");
   cmd->footer(
-      "Routes: a path segment with a digit (or longer than 40 bytes) counts as '*' "
-      "(/items/42 -> /items/*). Errors: 5xx answers; for clients also calls that failed. "
+      "Routes: a path segment counts as '*' once more than 20 distinct values were seen "
+      "there after the same segments (/items/1../items/21 -> /items/*; /api/v1/query stays). "
+      "Errors: 5xx answers; for clients also calls that failed. "
       "Percentiles within 1.6% (log-linear histogram).");
   add_examples(cmd, kHttpExamples);
   cmd->callback([&run, opts] { run = [opts] { return run_http(*opts); }; });

@@ -40,6 +40,15 @@ void DurationHistogram::add(uint64_t ns) {
   ++count_;
 }
 
+void DurationHistogram::merge(const DurationHistogram& other) {
+  if (!other.count_) return;
+  for (auto [b, n] : other.buckets_) buckets_[b] += n;
+  min_ = count_ ? std::min(min_, other.min_) : other.min_;
+  max_ = std::max(max_, other.max_);
+  sum_ += other.sum_;
+  count_ += other.count_;
+}
+
 uint64_t DurationHistogram::quantile(double q) const {
   if (!count_) return 0;
   auto rank = static_cast<uint64_t>(std::ceil(std::clamp(q, 0.0, 1.0) * double(count_)));

@@ -11,6 +11,8 @@ namespace uscope {
 class DurationHistogram {
  public:
   void add(uint64_t ns);
+  // Adds every duration of `other` (two routes found to be one).
+  void merge(const DurationHistogram& other);
   uint64_t count() const { return count_; }
   uint64_t min() const { return count_ ? min_ : 0; }
   uint64_t max() const { return max_; }

@@ -1,6 +1,9 @@
 #include "collect/http_red.h"
 
+#include <fmt/core.h>
+
 #include <algorithm>
+#include <type_traits>
 
 namespace uscope {
 
@@ -44,32 +47,86 @@ std::optional<HttpExchange> http_exchange(HttpSide side, const DecodedEvent& ev)
   return x;
 }
 
-std::string http_route(std::string_view path) {
-  path = path.substr(0, path.find_first_of("?#"));
-  std::string out;
-  size_t pos = 0;
-  while (pos < path.size()) {
-    size_t slash = path.find('/', pos);
-    if (slash == std::string_view::npos) slash = path.size();
-    std::string_view seg = path.substr(pos, slash - pos);
-    bool id = seg.size() > 40 ||
-              std::any_of(seg.begin(), seg.end(), [](char c) { return c >= '0' && c <= '9'; });
-    out += id ? std::string_view("*") : seg;
-    if (slash < path.size()) out += '/';
-    pos = slash + 1;
-  }
-  return out.empty() ? "/" : out;
+std::string HttpRouteTemplates::learn(std::string_view prefix, std::string_view path,
+                                      bool* widened) {
+  return walk(nodes_, max_values_, prefix, path, widened);
 }
 
-void HttpRed::add(const HttpExchange& x) {
+std::string HttpRouteTemplates::route(std::string_view prefix, std::string_view path) const {
+  return walk(nodes_, max_values_, prefix, path, nullptr);
+}
+
+template <class NodeMap>
+std::string HttpRouteTemplates::walk(NodeMap& nodes, size_t max_values, std::string_view prefix,
+                                     std::string_view path, bool* widened) {
+  constexpr bool learning = !std::is_const_v<NodeMap>;
+  path = path.substr(0, path.find_first_of("?#"));
+  std::vector<std::string_view> segments;
+  const bool rooted = !path.empty() && path.front() == '/';
+  if (rooted) path.remove_prefix(1);
+  for (size_t pos = 0; pos <= path.size();) {
+    size_t slash = std::min(path.find('/', pos), path.size());
+    segments.push_back(path.substr(pos, slash - pos));
+    pos = slash + 1;
+  }
+  if (!rooted && segments.size() == 1 && segments[0].empty()) segments.clear();
+  // A node is a position: the group, the number of segments and the route before it.
+  std::string node_key = fmt::format("{}\n{}\n", prefix, segments.size());
+  std::string out = rooted ? "/" : "";
+  for (size_t i = 0; i < segments.size(); ++i) {
+    const std::string_view seg = segments[i];
+    auto it = nodes.find(node_key);
+    bool wild = it != nodes.end() && it->second.wild;
+    if constexpr (learning) {
+      if (it == nodes.end() && nodes.size() < kMaxNodes) it = nodes.try_emplace(node_key).first;
+      if (it != nodes.end() && !wild) {
+        Node& n = it->second;
+        const bool seen = std::find(n.values.begin(), n.values.end(), seg) != n.values.end();
+        if (!seen && n.values.size() < max_values) {
+          n.values.emplace_back(seg);
+        } else if (!seen) {  // one value more than max_values: the position varies
+          n.values.clear();
+          n.wild = wild = true;
+          if (widened) *widened = true;
+        }
+      }
+    }
+    const std::string_view shown = wild ? std::string_view("*") : seg;
+    if (i) out += '/';
+    out += shown;
+    node_key += shown;
+    node_key += '/';
+  }
+  return out;
+}
+
+namespace {
+
+// Where a route's path starts: after a client's scheme://host, 0 for a server's.
+size_t path_start(const HttpRouteKey& k) {
+  if (k.side == HttpSide::Server) return 0;
+  auto scheme_end = k.route.find("://");
+  if (scheme_end == std::string::npos) return 0;
+  return std::min(k.route.find('/', scheme_end + 3), k.route.size());
+}
+
+}  // namespace
+
+std::string HttpRed::add(const HttpExchange& x) {
   ++exchanges_;
-  HttpRouteKey key{x.side, x.method, http_route(x.path)};
-  if (x.side == HttpSide::Client) {
+  bool widened = false;
+  HttpRouteKey key{x.side, x.method, ""};
+  if (x.side == HttpSide::Server) {
+    key.route = templates_.learn("", x.path, &widened);
+    if (key.route.empty()) key.route = "/";
+  } else {
     auto scheme_end = x.url.find("://");
     auto host_end =
         scheme_end == std::string::npos ? std::string::npos : x.url.find('/', scheme_end + 3);
-    key.route = x.url.substr(0, host_end) + (x.path.empty() ? "" : key.route);
+    const std::string prefix = x.url.substr(0, host_end);
+    key.route = prefix + templates_.learn(prefix, x.path, &widened);
   }
+  if (widened) widen();
   auto it = routes_.find(key);
   if (it == routes_.end()) {
     if (routes_.size() >= max_routes_) {
@@ -84,6 +141,32 @@ void HttpRed::add(const HttpExchange& x) {
   if (x.error()) ++s.errors;
   ++s.statuses[x.status];
   s.durations.add(x.duration_ns);
+  return key.route;
+}
+
+void HttpRed::widen() {
+  std::map<HttpRouteKey, HttpRouteStats> merged;
+  for (auto& [k, s] : routes_) {
+    HttpRouteKey key = k;
+    if (key.route != kOtherRoutes) {
+      const size_t start = path_start(k);
+      const std::string_view route = k.route;
+      key.route = std::string(route.substr(0, start)) +
+                  templates_.route(route.substr(0, start), route.substr(start));
+    }
+    auto [it, fresh] = merged.try_emplace(key);
+    HttpRouteStats& m = it->second;
+    if (fresh) {
+      m = std::move(s);
+      m.key = key;
+      continue;
+    }
+    m.count += s.count;
+    m.errors += s.errors;
+    for (auto [status, n] : s.statuses) m.statuses[status] += n;
+    m.durations.merge(s.durations);
+  }
+  routes_ = std::move(merged);
 }
 
 std::vector<const HttpRouteStats*> HttpRed::routes() const {

@@ -26,6 +26,7 @@ struct HttpExchange {
   std::string method;   // "GET"
   std::string url;      // server: the path ("/items/apple"); client: scheme://host/path
   std::string path;     // the path alone (the route is made from it)
+  std::string route;    // the route it was counted under when it came (HttpRed::add)
   int status = 0;       // 0: none (a client call that failed)
   bool failed = false;  // client: the call returned an error
   bool cut = false;     // a string was longer than what was read (shown with "…")
@@ -38,16 +39,42 @@ struct HttpExchange {
 // (malformed: counted by the decoder).
 std::optional<HttpExchange> http_exchange(HttpSide side, const DecodedEvent& ev);
 
-// The route a path is counted under. Beyla's heuristic, not the mux's pattern (net/http of Go
-// 1.19 keeps no pattern on the request): a segment with a digit in it (ids, hashes, dates) or
-// longer than 40 bytes becomes "*", the query is never part of a path; "/items/42" and
-// "/items/43" are "/items/*", "/items/apple" stays.
-std::string http_route(std::string_view path);
+// Routes made from the paths seen, since net/http of Go 1.19 keeps no mux pattern on the request:
+// a segment position becomes "*" once the paths that share the segments before it (and their
+// number of segments) have shown more than `max_values` distinct values there. Ids, hashes and
+// dates vary and are collapsed ("/items/1".."/items/21" -> "/items/*"); a fixed vocabulary
+// ("/api/v1/query", "/api/v1/query_range") never reaches the bound and stays as it is, digits
+// or not. The query is never part of a route. Memory is bounded: past kMaxNodes positions,
+// new ones are not learnt (their segments stay as they are).
+class HttpRouteTemplates {
+ public:
+  static constexpr size_t kMaxValues = 20;
+  static constexpr size_t kMaxNodes = 4096;
+  explicit HttpRouteTemplates(size_t max_values = kMaxValues) : max_values_(max_values) {}
+  // Learns from `path` (of the group `prefix`, e.g. a client's "scheme://host") and returns its
+  // route; sets *widened when a position became "*" (routes made before may now be wider).
+  std::string learn(std::string_view prefix, std::string_view path, bool* widened = nullptr);
+  // The route of `path` from what is learnt so far.
+  std::string route(std::string_view prefix, std::string_view path) const;
+
+ private:
+  struct Node {
+    std::vector<std::string> values;  // distinct, at most max_values_
+    bool wild = false;
+  };
+  using Nodes = std::map<std::string, Node, std::less<>>;
+  // One walk for both: learns when `nodes` is not const.
+  template <class NodeMap>
+  static std::string walk(NodeMap& nodes, size_t max_values, std::string_view prefix,
+                          std::string_view path, bool* widened);
+  size_t max_values_;
+  Nodes nodes_;
+};
 
 struct HttpRouteKey {
   HttpSide side = HttpSide::Server;
   std::string method;
-  std::string route;  // server: http_route(path); client: scheme://host + http_route(path)
+  std::string route;  // server: the path's route; client: scheme://host + the path's route
   auto operator<=>(const HttpRouteKey&) const = default;
 };
 
@@ -65,15 +92,21 @@ class HttpRed {
  public:
   static constexpr size_t kDefaultMaxRoutes = 1000;
   static constexpr std::string_view kOtherRoutes = "(other routes)";
-  explicit HttpRed(size_t max_routes = kDefaultMaxRoutes) : max_routes_(max_routes) {}
-  void add(const HttpExchange& x);
+  explicit HttpRed(size_t max_routes = kDefaultMaxRoutes,
+                   size_t max_values = HttpRouteTemplates::kMaxValues)
+      : max_routes_(max_routes), templates_(max_values) {}
+  // Counts `x`; returns the route it is counted under now. When a position of a route becomes
+  // "*", the routes counted before are merged into it.
+  std::string add(const HttpExchange& x);
   // Sorted by side (servers first), then route, then method.
   std::vector<const HttpRouteStats*> routes() const;
   uint64_t exchanges() const { return exchanges_; }
   uint64_t overflowed() const { return overflowed_; }
 
  private:
+  void widen();
   size_t max_routes_;
+  HttpRouteTemplates templates_;
   std::map<HttpRouteKey, HttpRouteStats> routes_;
   uint64_t exchanges_ = 0;
   uint64_t overflowed_ = 0;

@@ -71,7 +71,14 @@ ProbeSpec http_probe(HttpSide side, const HttpLayout& l) {
   const Expr url = at_entry(word_at(reg(server ? "rdi" : "rbx"), l.request_url));
   add_arg(spec, go_string_at(req, l.request_method), 's');
   if (server) {
-    add_arg(spec, go_string_at(url, l.url_path), 's');
+    // The path's (pointer, length) as the request arrived: a router may assign req.URL.Path
+    // before the return (httprouter sets "/graph/" to redirect "/graph" there), while the bytes
+    // of the old string are never written (Go strings are immutable) and are read at the return.
+    const Expr url_now = word_at(reg("rdi"), l.request_url);
+    add_arg(spec,
+            expr::bytes_at(at_entry(word_at(url_now, l.url_path)),
+                           at_entry(word_at(url_now, l.url_path + 8))),
+            's');
     // rw's data word: the *response whose status WriteHeader set (0: nothing written yet, which
     // the server answers with 200 after the handler returns). Another ResponseWriter (HTTP/2's
     // *http2responseWriter) keeps its status elsewhere: rw is taken for a *response only when

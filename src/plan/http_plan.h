@@ -4,7 +4,8 @@
 // function's RET instructions, entry and return matched by goroutine) whose values are read at the
 // return from registers saved at the entry:
 //   server: net/http.serverHandler.ServeHTTP(sh, rw ResponseWriter, req *Request)
-//           method = req.Method, path = req.URL.Path, status = rw's *response.status
+//           method = req.Method, path = req.URL.Path as it was at the entry (a router may
+//           rewrite it), status = rw's *response.status
 //   client: net/http.(*Client).do(c, req *Request) (*Response, error)
 //           method, scheme, host, path of req.URL; status = the *Response's StatusCode; whether
 //           the error is non-nil

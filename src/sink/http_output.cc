@@ -43,7 +43,7 @@ std::string http_json_line(const HttpExchange& x) {
                       {"method", x.method},
                       {"url", x.url},
                       {"path", x.path},
-                      {"route", http_route(x.path)},
+                      {"route", x.route},
                       {"status", x.status},
                       {"error", x.error()},
                       {"duration_ns", x.duration_ns},

@@ -2,23 +2,67 @@
 
 #include <gtest/gtest.h>
 
+#include <fmt/core.h>
+
 #include <algorithm>
 #include <random>
 
 namespace uscope {
 namespace {
 
-TEST(http_route, keeps_words_and_collapses_ids) {
-  EXPECT_EQ(http_route("/hello"), "/hello");
-  EXPECT_EQ(http_route("/items/apple"), "/items/apple");
-  EXPECT_EQ(http_route("/items/42"), "/items/*");
-  EXPECT_EQ(http_route("/users/7/orders/a1b2"), "/users/*/orders/*");
-  EXPECT_EQ(http_route("/v2/x"), "/*/x");
-  EXPECT_EQ(http_route("/search?q=1"), "/search");
-  EXPECT_EQ(http_route(""), "/");
-  EXPECT_EQ(http_route("/"), "/");
-  EXPECT_EQ(http_route("/a/"), "/a/");
-  EXPECT_EQ(http_route("/" + std::string(41, 'x')), "/*");
+std::string learn_all(HttpRouteTemplates& t, const std::vector<std::string>& paths) {
+  std::string last;
+  for (const auto& p : paths) last = t.learn("", p);
+  return last;
+}
+
+TEST(http_route_templates, keeps_a_fixed_vocabulary_with_digits) {
+  HttpRouteTemplates t;
+  for (int i = 0; i < 100; ++i)
+    for (const char* p : {"/api/v1/query?query=up", "/api/v1/query_range", "/api/v1/series",
+                          "/api/v2/query", "/graph", "/graph/", "/"})
+      t.learn("", p);
+  EXPECT_EQ(t.route("", "/api/v1/query?query=up"), "/api/v1/query");
+  EXPECT_EQ(t.route("", "/api/v2/query"), "/api/v2/query");
+  EXPECT_EQ(t.route("", "/graph"), "/graph");
+  EXPECT_EQ(t.route("", "/graph/"), "/graph/");
+  EXPECT_EQ(t.route("", "/"), "/");
+  EXPECT_EQ(t.route("", "/search#frag"), "/search");
+}
+
+TEST(http_route_templates, a_position_becomes_a_wildcard_past_max_values) {
+  HttpRouteTemplates t(3);
+  EXPECT_EQ(learn_all(t, {"/items/1", "/items/2", "/items/3"}), "/items/3");
+  EXPECT_EQ(t.route("", "/items/1"), "/items/1");
+  bool widened = false;
+  EXPECT_EQ(t.learn("", "/items/4", &widened), "/items/*");
+  EXPECT_TRUE(widened);
+  EXPECT_EQ(t.route("", "/items/1"), "/items/*");
+  EXPECT_EQ(t.route("", "/items/apple"), "/items/*");
+  // Other lengths and other prefixes are other positions.
+  EXPECT_EQ(t.route("", "/items/1/notes"), "/items/1/notes");
+  EXPECT_EQ(t.route("", "/users/1"), "/users/1");
+  EXPECT_EQ(t.route("http://h", "/items/1"), "/items/1");
+}
+
+TEST(http_route_templates, wildcards_in_two_positions) {
+  HttpRouteTemplates t(2);
+  std::string last;
+  for (int u = 0; u < 5; ++u)
+    for (int o = 0; o < 5; ++o)
+      last = t.learn("", fmt::format("/users/{}/orders/{}", u, o * 7 + u));
+  EXPECT_EQ(last, "/users/*/orders/*");
+  EXPECT_EQ(t.route("", "/users/0/orders/0"), "/users/*/orders/*");
+  EXPECT_EQ(t.route("", "/users/0/profile/x"), "/users/*/profile/x");
+}
+
+TEST(http_route_templates, memory_is_bounded) {
+  HttpRouteTemplates t(1'000'000);
+  for (size_t i = 0; i < HttpRouteTemplates::kMaxNodes + 10; ++i)
+    t.learn("", fmt::format("/a{}/b", i));
+  // Past kMaxNodes positions nothing new is learnt; paths are still routed.
+  EXPECT_EQ(t.route("", "/a5/b"), "/a5/b");
+  EXPECT_EQ(t.learn("", "/zz/yy"), "/zz/yy");
 }
 
 TEST(duration_histogram, buckets_cover_values_without_gaps) {
@@ -81,9 +125,14 @@ TEST(http_red, counts_routes_and_5xx_errors) {
   HttpRed red;
   for (int i = 0; i < 20; ++i) {
     red.add(server("/hello", 200, 1000));
-    red.add(server("/items/" + std::to_string(i), i % 2 ? 200 : 404, 2000));
+    EXPECT_EQ(red.add(server("/items/" + std::to_string(i), i % 2 ? 200 : 404, 2000)),
+              "/items/" + std::to_string(i));
     red.add(server("/fail", 500, 3000));
   }
+  EXPECT_EQ(red.routes().size(), 22u);  // 20 values of /items/ seen: each its own route
+  // The 21st value makes the position a wildcard, and the 20 routes before are merged into it.
+  EXPECT_EQ(red.add(server("/items/apple", 200, 4000)), "/items/*");
+  EXPECT_EQ(red.add(server("/items/3", 200, 4000)), "/items/*");
   auto routes = red.routes();
   ASSERT_EQ(routes.size(), 3u);
   EXPECT_EQ(routes[0]->key.route, "/fail");
@@ -92,10 +141,15 @@ TEST(http_red, counts_routes_and_5xx_errors) {
   EXPECT_EQ(routes[1]->key.route, "/hello");
   EXPECT_EQ(routes[1]->errors, 0u);
   EXPECT_EQ(routes[2]->key.route, "/items/*");
-  EXPECT_EQ(routes[2]->count, 20u);
+  EXPECT_EQ(routes[2]->count, 22u);
   EXPECT_EQ(routes[2]->errors, 0u);  // 404 is the client's error, not the server's
   EXPECT_EQ(routes[2]->statuses.at(404), 10u);
-  EXPECT_EQ(red.exchanges(), 60u);
+  EXPECT_EQ(routes[2]->statuses.at(200), 12u);
+  EXPECT_EQ(routes[2]->durations.count(), 22u);
+  EXPECT_EQ(routes[2]->durations.min(), 2000u);
+  EXPECT_EQ(routes[2]->durations.max(), 4000u);
+  EXPECT_EQ(routes[2]->durations.sum(), 20u * 2000 + 2 * 4000);
+  EXPECT_EQ(red.exchanges(), 62u);
 }
 
 TEST(http_red, client_errors_are_failed_calls_and_5xx) {
@@ -120,6 +174,30 @@ TEST(http_red, client_errors_are_failed_calls_and_5xx) {
   EXPECT_EQ(routes[1]->key.route, "http://127.0.0.1:8080/hello");
   EXPECT_EQ(routes[1]->count, 2u);
   EXPECT_EQ(routes[1]->errors, 1u);
+}
+
+TEST(http_red, client_routes_widen_per_host) {
+  HttpRed red(HttpRed::kDefaultMaxRoutes, 2);
+  HttpExchange x;
+  x.side = HttpSide::Client;
+  x.method = "GET";
+  x.status = 200;
+  for (const char* host : {"http://a:1", "http://b:2"})
+    for (int i = 0; i < 3; ++i) {
+      x.path = "/users/" + std::to_string(i) + "?full=1";
+      x.url = host + x.path;
+      red.add(x);
+    }
+  x.path = "/users/0";
+  x.url = "http://c:3/users/0";
+  EXPECT_EQ(red.add(x), "http://c:3/users/0");  // one value seen at c:3
+  auto routes = red.routes();
+  ASSERT_EQ(routes.size(), 3u);
+  EXPECT_EQ(routes[0]->key.route, "http://a:1/users/*");
+  EXPECT_EQ(routes[0]->count, 3u);
+  EXPECT_EQ(routes[1]->key.route, "http://b:2/users/*");
+  EXPECT_EQ(routes[1]->count, 3u);
+  EXPECT_EQ(routes[2]->key.route, "http://c:3/users/0");
 }
 
 TEST(http_red, routes_past_the_limit_are_counted_as_other) {
