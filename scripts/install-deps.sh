@@ -18,6 +18,8 @@ packages=(
   # fixtures and real targets the tests attach to
   systemtap-sdt-dev binutils elfutils xz-utils python3.11 openjdk-17-jdk-headless golang-go rustc
   libssl3 openssl redis-server redis-tools
+  # uscope http against a real Go server (tests/e2e/http_prometheus_test.cc)
+  prometheus
   # uscope tls: a client (curl), and libssl.a for a program with OpenSSL linked into it
   curl libssl-dev
   # libc's separate debug file: the names of its internal functions (__memcpy_avx2_...)
