@@ -27,8 +27,9 @@ packages=(
   # tools tests and scripts run: setpriv (util-linux), ps (procps), file; chromium renders the
   # SVG flame graph headless
   util-linux procps file chromium
-  # peers for benchmarks, and the python3 that runs them
-  bpftrace linux-perf python3
+  # peers for benchmarks, and the python3 that runs them; a big stripped Go binary (prometheus,
+  # ~63,000 functions) for bench/big_binary.py
+  bpftrace linux-perf python3 prometheus
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -3,9 +3,12 @@
 #include <capstone/capstone.h>
 #include <fmt/format.h>
 
+#include "plan/branch_candidates.h"
+
 #include <algorithm>
 #include <cctype>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <set>
@@ -94,6 +97,15 @@ Result<Capstone> open_capstone() {
     return fail("capstone: cannot enable instruction detail: {}", cs_strerror(e));
   }
   return handle;
+}
+
+// One disassembler per thread, opened on first use: `list` plans every function of an object, and
+// cs_open per function costs more than decoding its prologue.
+Result<csh> thread_capstone() {
+  thread_local std::optional<Result<Capstone>> cs;
+  if (!cs) cs.emplace(open_capstone());
+  if (!*cs) return tl::unexpected(cs->error());
+  return ***cs;
 }
 
 bool in_group(const cs_insn& insn, uint8_t group) {
@@ -333,27 +345,29 @@ struct Sweep {
   uint64_t stopped_at = 0;
 };
 
-// Linear sweep over the function. Jump tables live in .rodata on x86-64, so the sweep stays in
-// sync on compiler output; a decode failure is reported rather than guessed past.
-Result<Sweep> sweep(std::span<const uint8_t> code, uint64_t addr) {
-  auto cs = open_capstone();
+// Linear sweep over the function (its first `max_insns` instructions). Jump tables live in
+// .rodata on x86-64, so the sweep stays in sync on compiler output; a decode failure is reported
+// rather than guessed past.
+Result<Sweep> sweep(std::span<const uint8_t> code, uint64_t addr,
+                    size_t max_insns = std::numeric_limits<size_t>::max()) {
+  auto cs = thread_capstone();
   if (!cs) return tl::unexpected(cs.error());
-  csh h = **cs;
+  csh h = *cs;
   InsnBuffer insn(cs_malloc(h));
   if (!insn) return fail("capstone: cannot allocate an instruction buffer");
   Sweep s;
   const uint8_t* p = code.data();
   size_t left = code.size();
   uint64_t pc = addr;
-  while (left > 0) {
+  while (left > 0 && s.insns.size() < max_insns) {
     if (!cs_disasm_iter(h, &p, &left, &pc, insn.get())) {
       s.stopped_at = pc - addr;
       return s;
     }
     s.insns.push_back(decode_detail(h, *insn, addr));
   }
-  s.complete = true;
-  s.stopped_at = code.size();
+  s.complete = left == 0;
+  s.stopped_at = pc - addr;
   return s;
 }
 
@@ -432,9 +446,9 @@ std::string canonical_register(std::string_view name) {
 }
 
 Result<SiteClass> classify_site(std::span<const uint8_t> code, uint64_t addr) {
-  auto cs = open_capstone();
+  auto cs = thread_capstone();
   if (!cs) return tl::unexpected(cs.error());
-  csh h = **cs;
+  csh h = *cs;
   InsnBuffer insn(cs_malloc(h));
   if (!insn) return fail("capstone: cannot allocate an instruction buffer");
   const uint8_t* p = code.data();
@@ -446,12 +460,14 @@ Result<SiteClass> classify_site(std::span<const uint8_t> code, uint64_t addr) {
   return classify_insn(*insn);
 }
 
-Result<EntrySitePlan> plan_entry_site(std::span<const uint8_t> function_code,
-                                      uint64_t function_addr, const std::vector<std::string>& reads,
-                                      bool reads_memory,
-                                      std::span<const uint64_t> external_targets) {
-  auto swept = sweep(function_code, function_addr);
-  if (!swept) return tl::unexpected(swept.error());
+namespace {
+
+// plan_entry_site() on the instructions `swept` holds; `examined` is set to the offset of the
+// last instruction the choice looked at (left unset when the first one decided it).
+Result<EntrySitePlan> plan_swept(const Sweep* swept, std::span<const uint8_t> function_code,
+                                 uint64_t function_addr, const std::vector<std::string>& reads,
+                                 std::span<const uint64_t> external_targets, bool reads_memory,
+                                 std::optional<uint64_t>& examined) {
   const std::vector<Decoded>& insns = swept->insns;
   if (insns.empty()) {
     return fail("no decodable x86-64 instruction at function start {:#x}", function_addr);
@@ -502,6 +518,7 @@ Result<EntrySitePlan> plan_entry_site(std::span<const uint8_t> function_code,
                                  std::min(kMaxScan, insns.size()));
   for (size_t i = 0; i < insns.size() && i < kMaxScan; ++i) {
     const Decoded& d = insns[i];
+    examined = d.offset;
     if (i > 0) {
       auto hit = targets.upper_bound(0);
       if (hit != targets.end() && *hit <= d.offset) {
@@ -582,6 +599,36 @@ Result<EntrySitePlan> plan_entry_site(std::span<const uint8_t> function_code,
   return keep(stop);
 }
 
+}  // namespace
+
+Result<EntrySitePlan> plan_entry_site(std::span<const uint8_t> function_code,
+                                      uint64_t function_addr, const std::vector<std::string>& reads,
+                                      bool reads_memory,
+                                      std::span<const uint64_t> external_targets) {
+  // The entry block is at most kMaxScan instructions: plan on those first, as if nothing in the
+  // rest of the function branched, and decode the whole function only when a byte of it could be
+  // a branch into the instructions the choice looked at or an indirect jmp
+  // (branch_candidates.h): a sweep of every function is what made `list` of a 60,000-function Go
+  // binary take 20 s.
+  auto swept = sweep(function_code, function_addr, kMaxScan);
+  if (!swept) return tl::unexpected(swept.error());
+  std::optional<uint64_t> examined;
+  if (swept->complete || swept->insns.size() < kMaxScan)  // all of it, or a decode failure
+    return plan_swept(&*swept, function_code, function_addr, reads, external_targets, reads_memory,
+                      examined);
+  swept->complete = true;
+  auto plan = plan_swept(&*swept, function_code, function_addr, reads, external_targets,
+                         reads_memory, examined);
+  if (!plan || !examined) return plan;
+  if (!may_jump_indirectly(function_code) &&
+      !may_branch_into(function_code, function_addr, function_addr + 1, function_addr + *examined))
+    return plan;
+  swept = sweep(function_code, function_addr);
+  if (!swept) return tl::unexpected(swept.error());
+  return plan_swept(&*swept, function_code, function_addr, reads, external_targets, reads_memory,
+                    examined);
+}
+
 Result<std::vector<ReturnInstruction>> return_instructions(std::span<const uint8_t> code,
                                                            uint64_t addr) {
   auto s = sweep(code, addr);
@@ -597,9 +644,9 @@ Result<std::vector<ReturnInstruction>> return_instructions(std::span<const uint8
 
 void for_each_direct_branch(std::span<const uint8_t> code, uint64_t addr,
                             const std::function<void(const DirectBranch&)>& fn) {
-  auto cs = open_capstone();
+  auto cs = thread_capstone();
   if (!cs) return;
-  csh h = **cs;
+  csh h = *cs;
   InsnBuffer insn(cs_malloc(h));
   if (!insn) return;
   const uint8_t* p = code.data();

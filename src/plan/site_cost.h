@@ -78,8 +78,8 @@ struct EntrySitePlan {
 // dereferences memory (pointer arguments, stack arguments); then skipped instructions must not
 // store anywhere but the new frame below the entry rsp. Falls back to offset 0 with the reason.
 // Fails only when the first instruction cannot be decoded. `external_targets` (sorted link-time
-// addresses, from direct_branch_targets() over the whole object) adds the jumps other functions
-// make into this one: glibc's mempcpy enters memmove three bytes in, past an instruction a moved
+// addresses, from plan_function_entry()'s scan of the rest of the object) adds the jumps other
+// functions make into this one: glibc's mempcpy enters memmove three bytes in, past an instruction a moved
 // probe would skip.
 Result<EntrySitePlan> plan_entry_site(std::span<const uint8_t> function_code,
                                       uint64_t function_addr, const std::vector<std::string>& reads,

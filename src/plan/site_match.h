@@ -23,6 +23,7 @@
 #include "discover/symbol_table.h"
 #include "discover/target.h"
 #include "discover/usdt.h"
+#include "plan/branch_candidates.h"
 #include "plan/probe_spec.h"
 
 namespace uscope {
@@ -44,7 +45,7 @@ struct PlannedObject {
   std::optional<std::vector<UsdtProbe>> usdt{};
   bool is_go = false;
   std::optional<GoBuildInfo> go{};  // from .go.buildinfo, when the binary has one
-  std::optional<std::vector<uint64_t>> branch_targets{};  // see plan_function_entry()
+  std::optional<std::vector<PossibleBranch>> far_branches{};  // see plan_function_entry()
   // Defined symbols of every kind by name, read once for USDT operands that name one.
   std::optional<std::map<std::string, uint64_t>> symbol_addresses{};
   std::unique_ptr<DwarfTypes> dwarf{};  // opened by the name resolver when a spec names one

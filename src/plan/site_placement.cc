@@ -3,6 +3,9 @@
 #include <elf.h>
 
 #include <algorithm>
+#include <map>
+
+#include "plan/branch_candidates.h"
 
 namespace uscope {
 
@@ -22,22 +25,57 @@ SiteReads all_argument_reads() {
 
 Result<EntrySitePlan> plan_function_entry(const ElfFile& elf, uint64_t addr, uint64_t size,
                                           const std::vector<std::string>& reads, bool reads_memory,
-                                          std::optional<std::vector<uint64_t>>& branch_targets) {
+                                          std::optional<std::vector<PossibleBranch>>& far_branches,
+                                          const SymbolTable* symbols) {
   auto code = elf.code_bytes(addr, size);
   auto plan = plan_entry_site(code, addr, reads, reads_memory);
   if (!plan || plan->offset_in_function == 0 || plan->skipped_only_landing_pads) return plan;
-  if (!branch_targets) {
-    branch_targets.emplace();
-    for (const auto& s : elf.sections()) {
-      if (!(s.flags & SHF_EXECINSTR) || s.type == SHT_NOBITS) continue;
-      auto data = elf.section_data(s);
-      if (!data) continue;
-      auto t = direct_branch_targets(*data, s.addr);
-      branch_targets->insert(branch_targets->end(), t.begin(), t.end());
-    }
-    std::sort(branch_targets->begin(), branch_targets->end());
+  std::vector<std::pair<uint64_t, std::span<const uint8_t>>> sections;
+  for (const auto& s : elf.sections()) {
+    if (!(s.flags & SHF_EXECINSTR) || s.type == SHT_NOBITS) continue;
+    auto bytes = elf.code_bytes(s.addr, s.size);
+    if (!bytes.empty()) sections.emplace_back(s.addr, bytes);
   }
-  return plan_entry_site(code, addr, reads, reads_memory, *branch_targets);
+  if (!far_branches) far_branches = possible_far_branches(sections);
+  // Branches from outside the function into what the move skips: the far ones found once for the
+  // object, the near ones in the bytes just before and after the function.
+  const uint64_t first = addr + 1, last = addr + plan->offset_in_function;
+  // A possible branch is a real one when the function holding it, decoded from its start, has
+  // that branch at that pc; one in code no symbol covers counts as real.
+  std::map<uint64_t, std::vector<DirectBranch>> decoded;  // function start -> its branches
+  auto real = [&](uint64_t pc, uint64_t target) {
+    const FunctionSymbol* f = symbols ? symbols->containing(pc) : nullptr;
+    if (!f || f->size == 0 || pc - f->addr >= f->size) return true;
+    auto [it, added] = decoded.try_emplace(f->addr);
+    if (added)
+      for_each_direct_branch(elf.code_bytes(f->addr, f->size), f->addr,
+                             [&](const DirectBranch& b) { it->second.push_back(b); });
+    return std::any_of(it->second.begin(), it->second.end(),
+                       [&](const DirectBranch& b) { return b.pc == pc && b.target == target; });
+  };
+  std::vector<uint64_t> external;
+  for (auto it =
+           std::lower_bound(far_branches->begin(), far_branches->end(), PossibleBranch{first, 0});
+       it != far_branches->end() && it->target <= last; ++it)
+    if ((it->pc < addr || it->pc - addr >= size) && real(it->pc, it->target))
+      external.push_back(it->target);
+  // Encodings starting in [lo, hi), read on past hi (one may end inside the function).
+  auto near = [&](uint64_t lo, uint64_t hi) {
+    for (const auto& [start, bytes] : sections) {
+      const uint64_t from = std::max(lo, start), to = std::min(hi + 8, start + bytes.size());
+      if (from >= to) continue;
+      for_each_possible_branch(
+          bytes.subspan(from - start, to - from), from, [&](uint64_t pc, uint64_t target) {
+            if (pc < hi && target >= first && target <= last && real(pc, target))
+              external.push_back(target);
+          });
+    }
+  };
+  const auto reach = static_cast<uint64_t>(kNearBranchReach) + 8;  // + the longest encoding
+  near(addr > reach ? addr - reach : 0, addr);
+  near(addr + size, addr + size + reach);
+  std::sort(external.begin(), external.end());
+  return plan_entry_site(code, addr, reads, reads_memory, external);
 }
 
 SitePlacement place_site(const MatchedSite& m, ProbeKind kind,
@@ -47,11 +85,12 @@ SitePlacement place_site(const MatchedSite& m, ProbeKind kind,
   p.offset = m.offset;
   p.address = m.address;
   const ElfFile& elf = m.object->elf;
-  bool at_function_start = kind != ProbeKind::Usdt && !m.usdt && m.function_size > 0 &&
-                           m.address == m.function_start;
+  bool at_function_start =
+      kind != ProbeKind::Usdt && !m.usdt && m.function_size > 0 && m.address == m.function_start;
   if (at_function_start && allow_move) {
+    auto symbols = m.object->stored->symbols();
     auto plan = plan_function_entry(elf, m.address, m.function_size, reads, reads_memory,
-                                    m.object->branch_targets);
+                                    m.object->far_branches, symbols ? *symbols : nullptr);
     // A uretprobe takes the return address from the top of the stack when it hits, so a return
     // probe may only move while rsp is still the entry rsp (past endbr64, not past a push). Go
     // keys a call by its goroutine and rsp (goroutine_key), so any Go probe keeps rsp too: it

@@ -3,8 +3,11 @@
 // src/plan/site_cost.cc.
 #include "plan/site_cost.h"
 
+#include "plan/branch_candidates.h"
+
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -343,6 +346,70 @@ TEST(site_cost, direct_branch_targets_sweeps_past_undecodable_bytes) {
   };
   EXPECT_EQ(direct_branch_targets(code, kAddr),
             (std::vector<uint64_t>{kAddr, kAddr + 0xa, kAddr + 0x15}));
+}
+
+// Past kMaxScan (8) instructions the planner decodes the rest only when a byte could branch back:
+// this loop's jne at the end must still keep the probe off the instruction it returns to.
+TEST(site_cost, keeps_start_when_a_branch_past_the_first_eight_insns_targets_the_prologue) {
+  Bytes code = {0xf3, 0x0f, 0x1e, 0xfa, 0x53};                              // endbr64; push rbx
+  for (int i = 0; i < 8; ++i) code.insert(code.end(), {0x48, 0xff, 0xcf});  // dec rdi
+  code.insert(code.end(), {0x75, static_cast<uint8_t>(4 - (code.size() + 2))});  // jne +4
+  code.insert(code.end(), {0x5b, 0xc3});                                         // pop rbx; ret
+  auto plan = plan_entry_site(code, kAddr, {}, false);
+  ASSERT_TRUE(plan.has_value());
+  EXPECT_EQ(plan->offset_in_function, 0u) << plan->reason;
+  EXPECT_NE(plan->reason.find("branch target +0x4"), std::string::npos) << plan->reason;
+
+  // The same function without the loop moves to the push.
+  code[code.size() - 4] = 0x90;  // nop; nop instead of the jne
+  code[code.size() - 3] = 0x90;
+  auto moved = plan_entry_site(code, kAddr, {}, false);
+  ASSERT_TRUE(moved.has_value());
+  EXPECT_EQ(moved->offset_in_function, 4u) << moved->reason;
+}
+
+TEST(branch_candidates, finds_every_encoding_also_inside_other_instructions) {
+  const Bytes code = {
+      0x74, 0x02,                                   // je +2 -> kAddr + 4
+      0xe8, 0xf9, 0xff, 0xff, 0xff,                 // call -7 -> kAddr + 0
+      0x48, 0xb8, 0xeb, 0xf7, 0,    0, 0, 0, 0, 0,  // movabs rax, imm: holds "jmp -9" at +9
+  };
+  std::vector<std::pair<uint64_t, uint64_t>> found;
+  for_each_possible_branch(code, kAddr, [&](uint64_t pc, uint64_t target) {
+    found.emplace_back(pc - kAddr, target - kAddr);
+  });
+  EXPECT_NE(std::find(found.begin(), found.end(), std::pair<uint64_t, uint64_t>{0, 4}),
+            found.end());
+  EXPECT_NE(std::find(found.begin(), found.end(), std::pair<uint64_t, uint64_t>{2, 0}),
+            found.end());
+  EXPECT_NE(std::find(found.begin(), found.end(), std::pair<uint64_t, uint64_t>{9, 2}),
+            found.end());
+  EXPECT_TRUE(may_branch_into(code, kAddr, kAddr + 1, kAddr + 2));
+  EXPECT_FALSE(may_branch_into(code, kAddr, kAddr + 5, kAddr + 6));
+}
+
+TEST(branch_candidates, indirect_jumps_but_not_indirect_calls) {
+  EXPECT_TRUE(may_jump_indirectly(Bytes{0xff, 0xe0}));        // jmp rax
+  EXPECT_TRUE(may_jump_indirectly(Bytes{0x41, 0xff, 0xe3}));  // jmp r11
+  EXPECT_TRUE(may_jump_indirectly(Bytes{0xff, 0x24, 0xc5}));  // jmp [rax*8+disp32]
+  EXPECT_TRUE(may_jump_indirectly(Bytes{0xff, 0x2d}));        // jmp far [rip+disp32]
+  EXPECT_FALSE(may_jump_indirectly(Bytes{0xff, 0xd0}));       // call rax
+  EXPECT_FALSE(may_jump_indirectly(Bytes{0xff, 0xe8}));       // (jmp far needs memory)
+  EXPECT_FALSE(may_jump_indirectly(Bytes{0xff, 0xff, 0xff}));
+}
+
+// Far candidates are those a rel8 cannot reach, inside the given code, sorted by target.
+TEST(branch_candidates, far_branches_leave_near_ones_and_outside_targets) {
+  Bytes text(0x400, 0x90);
+  const Bytes call = {0xe8, 0xfb, 0x01, 0x00, 0x00};  // at +0x10: call +0x200 -> +0x210
+  std::copy(call.begin(), call.end(), text.begin() + 0x10);
+  const Bytes near = {0x74, 0x10};  // at +0x30: je -> +0x42
+  std::copy(near.begin(), near.end(), text.begin() + 0x30);
+  const Bytes out = {0xe9, 0x00, 0x00, 0x10, 0x00};  // at +0x50: jmp far outside the code
+  std::copy(out.begin(), out.end(), text.begin() + 0x50);
+  std::vector<std::pair<uint64_t, std::span<const uint8_t>>> sections = {{kAddr, text}};
+  EXPECT_EQ(possible_far_branches(sections),
+            (std::vector<PossibleBranch>{{kAddr + 0x210, kAddr + 0x10}}));
 }
 
 }  // namespace
