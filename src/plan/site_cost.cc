@@ -611,6 +611,28 @@ Result<EntrySitePlan> plan_swept(const Sweep* swept, std::span<const uint8_t> fu
   return keep(stop);
 }
 
+// The whole-function sweep of plan_entry_site(), kept for the next call: a planner that moves
+// the site plans the same function again with the branches from other functions
+// (plan_function_entry), and decoding it twice was a third of `list`'s time on a big Go binary.
+// The bytes are part of the key, so code from another object at the same address is not
+// mistaken for it.
+Result<const Sweep*> whole_sweep(std::span<const uint8_t> code, uint64_t addr) {
+  struct Last {
+    uint64_t addr = 0;
+    std::vector<uint8_t> bytes;
+    std::optional<Sweep> sweep;
+  };
+  thread_local Last last;
+  if (last.sweep && last.addr == addr && std::ranges::equal(last.bytes, code)) return &*last.sweep;
+  last.sweep.reset();
+  auto s = sweep(code, addr, std::numeric_limits<size_t>::max(), kMaxScan);
+  if (!s) return tl::unexpected(s.error());
+  last.addr = addr;
+  last.bytes.assign(code.begin(), code.end());
+  last.sweep = std::move(*s);
+  return &*last.sweep;
+}
+
 }  // namespace
 
 Result<EntrySitePlan> plan_entry_site(std::span<const uint8_t> function_code,
@@ -635,9 +657,9 @@ Result<EntrySitePlan> plan_entry_site(std::span<const uint8_t> function_code,
   if (!may_jump_indirectly(function_code) &&
       !may_branch_into(function_code, function_addr, function_addr + 1, function_addr + *examined))
     return plan;
-  swept = sweep(function_code, function_addr, std::numeric_limits<size_t>::max(), kMaxScan);
-  if (!swept) return tl::unexpected(swept.error());
-  return plan_swept(&*swept, function_code, function_addr, reads, external_targets, reads_memory,
+  auto whole = whole_sweep(function_code, function_addr);
+  if (!whole) return tl::unexpected(whole.error());
+  return plan_swept(*whole, function_code, function_addr, reads, external_targets, reads_memory,
                     examined);
 }
 
