@@ -41,16 +41,29 @@ Result<EntrySitePlan> plan_function_entry(const ElfFile& elf, uint64_t addr, uin
   // object, the near ones in the bytes just before and after the function.
   const uint64_t first = addr + 1, last = addr + plan->offset_in_function;
   // A possible branch is a real one when the function holding it, decoded from its start, has
-  // that branch at that pc; one in code no symbol covers counts as real.
+  // that branch at that pc; one in code no symbol covers counts as real. A symbol without a size
+  // (crt's register_tm_clones, hand-written assembly) holds the code up to the next symbol.
+  auto holder = [&](uint64_t pc) -> std::optional<std::pair<uint64_t, uint64_t>> {
+    if (!symbols) return std::nullopt;
+    if (const FunctionSymbol* f = symbols->containing(pc); f && f->size > 0)
+      return std::pair{f->addr, f->size};
+    const auto& fs = symbols->functions();
+    auto next = std::upper_bound(fs.begin(), fs.end(), pc,
+                                 [](uint64_t a, const FunctionSymbol& f) { return a < f.addr; });
+    if (next == fs.begin() || next == fs.end() || std::prev(next)->size != 0) return std::nullopt;
+    return std::pair{std::prev(next)->addr, next->addr - std::prev(next)->addr};
+  };
   if (scan.decoded.size() > BranchScan::kMaxDecoded) scan.decoded.clear();
   auto real = [&](uint64_t pc, uint64_t target) {
-    const FunctionSymbol* f = symbols ? symbols->containing(pc) : nullptr;
-    if (!f || f->size == 0 || pc - f->addr >= f->size) return true;
-    auto [it, added] = scan.decoded.try_emplace(f->addr);
+    auto f = holder(pc);
+    if (!f) return true;
+    const auto [start, size] = *f;
+    auto code = elf.code_bytes(start, size);
+    if (code.size() != size) return true;  // not all of it readable: count the branch
+    auto [it, added] = scan.decoded.try_emplace(start);
     if (added) {
-      for_each_direct_branch(elf.code_bytes(f->addr, f->size), f->addr, [&](const DirectBranch& b) {
-        it->second.emplace_back(b.pc, b.target);
-      });
+      for_each_direct_branch(
+          code, start, [&](const DirectBranch& b) { it->second.emplace_back(b.pc, b.target); });
       std::sort(it->second.begin(), it->second.end());
     }
     return std::binary_search(it->second.begin(), it->second.end(), std::pair{pc, target});
