@@ -26,7 +26,9 @@
 #include "plan/planner.h"
 #include "sink/list_output.h"
 #include "sink/object_info_output.h"
+#include "sink/profile_writers.h"
 #include "util/names.h"
+#include "util/progress_line.h"
 
 namespace uscope::cli {
 
@@ -142,6 +144,7 @@ int run_list(const ListOptions& o) {
   std::vector<std::string> all_names;  // for "closest" suggestions when nothing matched
   size_t matched = 0;
   TargetContext ctx{process ? &*process : nullptr, "", 0};
+  ProgressLine progress;
   for (const auto& ref : objects) {
     // One object at a time: a process maps hundreds, and each is printed before the next opens.
     ObjectCache cache(ctx);
@@ -172,8 +175,16 @@ int run_list(const ListOptions& o) {
         auto names = (*syms)->names();
         all_names.insert(all_names.end(), names.begin(), names.end());
       }
-      for (const auto* f : listed.functions)
+      // Planning each entry site is the long part of a big object (seconds for 63,000 Go
+      // functions): say how far it is on a terminal.
+      const size_t total = listed.functions.size();
+      for (const auto* f : listed.functions) {
+        if (progress.due())
+          progress.show(fmt::format("reading {}: {} of {} functions", ref.display_path,
+                                    grouped(listed.entry_sites.size()), grouped(total)));
         listed.entry_sites.push_back(listed_entry_site(**obj, *f));
+      }
+      progress.clear();
       matched += listed.functions.size();
       if (!pattern.empty() && (*obj)->is_go) {
         auto copies = inlined_sites(**obj, pattern);

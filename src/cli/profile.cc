@@ -31,6 +31,7 @@
 #include "symbolize/kernel_symbols.h"
 #include "symbolize/profile_builder.h"
 #include "symbolize/symbolizer.h"
+#include "util/progress_line.h"
 #include "util/unique_fd.h"
 
 namespace uscope::cli {
@@ -105,31 +106,6 @@ class ExitWatch {
  private:
   bool watching_ = false;
   std::vector<UniqueFd> fds_;
-};
-
-// "elapsed, samples, processes", overwritten in place on a terminal.
-class ProgressLine {
- public:
-  explicit ProgressLine(bool shown) : shown_(shown) {}
-  // Whether a line is due now (never off a terminal).
-  bool due() const { return shown_ && std::chrono::steady_clock::now() >= next_; }
-  void update(double elapsed_s, uint64_t samples, size_t processes) {
-    auto now = std::chrono::steady_clock::now();
-    next_ = now + std::chrono::milliseconds(500);
-    fmt::print(stderr, "\ruscope: sampling {:.1f} s, {} samples, {} processes\033[K", elapsed_s,
-               samples, processes);
-    std::fflush(stderr);
-    drawn_ = true;
-  }
-  void clear() {
-    if (drawn_) fmt::print(stderr, "\r\033[K");
-    drawn_ = false;
-  }
-
- private:
-  bool shown_;
-  bool drawn_ = false;
-  std::chrono::steady_clock::time_point next_{};
 };
 
 std::string describe_target(const ProfileOptions& o) {
@@ -327,7 +303,7 @@ int run_profile(const ProfileOptions& o) {
   fmt::print(stderr, "uscope: profiling {} at {} Hz on {} CPUs; Ctrl-C to stop\n",
              describe_target(o), o.frequency_hz, program->cpus_sampled());
 
-  ProgressLine progress(isatty(STDERR_FILENO) == 1);
+  ProgressLine progress(std::chrono::milliseconds(500));  // elapsed, samples, processes
   std::optional<Error> failure;
   bool all_exited = false;
   EventLoop::Callbacks cb;
@@ -349,7 +325,8 @@ int run_profile(const ProfileOptions& o) {
     if (progress.due()) {
       auto seen = program->samples_seen();
       auto elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - run.start);
-      progress.update(elapsed.count(), seen ? *seen : 0, processes.size());
+      progress.show(fmt::format("sampling {:.1f} s, {} samples, {} processes", elapsed.count(),
+                                seen ? *seen : 0, processes.size()));
     }
     if (exit_maps) exit_maps->catch_up();  // every wake-up: a full ring would lose exits
     all_exited = exits.all_exited();

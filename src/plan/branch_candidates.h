@@ -6,6 +6,8 @@
 // cost of a pass over bytes rather than a disassembly (capstone decodes ~2 M instructions a
 // second: 2.7 s for a 22 MB Go .text).
 #include <cstdint>
+#include <map>
+#include <optional>
 #include <span>
 #include <utility>
 #include <vector>
@@ -72,5 +74,15 @@ struct PossibleBranch {
 };
 std::vector<PossibleBranch> possible_far_branches(
     std::span<const std::pair<uint64_t, std::span<const uint8_t>>> code);
+
+// What an object's entry-site planner keeps between functions: its far possible branches, found
+// once, and the real direct branches (pc, target), sorted, of the functions it last decoded to
+// check a possible branch; a function's neighbours are checked again for the next function, and
+// `list` goes through them in address order. Bounded: cleared past kMaxDecoded functions.
+struct BranchScan {
+  std::optional<std::vector<PossibleBranch>> far;
+  std::map<uint64_t, std::vector<std::pair<uint64_t, uint64_t>>> decoded;  // by function start
+  static constexpr size_t kMaxDecoded = 64;
+};
 
 }  // namespace uscope

@@ -291,13 +291,13 @@ bool skippable_kind(unsigned id) {
   }
 }
 
-Decoded decode_detail(csh h, const cs_insn& insn, uint64_t function_addr) {
+// Where control goes from `insn`: all plan_swept needs of an instruction past the entry block.
+Decoded decode_branch(const cs_insn& insn, uint64_t function_addr) {
   const cs_x86& x = insn.detail->x86;
   Decoded d;
   d.offset = insn.address - function_addr;
   d.id = insn.id;
   d.mnemonic = insn.mnemonic;
-  d.cls = classify_insn(insn);
   d.ends_block = in_group(insn, X86_GRP_JUMP) || in_group(insn, X86_GRP_CALL) ||
                  in_group(insn, X86_GRP_RET) || in_group(insn, X86_GRP_INT) ||
                  in_group(insn, X86_GRP_IRET);
@@ -306,6 +306,14 @@ Decoded decode_detail(csh h, const cs_insn& insn, uint64_t function_addr) {
     d.target = static_cast<uint64_t>(x.operands[0].imm);
   }
   d.indirect_jump = insn.id == X86_INS_JMP && !d.target.has_value();
+  return d;
+}
+
+// decode_branch() and the instruction's cost, registers written, rsp change and stores.
+Decoded decode_detail(csh h, const cs_insn& insn, uint64_t function_addr) {
+  const cs_x86& x = insn.detail->x86;
+  Decoded d = decode_branch(insn, function_addr);
+  d.cls = classify_insn(insn);
 
   cs_regs read, written;
   uint8_t n_read = 0, n_written = 0;
@@ -347,9 +355,12 @@ struct Sweep {
 
 // Linear sweep over the function (its first `max_insns` instructions). Jump tables live in
 // .rodata on x86-64, so the sweep stays in sync on compiler output; a decode failure is reported
-// rather than guessed past.
+// rather than guessed past. Past the first `detailed` instructions only decode_branch() is kept:
+// the planner looks at nothing else there, and the detail (cost text, register sets) was most of
+// the time `list` of a big Go binary spent in whole-function sweeps.
 Result<Sweep> sweep(std::span<const uint8_t> code, uint64_t addr,
-                    size_t max_insns = std::numeric_limits<size_t>::max()) {
+                    size_t max_insns = std::numeric_limits<size_t>::max(),
+                    size_t detailed = std::numeric_limits<size_t>::max()) {
   auto cs = thread_capstone();
   if (!cs) return tl::unexpected(cs.error());
   csh h = *cs;
@@ -364,7 +375,8 @@ Result<Sweep> sweep(std::span<const uint8_t> code, uint64_t addr,
       s.stopped_at = pc - addr;
       return s;
     }
-    s.insns.push_back(decode_detail(h, *insn, addr));
+    s.insns.push_back(s.insns.size() < detailed ? decode_detail(h, *insn, addr)
+                                                : decode_branch(*insn, addr));
   }
   s.complete = left == 0;
   s.stopped_at = pc - addr;
@@ -468,7 +480,7 @@ Result<EntrySitePlan> plan_swept(const Sweep* swept, std::span<const uint8_t> fu
                                  uint64_t function_addr, const std::vector<std::string>& reads,
                                  std::span<const uint64_t> external_targets, bool reads_memory,
                                  std::optional<uint64_t>& examined) {
-  const std::vector<Decoded>& insns = swept->insns;
+  const std::vector<Decoded>& insns = swept->insns;  // detail in the first kMaxScan only
   if (insns.empty()) {
     return fail("no decodable x86-64 instruction at function start {:#x}", function_addr);
   }
@@ -599,6 +611,28 @@ Result<EntrySitePlan> plan_swept(const Sweep* swept, std::span<const uint8_t> fu
   return keep(stop);
 }
 
+// The whole-function sweep of plan_entry_site(), kept for the next call: a planner that moves
+// the site plans the same function again with the branches from other functions
+// (plan_function_entry), and decoding it twice was a third of `list`'s time on a big Go binary.
+// The bytes are part of the key, so code from another object at the same address is not
+// mistaken for it.
+Result<const Sweep*> whole_sweep(std::span<const uint8_t> code, uint64_t addr) {
+  struct Last {
+    uint64_t addr = 0;
+    std::vector<uint8_t> bytes;
+    std::optional<Sweep> sweep;
+  };
+  thread_local Last last;
+  if (last.sweep && last.addr == addr && std::ranges::equal(last.bytes, code)) return &*last.sweep;
+  last.sweep.reset();
+  auto s = sweep(code, addr, std::numeric_limits<size_t>::max(), kMaxScan);
+  if (!s) return tl::unexpected(s.error());
+  last.addr = addr;
+  last.bytes.assign(code.begin(), code.end());
+  last.sweep = std::move(*s);
+  return &*last.sweep;
+}
+
 }  // namespace
 
 Result<EntrySitePlan> plan_entry_site(std::span<const uint8_t> function_code,
@@ -623,9 +657,9 @@ Result<EntrySitePlan> plan_entry_site(std::span<const uint8_t> function_code,
   if (!may_jump_indirectly(function_code) &&
       !may_branch_into(function_code, function_addr, function_addr + 1, function_addr + *examined))
     return plan;
-  swept = sweep(function_code, function_addr);
-  if (!swept) return tl::unexpected(swept.error());
-  return plan_swept(&*swept, function_code, function_addr, reads, external_targets, reads_memory,
+  auto whole = whole_sweep(function_code, function_addr);
+  if (!whole) return tl::unexpected(whole.error());
+  return plan_swept(*whole, function_code, function_addr, reads, external_targets, reads_memory,
                     examined);
 }
 

@@ -45,7 +45,7 @@ struct PlannedObject {
   std::optional<std::vector<UsdtProbe>> usdt{};
   bool is_go = false;
   std::optional<GoBuildInfo> go{};  // from .go.buildinfo, when the binary has one
-  std::optional<std::vector<PossibleBranch>> far_branches{};  // see plan_function_entry()
+  BranchScan branch_scan{};         // see plan_function_entry()
   // Defined symbols of every kind by name, read once for USDT operands that name one.
   std::optional<std::map<std::string, uint64_t>> symbol_addresses{};
   std::unique_ptr<DwarfTypes> dwarf{};  // opened by the name resolver when a spec names one

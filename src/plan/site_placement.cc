@@ -25,8 +25,7 @@ SiteReads all_argument_reads() {
 
 Result<EntrySitePlan> plan_function_entry(const ElfFile& elf, uint64_t addr, uint64_t size,
                                           const std::vector<std::string>& reads, bool reads_memory,
-                                          std::optional<std::vector<PossibleBranch>>& far_branches,
-                                          const SymbolTable* symbols) {
+                                          BranchScan& scan, const SymbolTable* symbols) {
   auto code = elf.code_bytes(addr, size);
   auto plan = plan_entry_site(code, addr, reads, reads_memory);
   if (!plan || plan->offset_in_function == 0 || plan->skipped_only_landing_pads) return plan;
@@ -36,27 +35,43 @@ Result<EntrySitePlan> plan_function_entry(const ElfFile& elf, uint64_t addr, uin
     auto bytes = elf.code_bytes(s.addr, s.size);
     if (!bytes.empty()) sections.emplace_back(s.addr, bytes);
   }
-  if (!far_branches) far_branches = possible_far_branches(sections);
+  if (!scan.far) scan.far = possible_far_branches(sections);
+  const std::vector<PossibleBranch>& far_branches = *scan.far;
   // Branches from outside the function into what the move skips: the far ones found once for the
   // object, the near ones in the bytes just before and after the function.
   const uint64_t first = addr + 1, last = addr + plan->offset_in_function;
   // A possible branch is a real one when the function holding it, decoded from its start, has
-  // that branch at that pc; one in code no symbol covers counts as real.
-  std::map<uint64_t, std::vector<DirectBranch>> decoded;  // function start -> its branches
+  // that branch at that pc; one in code no symbol covers counts as real. A symbol without a size
+  // (crt's register_tm_clones, hand-written assembly) holds the code up to the next symbol.
+  auto holder = [&](uint64_t pc) -> std::optional<std::pair<uint64_t, uint64_t>> {
+    if (!symbols) return std::nullopt;
+    if (const FunctionSymbol* f = symbols->containing(pc); f && f->size > 0)
+      return std::pair{f->addr, f->size};
+    const auto& fs = symbols->functions();
+    auto next = std::upper_bound(fs.begin(), fs.end(), pc,
+                                 [](uint64_t a, const FunctionSymbol& f) { return a < f.addr; });
+    if (next == fs.begin() || next == fs.end() || std::prev(next)->size != 0) return std::nullopt;
+    return std::pair{std::prev(next)->addr, next->addr - std::prev(next)->addr};
+  };
+  if (scan.decoded.size() > BranchScan::kMaxDecoded) scan.decoded.clear();
   auto real = [&](uint64_t pc, uint64_t target) {
-    const FunctionSymbol* f = symbols ? symbols->containing(pc) : nullptr;
-    if (!f || f->size == 0 || pc - f->addr >= f->size) return true;
-    auto [it, added] = decoded.try_emplace(f->addr);
-    if (added)
-      for_each_direct_branch(elf.code_bytes(f->addr, f->size), f->addr,
-                             [&](const DirectBranch& b) { it->second.push_back(b); });
-    return std::any_of(it->second.begin(), it->second.end(),
-                       [&](const DirectBranch& b) { return b.pc == pc && b.target == target; });
+    auto f = holder(pc);
+    if (!f) return true;
+    const auto [start, size] = *f;
+    auto code = elf.code_bytes(start, size);
+    if (code.size() != size) return true;  // not all of it readable: count the branch
+    auto [it, added] = scan.decoded.try_emplace(start);
+    if (added) {
+      for_each_direct_branch(
+          code, start, [&](const DirectBranch& b) { it->second.emplace_back(b.pc, b.target); });
+      std::sort(it->second.begin(), it->second.end());
+    }
+    return std::binary_search(it->second.begin(), it->second.end(), std::pair{pc, target});
   };
   std::vector<uint64_t> external;
   for (auto it =
-           std::lower_bound(far_branches->begin(), far_branches->end(), PossibleBranch{first, 0});
-       it != far_branches->end() && it->target <= last; ++it)
+           std::lower_bound(far_branches.begin(), far_branches.end(), PossibleBranch{first, 0});
+       it != far_branches.end() && it->target <= last; ++it)
     if ((it->pc < addr || it->pc - addr >= size) && real(it->pc, it->target))
       external.push_back(it->target);
   // Encodings starting in [lo, hi), read on past hi (one may end inside the function).
@@ -90,7 +105,7 @@ SitePlacement place_site(const MatchedSite& m, ProbeKind kind,
   if (at_function_start && allow_move) {
     auto symbols = m.object->stored->symbols();
     auto plan = plan_function_entry(elf, m.address, m.function_size, reads, reads_memory,
-                                    m.object->far_branches, symbols ? *symbols : nullptr);
+                                    m.object->branch_scan, symbols ? *symbols : nullptr);
     // A uretprobe takes the return address from the top of the stack when it hits, so a return
     // probe may only move while rsp is still the entry rsp (past endbr64, not past a push). Go
     // keys a call by its goroutine and rsp (goroutine_key), so any Go probe keeps rsp too: it

@@ -17,13 +17,12 @@ namespace uscope {
 
 // Where an entry probe on the function at [addr, addr+size) goes. A move past more than endbr64
 // is checked against every possible branch into the skipped bytes from the rest of the object
-// (the far ones found once into `far_branches`, branch_candidates.h), since other functions may
+// (the far ones found once into `scan`, branch_candidates.h), since other functions may
 // jump into this one's prologue. A possible branch counts when the function `symbols` says holds
 // it has it, decoded from its start (every one counts without `symbols`).
 Result<EntrySitePlan> plan_function_entry(const ElfFile& elf, uint64_t addr, uint64_t size,
                                           const std::vector<std::string>& reads, bool reads_memory,
-                                          std::optional<std::vector<PossibleBranch>>& far_branches,
-                                          const SymbolTable* symbols);
+                                          BranchScan& scan, const SymbolTable* symbols);
 
 // What a probe reads at its site: the registers (canonical names) whose entry values it needs and
 // whether it dereferences memory. The fewer, the further into the prologue it may move.

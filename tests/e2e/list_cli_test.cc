@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "e2e_support.h"
+#include "sink/profile_writers.h"
 
 namespace uscope::e2e {
 namespace {
@@ -154,6 +155,25 @@ TEST(list_cli, bad_input_gets_one_line_error_and_nonzero_exit) {
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
     EXPECT_TRUE(r.out.empty()) << r.out;
   }
+}
+
+// On a terminal, list says how far it is ("reading PATH: N of M functions", rewritten in place
+// with \r) and erases that line at the end; off a terminal stderr gets nothing new.
+TEST(list_cli, progress_only_on_a_terminal) {
+  auto piped = uscope({"list", "--functions", "--json", kPython});
+  ASSERT_EQ(piped.exit_code, 0) << piped.err;
+  EXPECT_EQ(piped.err, "");
+  const size_t functions = json_lines(piped.out).size();
+  ASSERT_GT(functions, 1000u);
+  // script(1) gives uscope a pty; stdout goes to /dev/null, so all the pty carries is stderr.
+  std::string tty = shell(fmt::format("script -qec '{} list --functions {} >/dev/null' /dev/null",
+                                      USCOPE_BIN, kPython));
+  std::string first =
+      fmt::format("\ruscope: reading {}: 0 of {} functions\033[K", kPython, grouped(functions));
+  EXPECT_TRUE(tty.starts_with(first)) << testing::PrintToString(tty);
+  EXPECT_TRUE(tty.ends_with("\r\033[K")) << testing::PrintToString(tty);
+  // Nothing but progress lines: each starts with \r, and no newline is left behind.
+  EXPECT_EQ(tty.find('\n'), std::string::npos) << testing::PrintToString(tty);
 }
 
 }  // namespace
