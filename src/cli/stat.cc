@@ -16,6 +16,7 @@
 #include "collect/go_stat.h"
 #include "collect/hit_counts.h"
 #include "collect/trace_program.h"
+#include "discover/process.h"
 #include "plan/go_stat_plan.h"
 #include "sink/go_stat_output.h"
 #include "util/output_buffer.h"
@@ -58,8 +59,7 @@ int run_stat(const StatOptions& o) {
 
   std::vector<AttachSite> counted;
   for (const auto& s : plan->counts.sites) counted.push_back(s.attach);
-  auto counts =
-      HitCounts::attach(counted, (*session)->target_filter(), !o.session.no_multi, false);
+  auto counts = HitCounts::attach(counted, (*session)->target_filter(), !o.session.no_multi, false);
   if (!counts)
     return report_error((*session)->explain_attach_failure(counts.error(), counted).message);
   auto program =
@@ -102,6 +102,8 @@ int run_stat(const StatOptions& o) {
     }
     if (bias)
       if (auto n = count_goroutines((*session)->watch_pid(), *plan->goroutines, *bias)) return *n;
+    // The target ending under the read, before the session sees it gone: no census, no loss.
+    if (process_exiting((*session)->watch_pid())) return std::nullopt;
     ++losses.census_failures;
     return std::nullopt;
   };

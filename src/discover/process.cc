@@ -362,6 +362,13 @@ bool process_exited(pid_t pid) {
   return state == 'Z' || state == 'X';
 }
 
+bool process_exiting(pid_t pid) {
+  if (process_exited(pid)) return true;
+  // A task without an mm (exit_mm() has run) reads as "0 0 0 0 0 0 0"; a live one never does.
+  const std::string statm = read_small_file(fmt::format("/proc/{}/statm", pid));
+  return !statm.empty() && statm.find_first_not_of("0 \n") == std::string::npos;
+}
+
 std::optional<uint64_t> load_bias(const MappedObject& o, const ElfFile& elf) {
   auto text = elf.section(".text");
   if (!text) return std::nullopt;

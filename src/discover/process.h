@@ -116,6 +116,9 @@ std::string started_path(pid_t pid, const MappedObject& main);
 bool process_alive(pid_t pid);
 // True if it has exited, though its parent may not have reaped it yet (a zombie).
 bool process_exited(pid_t pid);
+// True if it has exited, or is exiting: its memory already released (/proc/PID/statm all zero),
+// its exit not yet complete. A read of its memory that failed then lost nothing.
+bool process_exiting(pid_t pid);
 
 // CPU time a process has used, all its threads (live and exited) together, as /proc/PID/stat
 // counts it: utime and stime in clock ticks (USER_HZ, 10 ms on Linux), so a reading is good to a

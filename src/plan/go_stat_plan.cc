@@ -1,8 +1,11 @@
 #include "plan/go_stat_plan.h"
 
+#include <elf.h>
+
 #include <fmt/format.h>
 
 #include "discover/go_types.h"
+#include "plan/site_cost.h"
 
 namespace uscope {
 
@@ -29,7 +32,47 @@ std::optional<GoRuntimeEvent> event_of(std::string_view label) {
   return std::nullopt;
 }
 
+// runtime.allgs in a binary without its symbol table (-ldflags=-s): from the code of
+// runtime.forEachG, which .gopclntab still names, checked to read a variable the program writes.
+Result<uint64_t> allgs_from_code(PlannedObject& o, const SymbolTable& syms) {
+  auto fns = functions_named(syms, "runtime.forEachG");
+  if (fns.size() != 1)
+    return fail(
+        "{} has no symbol runtime.allgs (a binary linked with -ldflags=-s has no symbol "
+        "table) and {} runtime.forEachG to find it from",
+        o.ref.display_path, fns.empty() ? "no" : "more than one");
+  const FunctionSymbol& f = *fns[0];
+  auto allgs = allgs_in_for_each_g(o.elf.code_bytes(f.addr, f.size), f.addr);
+  if (!allgs)
+    return fail(
+        "{} has no symbol runtime.allgs (a binary linked with -ldflags=-s has no symbol "
+        "table), and the code of runtime.forEachG does not read one slice header "
+        "from which to find it",
+        o.ref.display_path);
+  for (const auto& s : o.elf.sections())
+    if ((s.flags & SHF_ALLOC) && (s.flags & SHF_WRITE) && *allgs >= s.addr &&
+        *allgs + 16 <= s.addr + s.size)
+      return *allgs;
+  return fail(
+      "{}: runtime.forEachG reads a slice header at {:#x}, outside the program's writable "
+      "data: not runtime.allgs",
+      o.ref.display_path, *allgs);
+}
+
 }  // namespace
+
+std::optional<uint64_t> allgs_in_for_each_g(std::span<const uint8_t> code, uint64_t addr) {
+  std::set<uint64_t> words;
+  for (const auto& load : rip_relative_loads(code, addr))
+    if (load.size == 8) words.insert(load.target);
+  std::optional<uint64_t> header;
+  for (uint64_t w : words)
+    if (words.count(w + 8)) {
+      if (header) return std::nullopt;  // two slice headers: not forEachG as uscope knows it
+      header = w;
+    }
+  return header;
+}
 
 std::string_view go_runtime_function(GoRuntimeEvent e) {
   return kFunctions[static_cast<size_t>(e)];
@@ -37,11 +80,17 @@ std::string_view go_runtime_function(GoRuntimeEvent e) {
 
 Result<GoroutineLayout> goroutine_layout(ObjectCache& cache, PlannedObject& o) {
   GoroutineLayout l;
-  auto allgs = symbol_address(o, "runtime.allgs");
-  if (!allgs)
-    return fail("{} has no symbol runtime.allgs (a binary linked with -ldflags=-s has no symbol table)",
-                o.ref.display_path);
-  l.allgs = *allgs;
+  auto syms = cache.symbols(o);
+  if (!syms) return tl::unexpected(syms.error());
+  std::string allgs_source = "its symbol";
+  if (auto allgs = symbol_address(o, "runtime.allgs")) {
+    l.allgs = *allgs;
+  } else {
+    auto found = allgs_from_code(o, **syms);
+    if (!found) return tl::unexpected(found.error());
+    l.allgs = *found;
+    allgs_source = "the code of runtime.forEachG";
+  }
   auto types = go_types_of(o);
   if (!types) return tl::unexpected(types.error());
   auto status = (*types)->field("runtime.g", "atomicstatus");
@@ -50,10 +99,11 @@ Result<GoroutineLayout> goroutine_layout(ObjectCache& cache, PlannedObject& o) {
   if (!startpc) return tl::unexpected(startpc.error());
   l.status_offset = status->offset;
   l.startpc_offset = startpc->offset;
-  l.sources = fmt::format("runtime.g.atomicstatus at {} and runtime.g.startpc at {} (from {})",
-                          l.status_offset, l.startpc_offset, go_type_source_name(status->source));
-  auto syms = cache.symbols(o);
-  if (!syms) return tl::unexpected(syms.error());
+  l.sources = fmt::format(
+      "runtime.allgs at {:#x} (from {}), runtime.g.atomicstatus at {} and runtime.g.startpc at {} "
+      "(from {})",
+      l.allgs, allgs_source, l.status_offset, l.startpc_offset,
+      go_type_source_name(status->source));
   // runtime.isSystemGoroutine: a goroutine started in package runtime, runtime.main aside.
   for (const auto& f : (*syms)->functions())
     if (f.name.starts_with("runtime.") && f.name != "runtime.main") l.system_starts.insert(f.addr);

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -53,9 +54,15 @@ struct GoStatPlan {
   std::string no_goroutines;
 };
 
-// The goroutine layout of a Go binary: runtime.allgs from its symbol table, the g's fields from
-// GoTypes (DWARF, type descriptors, uscope's table). Fails saying what is missing.
+// The goroutine layout of a Go binary: runtime.allgs from its symbol table or, stripped, from the
+// code of runtime.forEachG; the g's fields from GoTypes (DWARF, type descriptors, uscope's table).
+// Fails saying what is missing.
 Result<GoroutineLayout> goroutine_layout(ObjectCache& cache, PlannedObject& o);
+
+// The address of runtime.allgs from the machine code of runtime.forEachG (`code`, at `addr`):
+// `for _, gp := range allgs` loads the slice's pointer and length, two RIP-relative 8-byte loads
+// of addresses 8 apart (Go 1.17 on). nullopt unless exactly one such pair is found.
+std::optional<uint64_t> allgs_in_for_each_g(std::span<const uint8_t> code, uint64_t addr);
 
 struct GoStatOptions {
   std::string target;  // "" = the main binary of -p/-c

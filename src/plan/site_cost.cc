@@ -676,8 +676,12 @@ Result<std::vector<ReturnInstruction>> return_instructions(std::span<const uint8
   return out;
 }
 
-void for_each_direct_branch(std::span<const uint8_t> code, uint64_t addr,
-                            const std::function<void(const DirectBranch&)>& fn) {
+namespace {
+
+// Linear sweep over all of `code` (at `addr`), calling `fn` with each instruction and its address.
+// Bytes that do not decode are stepped over one at a time.
+void for_each_instruction(std::span<const uint8_t> code, uint64_t addr,
+                          const std::function<void(const cs_insn&, uint64_t)>& fn) {
   auto cs = thread_capstone();
   if (!cs) return;
   csh h = *cs;
@@ -694,11 +698,34 @@ void for_each_direct_branch(std::span<const uint8_t> code, uint64_t addr,
       ++pc;
       continue;
     }
-    const cs_x86& x = insn->detail->x86;
-    if (in_group(*insn, X86_GRP_BRANCH_RELATIVE) && x.op_count == 1 &&
-        x.operands[0].type == X86_OP_IMM)
-      fn({at, static_cast<uint64_t>(x.operands[0].imm), in_group(*insn, X86_GRP_CALL)});
+    fn(*insn, at);
   }
+}
+
+}  // namespace
+
+void for_each_direct_branch(std::span<const uint8_t> code, uint64_t addr,
+                            const std::function<void(const DirectBranch&)>& fn) {
+  for_each_instruction(code, addr, [&](const cs_insn& insn, uint64_t at) {
+    const cs_x86& x = insn.detail->x86;
+    if (in_group(insn, X86_GRP_BRANCH_RELATIVE) && x.op_count == 1 &&
+        x.operands[0].type == X86_OP_IMM)
+      fn({at, static_cast<uint64_t>(x.operands[0].imm), in_group(insn, X86_GRP_CALL)});
+  });
+}
+
+std::vector<RipRelativeLoad> rip_relative_loads(std::span<const uint8_t> code, uint64_t addr) {
+  std::vector<RipRelativeLoad> out;
+  for_each_instruction(code, addr, [&](const cs_insn& insn, uint64_t at) {
+    const cs_x86& x = insn.detail->x86;
+    if (insn.id != X86_INS_MOV || x.op_count != 2 || x.operands[0].type != X86_OP_REG) return;
+    const cs_x86_op& src = x.operands[1];
+    if (src.type != X86_OP_MEM || src.mem.base != X86_REG_RIP || src.mem.index != X86_REG_INVALID ||
+        src.mem.segment != X86_REG_INVALID)
+      return;
+    out.push_back({at, at + insn.size + static_cast<uint64_t>(src.mem.disp), src.size});
+  });
+  return out;
 }
 
 std::vector<uint64_t> direct_branch_targets(std::span<const uint8_t> code, uint64_t addr) {

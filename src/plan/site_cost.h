@@ -79,8 +79,8 @@ struct EntrySitePlan {
 // store anywhere but the new frame below the entry rsp. Falls back to offset 0 with the reason.
 // Fails only when the first instruction cannot be decoded. `external_targets` (sorted link-time
 // addresses, from plan_function_entry()'s scan of the rest of the object) adds the jumps other
-// functions make into this one: glibc's mempcpy enters memmove three bytes in, past an instruction a moved
-// probe would skip.
+// functions make into this one: glibc's mempcpy enters memmove three bytes in, past an instruction
+// a moved probe would skip.
 Result<EntrySitePlan> plan_entry_site(std::span<const uint8_t> function_code,
                                       uint64_t function_addr, const std::vector<std::string>& reads,
                                       bool reads_memory,
@@ -97,6 +97,16 @@ void for_each_direct_branch(std::span<const uint8_t> code, uint64_t addr,
                             const std::function<void(const DirectBranch&)>& fn);
 // Their targets, sorted and unique.
 std::vector<uint64_t> direct_branch_targets(std::span<const uint8_t> code, uint64_t addr);
+
+// Every load of a general-purpose register from a RIP-relative address (`mov rcx, [rip + d]`)
+// found by the same sweep: where code reads a global variable, which a binary without a symbol
+// table names nowhere else.
+struct RipRelativeLoad {
+  uint64_t pc = 0;      // the mov
+  uint64_t target = 0;  // the address it reads
+  uint8_t size = 0;     // bytes read
+};
+std::vector<RipRelativeLoad> rip_relative_loads(std::span<const uint8_t> code, uint64_t addr);
 
 // The RET instructions of the function whose code is `code` (at `addr`), each with its class: where
 // return probes go in code whose stacks move (Go), instead of a uretprobe. Fails when the linear
