@@ -18,8 +18,6 @@ packages=(
   # fixtures and real targets the tests attach to
   systemtap-sdt-dev binutils elfutils xz-utils python3.11 openjdk-17-jdk-headless golang-go rustc
   libssl3 openssl redis-server redis-tools
-  # uscope http against a real Go server (tests/e2e/http_prometheus_test.cc)
-  prometheus
   # uscope tls: a client (curl), and libssl.a for a program with OpenSSL linked into it
   curl libssl-dev
   # libc's separate debug file: the names of its internal functions (__memcpy_avx2_...)
@@ -28,7 +26,7 @@ packages=(
   # SVG flame graph headless
   util-linux procps file chromium
   # peers for benchmarks, and the python3 that runs them; a big stripped Go binary (prometheus,
-  # ~63,000 functions) for bench/big_binary.py
+  # ~63,000 functions) for bench/big_binary.py, and the real Go server http_prometheus_test traces
   bpftrace linux-perf python3 prometheus
 )
 missing=()
