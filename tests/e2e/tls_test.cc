@@ -211,7 +211,9 @@ with socket.create_connection(("127.0.0.1", int(sys.argv[1]))) as s:
         t.sendall(b"GET /python HTTP/1.0\r\nAuthorization: Basic dXNlcjpwYXNz\r\n\r\n")
         while t.recv(65536):
             pass
-print("done")
+# stderr: under -c the script shares stdout with uscope, whose records longer than PIPE_BUF
+# reach the pipe in pieces that a line of the script's could split.
+print("done", file=sys.stderr)
 )";
 
 TEST_F(tls_www, python_ssl_started_by_uscope_loads_libssl_later) {
