@@ -39,6 +39,8 @@ extern int bpf_iter_task_vma_new(struct bpf_iter_task_vma* it, struct task_struc
                                  __u64 addr) __ksym;
 extern struct vm_area_struct* bpf_iter_task_vma_next(struct bpf_iter_task_vma* it) __ksym;
 extern void bpf_iter_task_vma_destroy(struct bpf_iter_task_vma* it) __ksym;
+extern struct task_struct* bpf_task_from_pid(s32 pid) __ksym;
+extern void bpf_task_release(struct task_struct* p) __ksym;
 
 #define VM_EXEC_FLAG 0x4
 
@@ -54,6 +56,10 @@ struct path_walk {
   struct exit_mapping* r;
   struct dentry* d;
   struct mount* mnt;
+  /* uscope's own root (chroot): the walk ends there, as d_path ends at the reader's root, so the
+   * path is the one uscope opens, not the one from the mount namespace's root. */
+  struct dentry* root_d;
+  struct vfsmount* root_mnt;
 };
 
 static long path_step(__u64 i, void* ctx) {
@@ -62,6 +68,7 @@ static long path_step(__u64 i, void* ctx) {
   /* Locals: CO-RE relocates kernel types only, and path_walk is uscope's. */
   struct mount* mnt = w->mnt;
   struct dentry* d = w->d;
+  if (d == w->root_d && &mnt->mnt == w->root_mnt) return 1;
   if (d == BPF_CORE_READ(mnt, mnt.mnt_root)) {
     struct mount* parent = BPF_CORE_READ(mnt, mnt_parent);
     if (parent == mnt) return 1; /* the root of the namespace */
@@ -83,8 +90,9 @@ static long path_step(__u64 i, void* ctx) {
 }
 
 /* The path of `file`, innermost component first, crossing mount points as d_path does. */
-static __always_inline void file_path(struct exit_mapping* r, struct file* file) {
-  struct path_walk w = {.r = r};
+static __always_inline void file_path(struct exit_mapping* r, struct file* file,
+                                      const struct path* root) {
+  struct path_walk w = {.r = r, .root_d = root->dentry, .root_mnt = root->mnt};
   w.d = BPF_CORE_READ(file, f_path.dentry);
   w.mnt = container_of(BPF_CORE_READ(file, f_path.mnt), struct mount, mnt);
   r->count = 0;
@@ -103,6 +111,15 @@ int BPF_PROG(exit_maps, struct task_struct* p) {
   struct mm_struct* mm = p->mm;
   if (!mm) return 0; /* a kernel thread, or a kernel without the early tracepoint */
   __u64 vdso = (__u64)BPF_CORE_READ(mm, context.vdso);
+
+  /* uscope's root, where each path's walk ends (path_walk). */
+  struct path root = {};
+  struct task_struct* self = bpf_task_from_pid(self_tgid);
+  if (self) {
+    root.dentry = BPF_CORE_READ(self, fs, root.dentry);
+    root.mnt = BPF_CORE_READ(self, fs, root.mnt);
+    bpf_task_release(self);
+  }
 
   struct bpf_iter_task_vma it;
   __u32 sent = 0;
@@ -130,7 +147,7 @@ int BPF_PROG(exit_maps, struct task_struct* p) {
       r->offset = vma->vm_pgoff << 12;
       r->ino = BPF_CORE_READ(file, f_inode, i_ino);
       r->dev = BPF_CORE_READ(file, f_inode, i_sb, s_dev);
-      file_path(r, file);
+      file_path(r, file, &root);
     } else {
       r->kind = EXIT_MAPPING_VDSO;
       r->offset = 0;
