@@ -61,12 +61,13 @@ Result<EntrySitePlan> plan_function_entry(const ElfFile& elf, uint64_t addr, uin
     auto code = elf.code_bytes(start, size);
     if (code.size() != size) return true;  // not all of it readable: count the branch
     auto [it, added] = scan.decoded.try_emplace(start);
+    auto& branches = it->second;  // clang 14 (the fuzz build) cannot capture a structured binding
     if (added) {
       for_each_direct_branch(
-          code, start, [&](const DirectBranch& b) { it->second.emplace_back(b.pc, b.target); });
-      std::sort(it->second.begin(), it->second.end());
+          code, start, [&](const DirectBranch& b) { branches.emplace_back(b.pc, b.target); });
+      std::sort(branches.begin(), branches.end());
     }
-    return std::binary_search(it->second.begin(), it->second.end(), std::pair{pc, target});
+    return std::binary_search(branches.begin(), branches.end(), std::pair{pc, target});
   };
   std::vector<uint64_t> external;
   for (auto it =
