@@ -1,0 +1,251 @@
+#include "cli/profile_session.h"
+
+#include <fmt/core.h>
+#include <poll.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+
+#include "attach/perf_events.h"
+#include "discover/object_store.h"
+#include "discover/unwind_cache.h"
+#include "sink/unwind_stats_output.h"
+#include "symbolize/profile_builder.h"
+
+namespace uscope::cli {
+
+namespace {
+
+// New-process records handed out per wake-up: a fork storm cannot hold up signals or -d.
+constexpr size_t kRecordsPerDrain = 256;
+// Exits of processes not (yet) sampled that are kept (see ProfileSession::unseen_exits_).
+constexpr size_t kUnseenExits = 1024;
+
+Result<void> check_pids_exist(const std::vector<pid_t>& pids) {
+  for (pid_t pid : pids)
+    if (kill(pid, 0) != 0 && errno == ESRCH)
+      return fail("no process with PID {}: give the PID of a running process", pid);
+  return {};
+}
+
+}  // namespace
+
+Result<void> check_target(const ProfileTarget& t) {
+  int targets = !t.pids.empty() + t.all + !t.command.empty();
+  if (targets == 0) return fail("give what to profile: -p PID, -c CMD or -a (every process)");
+  if (targets > 1) return fail("give one of -p PID, -c CMD or -a");
+  for (pid_t pid : t.pids)
+    if (pid <= 0) return fail("-p {}: a PID is a positive number", pid);
+  if (t.idle && !t.all) return fail("--idle goes with -a");
+  if (t.user_only && t.kernel_only)
+    return fail("-U keeps only user frames and -K only kernel frames: give one of them");
+  return check_sample_frequency(t.frequency_hz);
+}
+
+std::string describe_target(const ProfileTarget& t) {
+  if (t.all) return "every process";
+  if (!t.command.empty()) return fmt::format("'{}'", t.command);
+  if (t.pids.size() == 1) return fmt::format("PID {}", t.pids[0]);
+  return fmt::format("{} processes", t.pids.size());
+}
+
+void ExitWatch::add(pid_t pid) {
+  watching_ = true;
+  int fd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+  if (fd >= 0) fds_.emplace_back(fd);  // else it has exited already
+}
+
+bool ExitWatch::all_exited() const {
+  if (!watching_) return false;
+  for (const auto& fd : fds_) {
+    pollfd p{fd.get(), POLLIN, 0};
+    if (poll(&p, 1, 0) <= 0) return false;
+  }
+  return true;
+}
+
+ProfileSession::ProfileSession(const ProfileTarget& t) : target_(t) {}
+
+Result<std::unique_ptr<ProfileSession>> ProfileSession::open(const ProfileTarget& t) {
+  if (auto r = check_pids_exist(t.pids); !r) return tl::unexpected(r.error());
+  std::unique_ptr<ProfileSession> s(new ProfileSession(t));
+  SessionOptions so;
+  so.pid = t.pids.size() == 1 ? t.pids[0] : 0;
+  so.command = t.command;
+  so.duration_s = t.duration_s;
+  so.interval_s = t.interval_s;
+  so.verbose = t.verbose;
+  auto session = Session::open(so);
+  if (!session) return tl::unexpected(session.error());
+  s->session_ = std::move(*session);
+  Session& session_ref = *s->session_;
+
+  // The maps of a process as it exits: one that lived shorter than uscope takes to read its maps
+  // (a -c command, a child, a process met with -a) still has its stacks named.
+  SymbolizerOptions symbolizer_options;
+  symbolizer_options.lines = t.lines;
+  ProfileSession* self = s.get();
+  symbolizer_options.catch_up = [self] {
+    if (self->exit_maps_) self->exit_maps_->catch_up();
+  };
+  s->symbolizer_ = std::make_unique<Symbolizer>(symbolizer_options);
+  Symbolizer& symbolizer = *s->symbolizer_;
+  // Maps are read while the processes live, so that one that exits mid-profile stays named.
+  for (pid_t pid : t.pids) symbolizer.remember(pid);
+  auto on_exit = [self](Process last) {
+    const pid_t pid = last.pid();
+    if (self->processes_.contains(pid)) return self->symbolizer_->adopt(std::move(last));
+    if (self->unseen_exits_.insert_or_assign(pid, std::move(last)).second)
+      self->unseen_order_.push_back(pid);
+    if (self->unseen_order_.size() > kUnseenExits) {
+      self->unseen_exits_.erase(self->unseen_order_.front());
+      self->unseen_order_.pop_front();
+    }
+  };
+  auto on_new = [self](pid_t pid, std::string_view comm) {
+    self->symbolizer_->remember(pid);
+    if (auto node = self->unseen_exits_.extract(pid))
+      self->symbolizer_->adopt(std::move(node.mapped()));
+    if (self->processes_.insert(pid).second && self->target_.verbose)
+      fmt::print(stderr, "uscope: sampling process {} ({})\n", pid, comm);
+  };
+
+  ProfileSettings settings;
+  settings.pids = t.pids;
+  if (session_ref.launched()) {
+    settings.pids = {session_ref.watch_pid()};
+    symbolizer.started_as(session_ref.watch_pid(), session_ref.started_as());
+    settings.only_after_exec = true;
+  }
+  settings.include_idle = t.idle;
+  settings.per_thread = t.threads;
+  settings.user_stacks = !t.kernel_only;
+  settings.kernel_stacks = !t.user_only;
+  if (settings.user_stacks) {
+    auto u = UnwindMaps::create(ObjectStore::shared(), UnwindCache::open_default());
+    if (!u) return tl::unexpected(u.error());
+    s->unwind_ = std::move(*u);
+    settings.unwind = s->unwind_.get();
+  }
+  auto program = ProfileProgram::load(settings, on_new);
+  if (!program) return tl::unexpected(program.error());
+  s->program_.emplace(std::move(*program));
+  if (!t.kernel_only) {
+    auto e = ExitMaps::start(settings.pids, on_exit);
+    if (e)
+      s->exit_maps_ = std::move(*e);
+    else  // an older kernel: see EventSymbols::follow_exits
+      fmt::print(stderr,
+                 "uscope: the maps of exiting processes cannot be kept ({}): a process gone "
+                 "before uscope read its maps shows [unknown: process gone]\n",
+                 e.error().message);
+  }
+  if (s->unwind_) {
+    s->follower_.emplace(*s->unwind_);
+    if (auto r = s->follower_->listen(s->program_->ring()); !r) return tl::unexpected(r.error());
+    // Tables before the first sample; processes met later (-a, children, a dlopen) ask.
+    for (pid_t pid : settings.pids) {
+      auto r =
+          session_ref.launched() ? s->unwind_->expect_exec(pid) : s->unwind_->load_process(pid);
+      if (!r && t.verbose) fmt::print(stderr, "uscope: {}\n", r.error().message);
+    }
+  }
+  if (t.pids.size() > 1)
+    for (pid_t pid : t.pids) s->exits_.add(pid);
+  return s;
+}
+
+Result<void> ProfileSession::start() {
+  if (auto r = program_->start(target_.frequency_hz); !r) return r;
+  start_unix_ns_ = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                       std::chrono::system_clock::now().time_since_epoch())
+                       .count();
+  start_ = std::chrono::steady_clock::now();
+  if (auto r = session_->start(); !r) return r;
+  fmt::print(stderr, "uscope: profiling {} at {} Hz on {} CPUs; Ctrl-C to stop\n",
+             describe_target(target_), target_.frequency_hz, program_->cpus_sampled());
+  return {};
+}
+
+EventLoop::Callbacks ProfileSession::callbacks() {
+  EventLoop::Callbacks cb;
+  cb.data_fd = program_->new_process_fd();
+  cb.drain = [this] {
+    auto r = program_->consume(kRecordsPerDrain);
+    if (!r) {
+      failure_ = r.error();
+      return false;
+    }
+    if (follower_) follower_->serve();
+    return r->more_pending;
+  };
+  cb.done = [this] {
+    if (exit_maps_) exit_maps_->catch_up();  // every wake-up: a full ring would lose exits
+    all_exited_ = exits_.all_exited();
+    return failure_.has_value() || all_exited_;
+  };
+  return cb;
+}
+
+Result<StopReason> ProfileSession::run(const EventLoop::Callbacks& cb) {
+  StopReason why = session_->run(cb);
+  program_->stop();
+  if (failure_) return tl::unexpected(*failure_);
+  if (auto r = program_->consume_all(); !r) return tl::unexpected(r.error());
+  if (exit_maps_) exit_maps_->catch_up();
+  return why;
+}
+
+std::string ProfileSession::stop_text(StopReason why) const {
+  return all_exited_ ? "every target exited" : describe(why);
+}
+
+void ProfileSession::load_kernel_symbols(const StackAggregator& stacks) {
+  if (target_.user_only || kernel_tried_) return;
+  bool kernel_frames = false;
+  for (const auto& s : stacks.samples()) kernel_frames |= !s.kernel.empty();
+  if (!kernel_frames) return;
+  kernel_tried_ = true;
+  auto k = KernelSymbols::load();
+  if (k)
+    kernel_.emplace(std::move(*k));
+  else
+    fmt::print(stderr, "uscope: kernel frames stay unnamed: {}\n", k.error().message);
+}
+
+Result<Profile> ProfileSession::snapshot() {
+  StackAggregator stacks;
+  if (auto r = program_->read_samples(stacks); !r) return tl::unexpected(r.error());
+  load_kernel_symbols(stacks);
+  Profile p = build_profile(stacks.samples(), *symbolizer_, kernel_ ? &*kernel_ : nullptr);
+  auto losses = program_->losses();
+  if (!losses) return tl::unexpected(losses.error());
+  p.losses = std::move(*losses);
+  if (follower_) {
+    auto walks = follower_->walk_counts();
+    if (!walks) return tl::unexpected(walks.error());
+    // Every walk that did not reach its thread's entry, by why it stopped.
+    for (auto& [name, n] : *walks)
+      if (name != "entry" && name.rfind("frames_", 0) != 0)
+        p.losses.emplace_back("walk_" + name, n);
+  }
+  p.frequency_hz = target_.frequency_hz;
+  p.start_unix_ns = start_unix_ns_;
+  p.duration_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                      std::chrono::steady_clock::now() - start_)
+                      .count();
+  p.user_frames = !target_.kernel_only;
+  p.kernel_frames = !target_.user_only;
+  return p;
+}
+
+void ProfileSession::print_unwind_stats() const {
+  if (!unwind_ || !follower_) return;
+  auto walks = follower_->walk_counts();
+  uscope::print_unwind_stats(unwind_->stats(), walks ? *walks : decltype(walks)::value_type{},
+                             stderr);
+}
+
+}  // namespace uscope::cli

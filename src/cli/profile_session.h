@@ -1,0 +1,123 @@
+#pragma once
+// What `uscope profile` and `uscope top` share: the target options (-p, -c, -a, -F, -U, -K, ...),
+// the sampling session built from them (the profiler's BPF program on cpu-clock events, the
+// unwinder, the maps of processes read while they live and as they exit), the event loop's
+// callbacks that keep it fed, and the cumulative profile read from it at any time.
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "cli/session.h"
+#include "collect/event_loop.h"
+#include "collect/exit_maps.h"
+#include "collect/profile_program.h"
+#include "collect/unwind_follower.h"
+#include "sink/profile.h"
+#include "symbolize/kernel_symbols.h"
+#include "symbolize/symbolizer.h"
+#include "util/result.h"
+#include "util/unique_fd.h"
+
+namespace uscope::cli {
+
+// A sample is taken only when the timer fires while the process runs on that CPU, so a process
+// gets frequency x its CPU seconds samples (not x wall seconds): at bcc's 49 Hz a process on a
+// third of a CPU gave ~160 samples a minute. 99 Hz as perf and bpftrace users type it (py-spy:
+// 100), off the beat of 100 Hz timers; -a costs one timer per CPU whatever the rate.
+inline constexpr uint64_t kDefaultFrequencyHz = 99;
+
+struct ProfileTarget {
+  std::vector<pid_t> pids;
+  bool all = false;
+  bool idle = false;
+  std::string command;
+  uint64_t frequency_hz = kDefaultFrequencyHz;
+  double duration_s = 0;  // 0: until a stop
+  double interval_s = 0;  // 0: no interval callback
+  bool threads = false;
+  bool user_only = false;
+  bool kernel_only = false;
+  bool lines = false;
+  bool verbose = false;
+};
+
+// Option combinations that cannot work, named before anything is opened.
+Result<void> check_target(const ProfileTarget& t);
+// "PID 1234", "'./bench --iters 10'", "every process", "3 processes".
+std::string describe_target(const ProfileTarget& t);
+
+// Several -p PIDs: the session ends when all of them have exited (one is watched by the loop).
+class ExitWatch {
+ public:
+  void add(pid_t pid);
+  bool all_exited() const;
+
+ private:
+  bool watching_ = false;
+  std::vector<UniqueFd> fds_;
+};
+
+class ProfileSession {
+ public:
+  // Checks the PIDs, opens the session (-p/-c), loads the profiler and the unwinder; samples
+  // nothing until start().
+  static Result<std::unique_ptr<ProfileSession>> open(const ProfileTarget& t);
+  ProfileSession(const ProfileSession&) = delete;
+  ProfileSession& operator=(const ProfileSession&) = delete;
+
+  // Starts sampling, lets a -c command exec, and says so on stderr.
+  Result<void> start();
+  // The loop's callbacks that read the profiler's records, serve the unwinder and catch exits:
+  // the caller adds its interval and input, and may wrap done() (which stays true once a read
+  // failed or every -p target exited).
+  EventLoop::Callbacks callbacks();
+  // Runs the loop until a stop, then stops sampling and reads what is left.
+  Result<StopReason> run(const EventLoop::Callbacks& cb);
+  // Why it stopped, as a person reads it ("target exited", "every target exited").
+  std::string stop_text(StopReason why) const;
+  // Everything counted since start(), symbolized, with every loss by cause.
+  Result<Profile> snapshot();
+
+  const ProfileTarget& target() const { return target_; }
+  const ProfileProgram& program() const { return *program_; }
+  size_t processes_seen() const { return processes_.size(); }
+  std::chrono::steady_clock::time_point started() const { return start_; }
+  // --verbose: the unwinder's statistics on stderr.
+  void print_unwind_stats() const;
+
+ private:
+  explicit ProfileSession(const ProfileTarget& t);
+  void load_kernel_symbols(const StackAggregator& stacks);
+
+  ProfileTarget target_;
+  std::unique_ptr<Session> session_;
+  std::unique_ptr<ExitMaps> exit_maps_;
+  std::unique_ptr<Symbolizer> symbolizer_;
+  // Processes sampled so far; exits of processes not (yet) sampled are kept a while, in case
+  // their first sample's news is still on its way (the oldest go first: -a holds a bounded amount).
+  std::set<pid_t> processes_;
+  std::map<pid_t, Process> unseen_exits_;
+  std::deque<pid_t> unseen_order_;
+  std::unique_ptr<UnwindMaps> unwind_;
+  std::optional<UnwindFollower> follower_;
+  std::optional<ProfileProgram> program_;
+  ExitWatch exits_;
+  // Read only when a sample first holds a kernel frame: /proc/kallsyms is ~130k lines, a few MB
+  // and milliseconds of CPU that a profile of user code does not need.
+  std::optional<KernelSymbols> kernel_;
+  bool kernel_tried_ = false;
+  std::optional<Error> failure_;
+  bool all_exited_ = false;
+  int64_t start_unix_ns_ = 0;
+  std::chrono::steady_clock::time_point start_;
+};
+
+}  // namespace uscope::cli
