@@ -46,6 +46,8 @@ std::string describe(StopReason r) {
       return "event limit reached";
     case StopReason::OutputClosed:
       return "writing the output failed";
+    case StopReason::Quit:
+      return "quit";
   }
   return "stopped";
 }
@@ -144,16 +146,18 @@ StopReason EventLoop::run(const Callbacks& cb) {
   bool more = false;  // the last drain left events in the ring
   for (;;) {
     bool room = !cb.output || cb.output->has_room();
-    pollfd fds[4];
+    pollfd fds[5];
     nfds_t n_fds = 0;
     fds[n_fds++] = {signal_fd_.get(), POLLIN, 0};
-    int pid_at = -1, data_at = -1, out_at = -1;
+    int pid_at = -1, data_at = -1, out_at = -1, input_at = -1;
     if (pid_fd_.valid())
       pid_at = static_cast<int>(n_fds), fds[n_fds++] = {pid_fd_.get(), POLLIN, 0};
     if (cb.data_fd >= 0 && room)
       data_at = static_cast<int>(n_fds), fds[n_fds++] = {cb.data_fd, POLLIN, 0};
     if (cb.output && cb.output->pending() > 0)
       out_at = static_cast<int>(n_fds), fds[n_fds++] = {cb.output->fd(), POLLOUT, 0};
+    if (cb.input_fd >= 0)
+      input_at = static_cast<int>(n_fds), fds[n_fds++] = {cb.input_fd, POLLIN, 0};
     auto now = clock::now();
     auto wake = std::min({deadline, next_interval, next_exec_check});
     if (cb.data_fd >= 0 && room && cb.data_poll.count() > 0)
@@ -174,6 +178,7 @@ StopReason EventLoop::run(const Callbacks& cb) {
       reap_child();
       return StopReason::TargetExited;  // the caller reads what is left after detaching
     }
+    if (input_at >= 0 && fds[input_at].revents && cb.input()) return StopReason::Quit;
     if (out_at >= 0 && fds[out_at].revents) {
       cb.output->write_ready();
       if (cb.output->failed()) return StopReason::OutputClosed;

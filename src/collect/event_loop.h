@@ -19,7 +19,16 @@ namespace uscope {
 
 // OutputClosed: a write to the output failed for good (EIO, ENOSPC); a reader that went away
 // (EPIPE) throws OutputClosed instead (util/output_closed.h).
-enum class StopReason { Signal, Duration, TargetExited, TargetExeced, MaxEvents, OutputClosed };
+// Quit: the user asked from the keyboard (top's q).
+enum class StopReason {
+  Signal,
+  Duration,
+  TargetExited,
+  TargetExeced,
+  MaxEvents,
+  OutputClosed,
+  Quit
+};
 std::string describe(StopReason r);
 
 struct EventLoopOptions {
@@ -53,6 +62,10 @@ class EventLoop {
     // Look at the ring buffer at least this often even without a wake-up (the BPF side batches
     // its wake-ups); zero: only on wake-ups.
     std::chrono::milliseconds data_poll{0};
+    // Keys typed at a terminal: `input` reads what `input_fd` holds when it is readable, and
+    // returns true to end the loop (StopReason::Quit); -1: no input.
+    int input_fd = -1;
+    std::function<bool()> input;
   };
   StopReason run(const Callbacks& cb);
 

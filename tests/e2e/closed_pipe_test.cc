@@ -287,6 +287,11 @@ TEST_P(closed_pipe_attached, profile_folded) {
                         Then::Stops, GetParam());
 }
 
+TEST_P(closed_pipe_attached, top) {
+  expect_quiet_attached({"top", "-d", "0.2", "-p", pid()}, "profile_sample", Then::ReadsALine,
+                        GetParam());
+}
+
 // http and stat watch a Go program; tls a process that maps libssl.
 TEST_P(closed_pipe, http) {
   USCOPE_REQUIRE_ROOT();

@@ -1,0 +1,144 @@
+// `uscope top`: the profiler (cli/profile_session.h: the same BPF program, unwinder and
+// symbolizer as `uscope profile`) read every -d seconds into a live table of the hottest
+// functions (sink/top_table.h), as perf top and py-spy top show them. On a terminal the table is
+// redrawn in place until q, Ctrl-C or the target's exit; elsewhere one table is printed per
+// refresh. Either way the last table, and the summary, are printed at the end.
+#include <fmt/core.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "cli/command.h"
+#include "cli/profile_session.h"
+#include "sink/profile_sink.h"
+#include "sink/top_table.h"
+#include "util/terminal_screen.h"
+
+namespace uscope::cli {
+
+namespace {
+
+// py-spy top's refresh; perf top's is 2 s.
+constexpr double kDefaultDelayS = 1;
+
+struct TopOptions {
+  ProfileTarget target;
+  std::string sort = "self";
+  size_t rows = 0;  // 0: the screen's height, or 25 off a terminal
+};
+
+int run_top(TopOptions o) {
+  if (auto r = check_target(o.target); !r) return report_error(r.error().message, kExitUsage);
+  auto session = ProfileSession::open(o.target);
+  if (!session) return report_error(session.error().message);
+  ProfileSession& s = **session;
+
+  const bool terminal = isatty(STDOUT_FILENO);
+  TopTableOptions table_options;
+  table_options.sort = o.sort == "total" ? TopSort::Total : TopSort::Self;
+  table_options.rows = o.rows > 0 ? o.rows : terminal ? SIZE_MAX : TopTableOptions{}.rows;
+  table_options.title = describe_target(o.target);
+  table_options.terminal = terminal;
+
+  if (auto r = s.start(); !r) return report_error(r.error().message);
+  std::optional<TerminalScreen> screen;
+  if (terminal) {
+    screen.emplace(STDOUT_FILENO, STDIN_FILENO);
+    if (screen->keys_fd() >= 0) table_options.keys = "q quits";
+  }
+  TopTable table(table_options);
+
+  auto last = std::chrono::steady_clock::now();
+  auto refresh = [&]() -> Result<void> {
+    auto profile = s.snapshot();
+    if (!profile) return tl::unexpected(profile.error());
+    auto now = std::chrono::steady_clock::now();
+    double interval_s = std::chrono::duration<double>(now - last).count();
+    last = now;
+    if (terminal) {
+      auto size = TerminalScreen::size(STDOUT_FILENO);
+      table.resize(size.columns, size.lines);
+    }
+    return table.write(*profile, interval_s, stdout);
+  };
+
+  std::optional<Error> failure;
+  EventLoop::Callbacks cb = s.callbacks();
+  cb.interval = [&] {
+    if (auto r = refresh(); !r) failure = r.error();
+  };
+  if (screen) cb.interval();  // the screen's frame at once, not a blank screen for -d seconds
+  cb.done = [&, done = cb.done] { return done() || failure.has_value(); };
+  if (screen && screen->keys_fd() >= 0) {
+    cb.input_fd = screen->keys_fd();
+    cb.input = [fd = cb.input_fd] {
+      char keys[64];
+      ssize_t n = read(fd, keys, sizeof keys);
+      if (n <= 0) return true;  // the terminal went away
+      for (ssize_t i = 0; i < n; ++i)
+        if (keys[i] == 'q' || keys[i] == 'Q') return true;
+      return false;
+    };
+  }
+  auto why = s.run(cb);
+  screen.reset();  // the terminal as it was, before anything more is printed
+  if (!why) return report_error(why.error().message);
+  if (failure) return report_error(failure->message);
+  fmt::print(stderr, "uscope: {}\n", s.stop_text(*why));
+
+  // The last table (the samples since the last refresh, and since the start), plain: on a
+  // terminal it stays on the screen after the live one is gone.
+  table.leave_screen();
+  if (auto r = refresh(); !r) return report_error(r.error().message);
+  return kExitOk;
+}
+
+}  // namespace
+
+// What `uscope top --help` ends with; man uscope-top is made from that help, and docs/top.md
+// shows the same examples (tests/e2e/help_test.cc checks both).
+constexpr const char* kTopExamples = R"(Examples:
+  uscope top -p PID
+      the hottest functions of a process, refreshed every second; q or Ctrl-C quits
+  uscope top -c './bench --iters 1000000' --sort total
+      of a command, until it exits, by the share of stacks each function is on
+  uscope top -a -d 2 -n 40
+      every process on the host, 40 rows, every 2 seconds
+  uscope top -p PID -d 5 | head -40
+      one plain table every 5 seconds on a pipe
+
+Reference: docs/top.md)";
+
+void add_top_command(CLI::App& app, Run& run) {
+  auto o = std::make_shared<TopOptions>();
+  o->target.interval_s = kDefaultDelayS;
+  auto* cmd = app.add_subcommand("top", "A live table of the hottest functions, refreshed");
+  cmd->add_option("-p,--pid", o->target.pids, "Sample process PID (several: -p 1,2 or -p 1 -p 2)")
+      ->delimiter(',');
+  cmd->add_flag("-a,--all", o->target.all, "Sample every process on the host");
+  cmd->add_option("-c,--command", o->target.command,
+                  "Start CMD (quoted, with its arguments) and sample it until it exits");
+  cmd->add_option("-F,--frequency", o->target.frequency_hz,
+                  fmt::format("Samples per second on each CPU (default {})", kDefaultFrequencyHz));
+  cmd->add_option("-d,--delay", o->target.interval_s,
+                  fmt::format("Refresh every SECONDS (default {})", kDefaultDelayS))
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--sort", o->sort,
+                  "self (samples whose leaf is the function; default) or total (samples with "
+                  "the function anywhere on the stack), over the last refresh")
+      ->check(CLI::IsMember({"self", "total"}));
+  cmd->add_option("-n,--rows", o->rows,
+                  "Rows of the table (default: the screen's height; 25 off a terminal)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_flag("-U,--user-only", o->target.user_only, "Only user frames");
+  cmd->add_flag("-K,--kernel-only", o->target.kernel_only, "Only kernel frames");
+  cmd->add_flag("-v,--verbose", o->target.verbose, "Name each process as it is first sampled");
+  add_examples(cmd, kTopExamples);
+  cmd->callback([&run, o] { run = [o] { return run_top(*o); }; });
+}
+
+}  // namespace uscope::cli
