@@ -14,8 +14,10 @@
 
 #include "cli/command.h"
 #include "cli/profile_session.h"
+#include "cli/session.h"
 #include "sink/profile_sink.h"
 #include "sink/top_table.h"
+#include "util/output_buffer.h"
 #include "util/terminal_screen.h"
 
 namespace uscope::cli {
@@ -52,8 +54,17 @@ int run_top(TopOptions o) {
   }
   TopTable table(table_options);
 
-  auto last = std::chrono::steady_clock::now();
-  auto refresh = [&]() -> Result<void> {
+  // Tables go through the loop's output buffer, so that a terminal stopped by Ctrl-S or a pipe
+  // nobody reads never holds up q, Ctrl-C or the target's exit. A table is written whole or not
+  // at all: one due while the previous is not written yet is skipped, and counted at the end.
+  OutputBuffer out(STDOUT_FILENO);
+  uint64_t tables_skipped = 0;
+  auto last = std::chrono::steady_clock::now();  // of the last table written
+  auto refresh = [&](bool last_table) -> Result<void> {
+    if (out.pending() > 0 && !last_table) {
+      ++tables_skipped;
+      return {};
+    }
     auto profile = s.snapshot();
     if (!profile) return tl::unexpected(profile.error());
     auto now = std::chrono::steady_clock::now();
@@ -63,13 +74,16 @@ int run_top(TopOptions o) {
       auto size = TerminalScreen::size(STDOUT_FILENO);
       table.resize(size.columns, size.lines);
     }
-    return table.write(*profile, interval_s, stdout);
+    Result<void> written;
+    append_printed(out, [&](std::FILE* f) { written = table.write(*profile, interval_s, f); });
+    return written;
   };
 
   std::optional<Error> failure;
   EventLoop::Callbacks cb = s.callbacks();
+  cb.output = &out;
   cb.interval = [&] {
-    if (auto r = refresh(); !r) failure = r.error();
+    if (auto r = refresh(false); !r) failure = r.error();
   };
   if (screen) cb.interval();  // the screen's frame at once, not a blank screen for -d seconds
   cb.done = [&, done = cb.done] { return done() || failure.has_value(); };
@@ -85,7 +99,13 @@ int run_top(TopOptions o) {
     };
   }
   auto why = s.run(cb);
-  screen.reset();  // the terminal as it was, before anything more is printed
+  if (screen) {
+    // The live table being drawn, finished briefly; then the terminal as it was, before anything
+    // more is printed.
+    if (!out.flush_until(std::chrono::steady_clock::now() + std::chrono::milliseconds(50)))
+      out.drop_pending();
+    screen.reset();
+  }
   if (!why) return report_error(why.error().message);
   if (failure) return report_error(failure->message);
   fmt::print(stderr, "uscope: {}\n", s.stop_text(*why));
@@ -93,7 +113,8 @@ int run_top(TopOptions o) {
   // The last table (the samples since the last refresh, and since the start), plain: on a
   // terminal it stays on the screen after the live one is gone.
   table.leave_screen();
-  if (auto r = refresh(); !r) return report_error(r.error().message);
+  if (auto r = refresh(true); !r) return report_error(r.error().message);
+  finish_output(out, tables_skipped);
   return kExitOk;
 }
 
