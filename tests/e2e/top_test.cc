@@ -95,10 +95,21 @@ TEST(top, sort_total_puts_the_caller_first) {
   EXPECT_NE(r.out.find("more functions)"), std::string::npos) << r.out;
 }
 
-TEST(top, bad_sort_is_a_usage_error) {
+TEST(top, bad_input_fails_with_its_reason) {
   auto r = uscope({"top", "--sort", "name", "-p", "1"});
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("--sort"), std::string::npos) << r.err;
+  r = uscope({"top"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("-p PID, -c CMD or -a"), std::string::npos) << r.err;
+  r = uscope({"top", "-d", "0", "-p", "1"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--delay"), std::string::npos) << r.err;
+  // No process has PID 2^22: pid_max is at most that (PID_MAX_LIMIT), and PIDs stay below it.
+  pid_t unused = 1 << 22;
+  r = uscope({"top", "-p", std::to_string(unused)});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("no process with PID"), std::string::npos) << r.err;
 }
 
 // build/uscope top in a pseudo-terminal: its screen read from the master side as it comes.
