@@ -32,6 +32,7 @@ struct PythonObjectInfo {
   PythonVersion version;
   bool debug = false;                     // a Py_DEBUG build (python3.11d: _Py_RefTotal is defined)
   uint64_t runtime_addr = 0;              // _PyRuntime (OBJECT symbol, .dynsym)
+  uint64_t code_type_addr = 0;            // PyCode_Type (checks a frame's code object); 0: unknown
   uint64_t eval_start[PY_EVAL_RANGES]{};  // _PyEval_EvalFrameDefault [and its .cold part]
   uint64_t eval_end[PY_EVAL_RANGES]{};
   std::string version_source;  // "Py_Version", "PY_VERSION string", "file name"
