@@ -59,6 +59,8 @@ struct py_proc {
 /* A Python frame in a walked stack (unwind_stack.frames): a user-space pc is below 2^47, so the
  * top nibble tags the value. The code object's address (8-byte aligned, below 2^47) >> 3 takes 44
  * bits, the instruction index the low 16 (PY_INSTR_UNKNOWN when it does not fit or is unknown).
+ * The index counts code units (2 bytes) in every version: 3.11+ (instr - code - code_adaptive) / 2,
+ * 3.10 f_lasti as is, <= 3.9 f_lasti / 2 (symbolize/python_code.h decodes its line).
  */
 #define UNWIND_FRAME_TAG_SHIFT 60
 #define UNWIND_FRAME_TAG_PYTHON 0x1ull
