@@ -65,7 +65,7 @@ struct unwind_scratch {
   __u32 py;       /* py_proc is this process's */
   __u32 py_state; /* enum unwind_py_state */
   __u64 py_frame;
-  __u64 py_tid;  /* the thread walked, and the candidate PyThreadState of the search */
+  __u64 py_tid; /* the thread walked, and the candidate PyThreadState of the search */
   __u64 py_tstate;
   __u32 py_emitted, py_failed;
   __u32 py_emitted_here; /* frames put in for the eval call at the pc */
@@ -189,7 +189,6 @@ static __always_inline const struct unwind_mapping* unwind_mapping_of(struct unw
   return &s->mapping;
 }
 
-
 /* A field of the Python frame in s->py_buf; 0 when the offset is not within what was read. */
 static __always_inline __u64 py_buf_u64(struct unwind_scratch* s, __u32 offset) {
   if (offset > PY_FRAME_BUF - 8) return 0;
@@ -239,7 +238,11 @@ static __always_inline int py_emit(struct unwind_scratch* s) {
   __u32 instr = PY_INSTR_UNKNOWN;
   if (model == PY_FRAMES_PER_EVAL) {
     __s32 lasti = (__s32)py_buf_u64(s, o->frame_instr);
-    if (lasti >= 0 && lasti < PY_INSTR_UNKNOWN) instr = lasti;
+    if (lasti >= 0) {
+      __u32 at = (__u32)lasti;
+      if (o->version < 0x30a) at >>= 1; /* bytes before 3.10, code units from 3.10 */
+      if (at < PY_INSTR_UNKNOWN) instr = at;
+    }
   } else {
     __u64 first = code + o->code_adaptive, at = py_buf_u64(s, o->frame_instr);
     if (at >= first && (at - first) / 2 < PY_INSTR_UNKNOWN) instr = (at - first) / 2;

@@ -261,7 +261,17 @@ int run_profile(const ProfileOptions& o) {
     unwind = std::move(*u);
     settings.unwind = unwind.get();
   }
-  auto program = ProfileProgram::load(settings, on_new);
+  // Interpreter frames (Python) are named by code objects in the process's memory: read them as
+  // their stacks first appear, so that a process that exits mid-profile stays named.
+  auto on_stack = [&](pid_t pid, std::span<const uint64_t> frames) {
+    symbolizer.read_python_code(pid, frames);
+  };
+  if (unwind)
+    unwind->on_python([&](pid_t, const std::string& line) {
+      if (o.verbose || line.find("native frames only") != std::string::npos)
+        fmt::print(stderr, "uscope: {}\n", line);
+    });
+  auto program = ProfileProgram::load(settings, on_new, on_stack);
   if (!program) return report_error(program.error().message);
   if (!o.kernel_only) {
     auto e = ExitMaps::start(settings.pids, on_exit);

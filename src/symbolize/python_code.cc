@@ -252,6 +252,11 @@ Result<const PythonCode*> PythonCodeCache::get(const PythonRuntime& rt, const Ta
   return &codes_.emplace(key, std::move(*c)).first->second;
 }
 
+const PythonCode* PythonCodeCache::find(pid_t pid, uint64_t addr) const {
+  auto it = codes_.find(std::pair{pid, addr});
+  return it == codes_.end() ? nullptr : &it->second;
+}
+
 void PythonCodeCache::forget(pid_t pid) {
   codes_.erase(codes_.lower_bound({pid, 0}), codes_.lower_bound({pid + 1, 0}));
 }

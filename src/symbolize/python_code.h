@@ -64,6 +64,8 @@ class PythonCodeCache {
  public:
   // The code object at `addr` in rt's process, read on first use.
   Result<const PythonCode*> get(const PythonRuntime& rt, const TargetMemory& mem, uint64_t addr);
+  // The code object at `addr` of `pid` if it was read before; null otherwise.
+  const PythonCode* find(pid_t pid, uint64_t addr) const;
   void forget(pid_t pid);
   size_t size() const { return codes_.size(); }
 
