@@ -37,8 +37,8 @@ std::string py_frame(const std::string& function, const std::string& marker) {
 }
 
 std::vector<FoldedLine> profile_pid(pid_t pid, std::vector<std::string> extra = {}) {
-  std::vector<std::string> args = {"profile", "-F", "199", "-d", "3", "--format", "folded",
-                                   "-p", std::to_string(pid)};
+  std::vector<std::string> args = {
+      "profile", "-F", "199", "-d", "3", "--format", "folded", "-p", std::to_string(pid)};
   args.insert(args.end(), extra.begin(), extra.end());
   auto r = uscope(args);
   EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -130,6 +130,25 @@ TEST(python_profile, command_from_its_first_instruction_stays_named_after_exit) 
                                   py_frame("middle", "CALL-LEAF") + ";"),
             0.6);
   EXPECT_EQ(share_with(lines, "[unknown: process gone]"), 0.0);
+}
+
+TEST(python_profile, trace_stack_shows_the_python_calls_that_led_to_a_native_call) {
+  USCOPE_REQUIRE_ROOT();
+  RunningCommand target({kPython, script(), "writes"});
+  ASSERT_TRUE(target.wait_for_output("ready"));
+  auto r = uscope({"trace", "-U", "-M", "3", "-p", std::to_string(target.pid()), "p:c:write"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // write <- _Py_write <- os.write's C function <- emit <- writer <- main <- <module>: the lines
+  // as the fixture's source has them, right below the native frames, in every event.
+  const std::string py = " [python]\n        ";
+  const std::string expected =
+      "emit (" + script() + ":" + std::to_string(marked_line("CALL-WRITE")) + ")" + py +
+      "writer (" + script() + ":" + std::to_string(marked_line("CALL-EMIT")) + ")" + py + "main (" +
+      script() + ":" + std::to_string(marked_line("CALL-WRITER")) + ")";
+  size_t events = 0;
+  for (size_t at = r.out.find(expected); at != std::string::npos; at = r.out.find(expected, at + 1))
+    ++events;
+  EXPECT_EQ(events, 3u) << r.out;
 }
 
 TEST(python_profile, a_process_that_is_not_python_keeps_native_frames_without_a_word) {
