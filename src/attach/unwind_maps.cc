@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <set>
@@ -292,6 +293,9 @@ Result<void> UnwindMaps::load_process(pid_t pid) {
 
 void UnwindMaps::load_python(const Process& process) {
   const pid_t pid = process.pid();
+  // USCOPE_NO_PYTHON=1: native frames only, the baseline bench/python_profile.py compares with.
+  static const bool disabled = std::getenv("USCOPE_NO_PYTHON") != nullptr;
+  if (disabled) return;
   // Only a process that maps an object named for Python (python3.11, libpython3.11.so) is looked
   // at: the interpreter's symbols are read once per process, not for every process of -a.
   const MappedObject* named = nullptr;
