@@ -262,6 +262,7 @@ Result<PythonLayout> parse_python_debug_offsets(std::span<const uint8_t> bytes) 
     return fail("_Py_DebugOffsets says version {}.{}.{}, which has none (3.13+ has)", v->major,
                 v->minor, v->micro);
   bytes = bytes.first(std::min(bytes.size(), python_debug_offsets_size()));
+  if (bytes.size() < 3 * 8) return fail("_Py_DebugOffsets: only {} bytes", bytes.size());
   // The free-threaded build (3.13t) says so in its third word; its objects have another header.
   if (u64_at(bytes, 2) == 1)
     return fail(

@@ -146,7 +146,8 @@ std::optional<std::string> utf8_of(uint32_t kind, std::span<const uint8_t> data,
 // A str object (PEP 393): compact ASCII data right after PyASCIIObject; other compact strings
 // (latin-1, UCS-2, UCS-4) after PyCompactUnicodeObject.
 Result<std::string> read_unicode(const PythonLayout& l, const TargetMemory& mem, uint64_t addr) {
-  std::vector<uint8_t> head(l.unicode_compact_size);
+  // PyASCIIObject's part holds length and state; a short ASCII str ends soon after it.
+  std::vector<uint8_t> head(std::max(l.unicode_state + 4, l.unicode_length + 8));
   if (addr == 0 || !mem(addr, head)) return fail("cannot read a str at {:#x}", addr);
   int64_t length = 0;
   uint32_t state = 0;
