@@ -79,6 +79,13 @@ void decode_locations(int first_line, std::span<const uint8_t> table,
   }
 }
 
+// Bytes [start, end) as the instructions (2 bytes each) that begin in them: PyCode_Addr2Line is
+// asked for byte 2 * instr. Real tables have even deltas; odd ones must not make ranges overlap.
+void push_bytes(std::vector<PythonLineRange>& out, uint32_t start, uint32_t end, int line) {
+  uint32_t first = (start + 1) / 2, last = (end + 1) / 2;
+  if (first < last) out.push_back({first, last, line});
+}
+
 // 3.10 co_linetable (Objects/lnotab_notes.txt): (byte delta, signed line delta) pairs; -128: the
 // range has no line. Empty ranges carry line changes forward.
 void decode_linetable(int first_line, std::span<const uint8_t> table,
@@ -94,9 +101,7 @@ void decode_linetable(int first_line, std::span<const uint8_t> table,
       line += ldelta;
       range_line = line;
     }
-    if (end == start) continue;
-    // Byte offsets; instructions are 2 bytes. A delta of an odd byte count is malformed: round.
-    out.push_back({start / 2, (end + 1) / 2, range_line});
+    push_bytes(out, start, end, range_line);
   }
 }
 
@@ -108,12 +113,12 @@ void decode_lnotab(int first_line, std::span<const uint8_t> table,
   uint32_t addr = 0;
   for (size_t i = 0; i + 1 < table.size(); i += 2) {
     uint32_t next = addr + table[i];
-    if (next != addr) out.push_back({addr / 2, (next + 1) / 2, line});
+    push_bytes(out, addr, next, line);
     addr = next;
     line += static_cast<int8_t>(table[i + 1]);
   }
   // The last line holds to the end of the code, whose length the table does not say.
-  out.push_back({addr / 2, UINT32_MAX, line});
+  out.push_back({(addr + 1) / 2, UINT32_MAX, line});
 }
 
 std::optional<std::string> utf8_of(uint32_t kind, std::span<const uint8_t> data, uint64_t chars) {
