@@ -41,8 +41,9 @@ ScriptReport read_report(const std::string& path) {
   return r;
 }
 
-// Runs nested_spin.py under `python` until it spins, then checks everything uscope reads of it.
-void check_live_python(const std::string& python, bool debug) {
+// Runs nested_spin.py under `python` until it spins, then checks everything uscope reads of it;
+// the interpreter is in `object`.
+void check_live_python(const std::string& python, bool debug, const std::string& object) {
   std::string report_path = fmt::format("/tmp/uscope_python_frames_{}.txt", getpid());
   GatedProcess py({python, fixture("python/nested_spin.py"), report_path});
   ASSERT_TRUE(py.wait_for_line("ready"));
@@ -55,11 +56,28 @@ void check_live_python(const std::string& python, bool debug) {
   ASSERT_TRUE(found) << found.error().message;
   ASSERT_TRUE(found->has_value()) << "python not found in " << python;
   const PythonRuntime& rt = **found;
-  EXPECT_EQ(rt.object_path, python);
+  EXPECT_EQ(rt.object_path, object);
   EXPECT_EQ(rt.object.version.major, 3u);
   EXPECT_EQ(rt.object.version.minor, 11u);
   EXPECT_EQ(rt.object.debug, debug);
   EXPECT_EQ(rt.proc.off.version, 0x30bu);
+  // The eval function (and, where a debug file names it, its .cold part: not in the -O0 debug
+  // build) lies in the object's code as /proc/PID/maps shows it.
+  auto process = Process::open(py.pid());
+  ASSERT_TRUE(process) << process.error().message;
+  for (int i = 0; i < PY_EVAL_RANGES; ++i) {
+    if (i == 1 && debug) {
+      EXPECT_EQ(rt.proc.eval_start[1], 0u);
+      continue;
+    }
+    const auto* o = process->object_containing(rt.proc.eval_start[i]);
+    ASSERT_NE(o, nullptr) << i;
+    EXPECT_EQ(o->path, object);
+    EXPECT_EQ(o->offset_of_address(rt.proc.eval_start[i]),
+              o->offset_of_address(rt.proc.eval_end[i] - 1).value_or(0) -
+                  (rt.proc.eval_end[i] - 1 - rt.proc.eval_start[i]));
+  }
+  EXPECT_EQ(process->object_containing(rt.proc.runtime)->path, object);
   auto valid = validate_python_runtime(rt);
   ASSERT_TRUE(valid) << valid.error().message;
 
@@ -110,12 +128,18 @@ void check_live_python(const std::string& python, bool debug) {
 
 TEST(python_frames, python3_11_threads_gil_and_frames_match_the_script) {
   USCOPE_REQUIRE_ROOT();
-  check_live_python("/usr/bin/python3.11", false);
+  check_live_python("/usr/bin/python3.11", false, "/usr/bin/python3.11");
 }
 
 TEST(python_frames, python3_11_debug_build_reads_the_same) {
   USCOPE_REQUIRE_ROOT();
-  check_live_python("/usr/bin/python3.11d", true);
+  check_live_python("/usr/bin/python3.11d", true, "/usr/bin/python3.11d");
+}
+
+TEST(python_frames, libpython_in_a_program_of_another_name) {
+  USCOPE_REQUIRE_ROOT();
+  check_live_python(fixture("python/embed_python"), false,
+                    "/usr/lib/x86_64-linux-gnu/libpython3.11.so.1.0");
 }
 
 TEST(python_frames, a_process_that_is_not_python_is_said_so_without_error) {
