@@ -31,11 +31,10 @@ std::optional<std::pair<PythonVersion, bool>> version_from_name(const std::strin
   return std::pair{v, m[3].length() > 0};
 }
 
-// PY_VERSION ("3.9.2", "3.10.0rc1") as a NUL-terminated string of its own in .rodata: Py_GetVersion
-// formats it into sys.version. Taken only where the object's name agrees on major.minor, or
-// where it has no name that says (a static embedding).
-std::optional<PythonVersion> version_from_rodata(const ElfFile& elf,
-                                                 std::optional<PythonVersion> named) {
+}  // namespace
+
+std::optional<PythonVersion> python_version_string(const ElfFile& elf,
+                                                   std::optional<PythonVersion> named) {
   auto sec = elf.section(".rodata");
   if (!sec) return std::nullopt;
   auto data = elf.section_data(*sec);
@@ -59,6 +58,8 @@ std::optional<PythonVersion> version_from_rodata(const ElfFile& elf,
   }
   return std::nullopt;
 }
+
+namespace {
 
 std::set<pid_t> process_tids(pid_t pid) {
   std::set<pid_t> tids;
@@ -142,7 +143,7 @@ Result<std::optional<PythonObjectInfo>> python_object_info(const ElfFile& elf) {
     }
   }
   if (info.version_source.empty()) {
-    if (auto v = version_from_rodata(elf, named ? std::optional(named->first) : std::nullopt)) {
+    if (auto v = python_version_string(elf, named ? std::optional(named->first) : std::nullopt)) {
       info.version = *v;
       info.version_source = "PY_VERSION string";
     } else if (named) {

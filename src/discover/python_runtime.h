@@ -37,6 +37,11 @@ struct PythonObjectInfo {
   uint64_t eval_end[PY_EVAL_RANGES]{};
   std::string version_source;  // "Py_Version", "PY_VERSION string", "file name"
 };
+// PY_VERSION ("3.9.2", "3.10.0rc1"): a NUL-terminated string of its own in .rodata, which
+// Py_GetVersion formats into sys.version; for versions before Py_Version (3.11). Only one of
+// `named`'s major.minor (what the object's file name says) when given; 3.6+.
+std::optional<PythonVersion> python_version_string(const ElfFile& elf,
+                                                   std::optional<PythonVersion> named = {});
 // nullopt when `elf` holds no interpreter (no _PyRuntime or no eval function); an error when it
 // does but its version cannot be told.
 Result<std::optional<PythonObjectInfo>> python_object_info(const ElfFile& elf);

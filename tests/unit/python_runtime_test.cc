@@ -79,6 +79,19 @@ TEST(python_runtime, finds_the_interpreter_in_libpython) {
   expect_object(lib, "/usr/bin/python3.11", false, debug_file_of(lib));
 }
 
+TEST(python_runtime, finds_the_version_string_where_there_is_no_py_version) {
+  // What versions before 3.11 are read by: PY_VERSION in .rodata, whatever the file's name.
+  for (const std::string path :
+       {"/usr/bin/python3.11", "/usr/lib/x86_64-linux-gnu/libpython3.11.so.1.0"}) {
+    auto elf = ElfFile::open(path);
+    ASSERT_TRUE(elf) << elf.error().message;
+    auto v = python_version_string(*elf);
+    ASSERT_TRUE(v) << path;
+    EXPECT_EQ(*v, version_of("/usr/bin/python3.11")) << path;
+    EXPECT_FALSE(python_version_string(*elf, PythonVersion{3, 10, 0})) << path;
+  }
+}
+
 TEST(python_runtime, an_object_without_an_interpreter_is_none) {
   auto elf = ElfFile::open("/bin/true");
   ASSERT_TRUE(elf) << elf.error().message;
