@@ -7,7 +7,7 @@
 #include <regex>
 #include <set>
 
-#include "discover/symbol_table.h"
+#include "discover/object_store.h"
 
 namespace uscope {
 namespace {
@@ -110,7 +110,8 @@ std::string PythonRuntime::name() const {
                      object.debug ? "d" : "", pid);
 }
 
-Result<std::optional<PythonObjectInfo>> python_object_info(const ElfFile& elf) {
+Result<std::optional<PythonObjectInfo>> python_object_info(const ElfFile& elf,
+                                                           const SymbolTableSource& source) {
   auto syms = elf.symbols();
   if (!syms) return tl::unexpected(syms.error());
   PythonObjectInfo info;
@@ -160,8 +161,14 @@ Result<std::optional<PythonObjectInfo>> python_object_info(const ElfFile& elf) {
 
   // The eval function's cold part (GCC's hot/cold split) is a local symbol: in .symtab, or in a
   // debug file found by build-id.
-  if (auto table = SymbolTable::load(elf)) {
-    for (const auto* f : table->find("_PyEval_EvalFrameDefault.cold")) {
+  std::optional<Result<SymbolTable>> loaded;
+  const SymbolTable* symbols = source ? source() : nullptr;
+  if (!source) {
+    loaded = SymbolTable::load(elf);
+    if (*loaded) symbols = &**loaded;
+  }
+  if (symbols) {
+    for (const auto* f : symbols->find("_PyEval_EvalFrameDefault.cold")) {
       if (f->addr == info.eval_start[0]) continue;
       info.eval_start[1] = f->addr;
       info.eval_end[1] = f->addr + f->size;
@@ -188,9 +195,13 @@ Result<std::optional<PythonRuntime>> find_python_runtime(const Process& process)
     candidates.push_back(main);
 
   for (const auto* o : candidates) {
-    auto elf = ElfFile::open(o->open_path, o->path);
-    if (!elf) continue;  // not ELF, unreadable: not where an interpreter can be read from
-    auto info = python_object_info(*elf);
+    auto stored = ObjectStore::shared()->open(o->open_path, o->path);
+    if (!stored) continue;  // not ELF, unreadable: not where an interpreter can be read from
+    const ElfFile* elf = &(*stored)->elf();
+    auto info = python_object_info(*elf, [&]() -> const SymbolTable* {
+      auto symbols = (*stored)->symbols();
+      return symbols ? *symbols : nullptr;
+    });
     if (!info) return with_context(fmt::format("pid {}", process.pid()), info.error());
     if (!*info) continue;
     PythonRuntime rt;

@@ -17,6 +17,7 @@
 #include "discover/elf_file.h"
 #include "discover/process.h"
 #include "discover/python_offsets.h"
+#include "discover/symbol_table.h"
 #include "util/result.h"
 
 namespace uscope {
@@ -43,8 +44,12 @@ struct PythonObjectInfo {
 std::optional<PythonVersion> python_version_string(const ElfFile& elf,
                                                    std::optional<PythonVersion> named = {});
 // nullopt when `elf` holds no interpreter (no _PyRuntime or no eval function); an error when it
-// does but its version cannot be told.
-Result<std::optional<PythonObjectInfo>> python_object_info(const ElfFile& elf);
+// does but its version cannot be told. The eval function's .cold part is looked up in the table
+// `symbols` gives, asked only for an object that holds an interpreter (a stored object's:
+// discover/object_store.h); without it, in a table loaded for the call; null: none.
+using SymbolTableSource = std::function<const SymbolTable*()>;
+Result<std::optional<PythonObjectInfo>> python_object_info(const ElfFile& elf,
+                                                           const SymbolTableSource& symbols = {});
 
 struct PythonRuntime {
   pid_t pid = 0;
@@ -57,9 +62,10 @@ struct PythonRuntime {
   std::string name() const;
 };
 
-// Finds the interpreter in a process. nullopt: the process is not Python (no object holds an
-// interpreter), which is an answer, not an error. An error: it is Python but uscope cannot read
-// it (a version with no table row, unreadable object).
+// Finds the interpreter in a process (objects opened through ObjectStore::shared(), so a second
+// call, or the symbolizer, opens nothing again). nullopt: the process is not Python (no object
+// holds an interpreter), which is an answer, not an error. An error: it is Python but uscope cannot
+// read it (a version with no table row, unreadable object).
 Result<std::optional<PythonRuntime>> find_python_runtime(pid_t pid);
 Result<std::optional<PythonRuntime>> find_python_runtime(const Process& process);
 
