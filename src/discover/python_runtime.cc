@@ -284,10 +284,21 @@ Result<std::vector<PythonThread>> python_threads(const PythonRuntime& rt, const 
 
 Result<std::optional<uint64_t>> python_gil_holder(const PythonRuntime& rt,
                                                   const TargetMemory& mem) {
-  if (rt.layout.runtime_tstate_current == PY_NO_OFFSET) return std::optional<uint64_t>();
-  auto t = read_value<uint64_t>(mem, rt.proc.runtime + rt.layout.runtime_tstate_current);
-  if (!t) return fail("{}: cannot read _PyRuntime.gilstate.tstate_current", rt.name());
-  return std::optional<uint64_t>(*t);
+  const auto& l = rt.layout;
+  if (l.runtime_tstate_current != PY_NO_OFFSET) {
+    auto t = read_value<uint64_t>(mem, rt.proc.runtime + l.runtime_tstate_current);
+    if (!t) return fail("{}: cannot read _PyRuntime.gilstate.tstate_current", rt.name());
+    return std::optional<uint64_t>(*t);
+  }
+  if (l.interp_ceval_gil == PY_NO_OFFSET) return std::optional<uint64_t>();
+  // 3.13+: the main interpreter's GIL (the first in the list is the newest; the GIL of
+  // subinterpreters with their own is theirs).
+  auto interp = read_value<uint64_t>(mem, rt.proc.runtime + l.bpf.runtime_interp_head);
+  auto gil = interp ? read_value<uint64_t>(mem, *interp + l.interp_ceval_gil) : std::nullopt;
+  auto locked = gil ? read_value<int32_t>(mem, *gil + l.gil_locked) : std::nullopt;
+  auto holder = gil ? read_value<uint64_t>(mem, *gil + l.gil_last_holder) : std::nullopt;
+  if (!locked || !holder) return fail("{}: cannot read the interpreter's GIL", rt.name());
+  return std::optional<uint64_t>(*locked ? *holder : 0);
 }
 
 Result<void> validate_python_runtime(const PythonRuntime& rt) {

@@ -88,7 +88,8 @@ struct PythonThread {
 // interpreter).
 Result<std::vector<PythonThread>> python_threads(const PythonRuntime& rt, const TargetMemory& mem);
 // The thread state holding the GIL: 0 when none does; nullopt when this version does not say
-// where (3.12+).
+// where (3.12). 3.8-3.11: _PyRuntime.gilstate.tstate_current; 3.13+: the main interpreter's GIL
+// (locked, last_holder) where its _Py_DebugOffsets describe it.
 Result<std::optional<uint64_t>> python_gil_holder(const PythonRuntime& rt, const TargetMemory& mem);
 
 // One frame of a thread's Python stack, innermost first.

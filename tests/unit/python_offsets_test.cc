@@ -99,25 +99,38 @@ TEST(python_offsets, rows_cover_3_8_to_3_12_and_no_other) {
   EXPECT_FALSE(python_layout_for({2, 7, 18}));
 }
 
-// A _Py_DebugOffsets image as 3.14's Include/internal/pycore_debug_offsets.h lays it out (cookie,
-// version, free_threaded, runtime 3 words, interpreter 13, thread 9, frame 6, code 10, object 2,
-// ...), with `interp_words` interpreter words to stand for a release that has fewer.
-std::vector<uint8_t> debug_offsets_image(uint64_t version_hex, size_t interp_words,
+// A _Py_DebugOffsets image laid out as CPython's Include/internal/pycore_runtime.h (3.13) and
+// pycore_debug_offsets.h (3.14, 3.15 as of this writing) declare it: cookie, version,
+// free_threaded, then sections (runtime 3 words; interpreter 13, 16 from 3.14; thread 9, 15 and
+// an exception item from 3.15; frame 6, 8 from 3.14; code 10, 11 from 3.14; object 2; ...), with
+// values as a 3.13 build would hold. `interp_words` below the release's stands for a build whose
+// interpreter section says less (no GIL fields).
+std::vector<uint8_t> debug_offsets_image(uint32_t minor, size_t interp_words = 0,
                                          uint64_t free_threaded = 0) {
-  std::vector<uint64_t> w;
-  w.push_back(0);  // cookie, below
-  w.push_back(version_hex);
-  w.push_back(free_threaded);
+  std::vector<uint64_t> w = {0, 0x030000f0ull | minor << 16 | 1 << 8, free_threaded};
   for (uint64_t v : {166000, 1824, 40}) w.push_back(v);  // runtime: size, finalizing, head
+  // size, id, next, threads_head, [threads_main], gc, modules, sysdict, builtins, ceval_gil,
+  // gil_runtime_state, gil enabled, gil locked, gil holder, [2 generations]
   std::vector<uint64_t> interp = {12000, 16,   8,    7344, 3000, 5000, 6000,
-                                  6008,  9000, 9008, 0,    9012, 9016};
-  interp.resize(interp_words);
+                                  6008,  9000, 9100, 0,    9108, 9116};
+  if (minor >= 14) {
+    interp.insert(interp.begin() + 4, 7352);
+    interp.insert(interp.end(), {9200, 9208});
+  }
+  if (interp_words) interp.resize(interp_words);
   w.insert(w.end(), interp.begin(), interp.end());
-  for (uint64_t v : {400, 0, 8, 16, 72, 152, 160, 176, 184}) w.push_back(v);          // thread
-  for (uint64_t v : {80, 8, 0, 56, 80 - 8, 70}) w.push_back(v);                       // frame
+  if (minor >= 15) {  // ..., current_frame, base_frame, last_profiled_frame, thread_id, ...
+    for (uint64_t v : {400, 0, 8, 16, 72, 80, 88, 152, 160, 176, 184, 190, 191, 96, 120, 0})
+      w.push_back(v);
+  } else {
+    for (uint64_t v : {400, 0, 8, 16, 72, 152, 160, 176, 184}) w.push_back(v);
+  }
+  for (uint64_t v : {80, 8, 0, 56, 72, 70}) w.push_back(v);  // frame
+  if (minor >= 14) w.insert(w.end(), {64, 76});
   for (uint64_t v : {208, 112, 120, 128, 136, 68, 52, 96, 104, 200}) w.push_back(v);  // code
-  for (uint64_t v : {16, 8}) w.push_back(v);                                          // object
-  for (uint64_t v : {416, 24, 128, 168}) w.push_back(v);                              // type object
+  if (minor >= 14) w.push_back(204);
+  for (uint64_t v : {16, 8}) w.push_back(v);              // object
+  for (uint64_t v : {416, 24, 128, 168}) w.push_back(v);  // type object
   w.resize(120, 0);
   std::vector<uint8_t> bytes(w.size() * 8);
   std::memcpy(bytes.data(), w.data(), bytes.size());
@@ -126,15 +139,21 @@ std::vector<uint8_t> debug_offsets_image(uint64_t version_hex, size_t interp_wor
 }
 
 TEST(python_offsets, parses_debug_offsets_of_3_13_and_later) {
-  for (size_t interp_words : {8u, 13u}) {
-    auto bytes = debug_offsets_image(0x030d01f0, interp_words);
+  struct Case {
+    uint32_t minor;
+    size_t interp_words;
+    bool gil;
+  };
+  for (Case c : {Case{13, 0, true}, Case{13, 8, false}, Case{14, 0, true}, Case{15, 0, true}}) {
+    SCOPED_TRACE(fmt::format("3.{} with {} interpreter words", c.minor, c.interp_words));
+    auto bytes = debug_offsets_image(c.minor, c.interp_words);
     auto v = python_debug_offsets_version(bytes);
     ASSERT_TRUE(v);
-    EXPECT_EQ(*v, (PythonVersion{3, 13, 1}));
+    EXPECT_EQ(*v, (PythonVersion{3, c.minor, 1}));
     auto l = parse_python_debug_offsets(bytes);
     ASSERT_TRUE(l) << l.error().message;
     const auto& b = l->bpf;
-    EXPECT_EQ(b.version, 0x30du);
+    EXPECT_EQ(b.version, 0x300u | c.minor);
     EXPECT_EQ(b.frame_model, static_cast<uint32_t>(PY_FRAMES_OWNER));
     EXPECT_EQ(b.runtime_interp_head, 40u);
     EXPECT_EQ(b.interp_threads_head, 7344u);
@@ -156,11 +175,18 @@ TEST(python_offsets, parses_debug_offsets_of_3_13_and_later) {
     EXPECT_EQ(l->code_linetable, 136u);
     EXPECT_EQ(l->code_firstlineno, 68u);
     EXPECT_EQ(l->unicode_ascii_size, 40u);
+    if (c.gil) {
+      EXPECT_EQ(l->interp_ceval_gil, 9000u);
+      EXPECT_EQ(l->gil_locked, 8u);
+      EXPECT_EQ(l->gil_last_holder, 16u);
+    } else {
+      EXPECT_EQ(l->interp_ceval_gil, PY_NO_OFFSET);
+    }
   }
 }
 
 TEST(python_offsets, refuses_what_is_not_debug_offsets) {
-  auto bytes = debug_offsets_image(0x030d00f0, 13);
+  auto bytes = debug_offsets_image(13);
   auto no_cookie = bytes;
   no_cookie[0] = 'X';
   EXPECT_FALSE(python_debug_offsets_version(no_cookie));
@@ -168,11 +194,11 @@ TEST(python_offsets, refuses_what_is_not_debug_offsets) {
   ASSERT_FALSE(e);
   EXPECT_NE(e.error().message.find("xdebugpy"), std::string::npos) << e.error().message;
 
-  auto old = parse_python_debug_offsets(debug_offsets_image(0x030c00f0, 13));
+  auto old = parse_python_debug_offsets(debug_offsets_image(12));
   ASSERT_FALSE(old);
-  EXPECT_NE(old.error().message.find("3.12.0"), std::string::npos) << old.error().message;
+  EXPECT_NE(old.error().message.find("3.12.1"), std::string::npos) << old.error().message;
 
-  auto ft = parse_python_debug_offsets(debug_offsets_image(0x030d00f0, 13, 1));
+  auto ft = parse_python_debug_offsets(debug_offsets_image(13, 0, 1));
   ASSERT_FALSE(ft);
   EXPECT_NE(ft.error().message.find("free-threaded"), std::string::npos) << ft.error().message;
 
