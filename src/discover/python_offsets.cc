@@ -30,6 +30,9 @@ py_offsets to_bpf(PythonVersion v, const BpfRow& r) {
   o.frame_entry = r.frame_entry;
   o.code_adaptive = r.code_adaptive;
   o.frame_read_size = r.frame_read_size;
+  // 3.14 put FRAME_OWNED_BY_INTERPRETER (3) before FRAME_OWNED_BY_CSTACK (4):
+  // enum _frameowner in Include/internal/pycore_frame.h (3.12, 3.13) and in 3.14.
+  o.owner_cstack = v.major == 3 && v.minor >= 14 ? 4 : PY_OWNED_BY_CSTACK;
   return o;
 }
 

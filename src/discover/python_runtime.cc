@@ -372,7 +372,8 @@ Result<std::vector<PythonRawFrame>> python_thread_frames(const PythonRuntime& rt
       return v;
     };
     auto byte = [&](uint32_t off) { return off < buf.size() ? buf[off] : uint8_t{0}; };
-    uint64_t code = ptr(o.frame_code);
+    // 3.14's f_executable is a stack reference whose low bits are tags; objects are aligned.
+    uint64_t code = ptr(o.frame_code) & ~uint64_t{7};
     uint64_t previous = ptr(o.frame_previous);
     PythonRawFrame f;
     f.code = code;
@@ -385,10 +386,13 @@ Result<std::vector<PythonRawFrame>> python_thread_frames(const PythonRuntime& rt
       f.entry = true;
     } else {
       uint8_t owner = byte(l.frame_owner);
-      if (o.frame_model == PY_FRAMES_OWNER && owner == PY_OWNED_BY_CSTACK) {
+      if (o.frame_model == PY_FRAMES_OWNER && owner == o.owner_cstack) {
         // A shim: the frame before it is the first its eval call ran.
         if (!frames.empty()) frames.back().entry = true;
         shown = false;
+      } else if (o.frame_model == PY_FRAMES_OWNER && o.owner_cstack > PY_OWNED_BY_CSTACK &&
+                 owner >= PY_OWNED_BY_CSTACK) {
+        shown = false;  // 3.14+: owned by the interpreter (its base frame), no function's
       }
       uint64_t instr = ptr(o.frame_instr);
       uint64_t code_start = code + o.code_adaptive;

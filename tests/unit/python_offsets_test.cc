@@ -90,6 +90,7 @@ TEST(python_offsets, rows_cover_3_8_to_3_12_and_no_other) {
     EXPECT_EQ(b.frame_model, minor <= 10   ? PY_FRAMES_PER_EVAL
                              : minor == 11 ? PY_FRAMES_IS_ENTRY
                                            : PY_FRAMES_OWNER);
+    EXPECT_EQ(b.owner_cstack, static_cast<uint32_t>(PY_OWNED_BY_CSTACK));
     // A kernel tid per thread state from 3.11; before, only pthread_t.
     EXPECT_EQ(b.tstate_native_thread_id == PY_NO_OFFSET, minor <= 10) << minor;
     EXPECT_EQ(row->code_qualname == PY_NO_OFFSET, minor <= 10) << minor;
@@ -175,6 +176,7 @@ TEST(python_offsets, parses_debug_offsets_of_3_13_and_later) {
     EXPECT_EQ(l->code_linetable, 136u);
     EXPECT_EQ(l->code_firstlineno, 68u);
     EXPECT_EQ(l->unicode_ascii_size, 40u);
+    EXPECT_EQ(b.owner_cstack, c.minor >= 14 ? 4u : 3u);
     if (c.gil) {
       EXPECT_EQ(l->interp_ceval_gil, 9000u);
       EXPECT_EQ(l->gil_locked, 8u);
