@@ -38,6 +38,11 @@ py_offsets to_bpf(PythonVersion v, const BpfRow& r) {
 
 constexpr uint32_t NO = PY_NO_OFFSET;
 
+// Rows other than 3.11's (which tests/unit/python_offsets_test.cc checks against the installed
+// headers) were read off the tagged headers and checked field by field against two public
+// readers of these structs: bloomberg/pystack's copies of them per version and the offsets
+// grafana/pyroscope's ebpf/python table says its build of each release has.
+//
 // x86-64, release and Py_DEBUG builds alike (neither changes these structs; Py_TRACE_REFS, which
 // would, is not implied by Py_DEBUG since 3.8 and no distribution builds with it).
 PythonLayout row_3_8_or_3_9(PythonVersion v) {

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "python_fake_target.h"
 #include "tool_output.h"
 
 namespace uscope {
@@ -165,25 +166,6 @@ TEST(python_code, table_kind_follows_the_version) {
   EXPECT_EQ(python_line_table_kind({3, 13, 0}), PythonLineTable::Locations);
 }
 
-// Target memory as 3.11 lays out a code object, its strings and its line table.
-struct FakeTarget {
-  std::map<uint64_t, Bytes> blocks;
-  size_t reads = 0;
-  void put(uint64_t addr, const Bytes& b) { blocks[addr] = b; }
-  TargetMemory memory() {
-    return [this](uint64_t addr, std::span<uint8_t> out) {
-      ++reads;
-      auto it = blocks.upper_bound(addr);
-      if (it == blocks.begin()) return false;
-      --it;
-      uint64_t off = addr - it->first;
-      if (off + out.size() > it->second.size()) return false;
-      std::memcpy(out.data(), it->second.data() + off, out.size());
-      return true;
-    };
-  }
-};
-
 void put_u64(Bytes& b, size_t off, uint64_t v) {
   std::memcpy(b.data() + off, &v, 8);
 }
@@ -210,7 +192,7 @@ Bytes ascii(const std::string& s) {
 TEST(python_code, reads_a_code_object_and_its_strings) {
   auto layout = python_layout_for({3, 11, 2});
   ASSERT_TRUE(layout);
-  FakeTarget t;
+  test::FakePythonTarget t;
   Bytes code(200, 0);
   put_u32(code, 72, 40);        // co_firstlineno
   put_u64(code, 112, 0x10000);  // co_filename
