@@ -262,6 +262,19 @@ void PythonCodeCache::forget(pid_t pid) {
   codes_.erase(codes_.lower_bound({pid, 0}), codes_.lower_bound({pid + 1, 0}));
 }
 
+Result<PythonFrame> python_named_frame(const PythonRuntime& rt, const TargetMemory& mem,
+                                       PythonCodeCache& cache, uint64_t code, uint32_t instr) {
+  auto c = cache.get(rt, mem, code);
+  if (!c) return tl::unexpected(c.error());
+  PythonFrame f;
+  f.code = code;
+  f.instr = instr;
+  f.qualname = (*c)->qualname;
+  f.filename = (*c)->filename;
+  f.line = instr == PY_INSTR_UNKNOWN ? (*c)->first_line : (*c)->line_of(instr);
+  return f;
+}
+
 Result<std::vector<PythonFrame>> python_thread_named_frames(const PythonRuntime& rt,
                                                             const TargetMemory& mem,
                                                             PythonCodeCache& cache,
@@ -270,15 +283,9 @@ Result<std::vector<PythonFrame>> python_thread_named_frames(const PythonRuntime&
   if (!raw) return tl::unexpected(raw.error());
   std::vector<PythonFrame> frames;
   for (const auto& r : *raw) {
-    auto code = cache.get(rt, mem, r.code);
-    if (!code) return tl::unexpected(code.error());
-    PythonFrame f;
-    f.code = r.code;
-    f.instr = r.instr;
-    f.qualname = (*code)->qualname;
-    f.filename = (*code)->filename;
-    f.line = r.instr == PY_INSTR_UNKNOWN ? (*code)->first_line : (*code)->line_of(r.instr);
-    frames.push_back(std::move(f));
+    auto f = python_named_frame(rt, mem, cache, r.code, r.instr);
+    if (!f) return tl::unexpected(f.error());
+    frames.push_back(std::move(*f));
   }
   return frames;
 }

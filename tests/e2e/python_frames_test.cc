@@ -114,6 +114,14 @@ void check_live_python(const std::string& python, bool debug, const std::string&
   ASSERT_EQ(raw->size(), 5u);
   for (size_t i = 0; i + 1 < raw->size(); ++i) EXPECT_FALSE((*raw)[i].entry) << i;
   EXPECT_TRUE(raw->back().entry);
+  // As the BPF walker will put them in a stack (PY_FRAME), and back.
+  for (size_t i = 0; i < raw->size(); ++i) {
+    uint64_t tagged = PY_FRAME((*raw)[i].code, (*raw)[i].instr);
+    ASSERT_EQ(UNWIND_FRAME_TAG(tagged), UNWIND_FRAME_TAG_PYTHON);
+    auto f = python_named_frame(rt, mem, cache, PY_FRAME_CODE(tagged), PY_FRAME_INSTR(tagged));
+    ASSERT_TRUE(f) << f.error().message;
+    EXPECT_EQ(fmt::format("{} {} {}", f->qualname, f->filename, f->line), expected.frames[i]);
+  }
 
   // Offsets that do not fit are said so, naming the field.
   PythonRuntime wrong = rt;
