@@ -27,7 +27,7 @@ enum py_frame_model {
                            * frame whose owner (at frame_entry) is FRAME_OWNED_BY_CSTACK (3) */
 };
 
-#define PY_OWNED_BY_CSTACK 3
+#define PY_OWNED_BY_CSTACK 3 /* 3.12, 3.13; py_offsets.owner_cstack says it per version */
 
 /* Byte offsets into the interpreter's structures, for one CPython version and build. */
 struct py_offsets {
@@ -47,6 +47,9 @@ struct py_offsets {
   __u32 code_adaptive;           /* offsetof(PyCodeObject, co_code_adaptive) (3.11+): the
                                   * instruction index is (instr - code - this) / 2 */
   __u32 frame_read_size;         /* bytes read per frame: covers every frame field above */
+  __u32 owner_cstack;            /* PY_FRAMES_OWNER: the owner value of a shim frame, 3
+                                  * (PY_OWNED_BY_CSTACK) in 3.12, 3.13; 4 from 3.14, where 3 is
+                                  * FRAME_OWNED_BY_INTERPRETER (also not a Python function's) */
 };
 
 /* A process running CPython (python_procs, by tgid). Addresses are the process's own. */

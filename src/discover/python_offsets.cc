@@ -30,11 +30,19 @@ py_offsets to_bpf(PythonVersion v, const BpfRow& r) {
   o.frame_entry = r.frame_entry;
   o.code_adaptive = r.code_adaptive;
   o.frame_read_size = r.frame_read_size;
+  // 3.14 put FRAME_OWNED_BY_INTERPRETER (3) before FRAME_OWNED_BY_CSTACK (4):
+  // enum _frameowner in Include/internal/pycore_frame.h (3.12, 3.13) and in 3.14.
+  o.owner_cstack = v.major == 3 && v.minor >= 14 ? 4 : PY_OWNED_BY_CSTACK;
   return o;
 }
 
 constexpr uint32_t NO = PY_NO_OFFSET;
 
+// Rows other than 3.11's (which tests/unit/python_offsets_test.cc checks against the installed
+// headers) were read off the tagged headers and checked field by field against two public
+// readers of these structs: bloomberg/pystack's copies of them per version and the offsets
+// grafana/pyroscope's ebpf/python table says its build of each release has.
+//
 // x86-64, release and Py_DEBUG builds alike (neither changes these structs; Py_TRACE_REFS, which
 // would, is not implied by Py_DEBUG since 3.8 and no distribution builds with it).
 PythonLayout row_3_8_or_3_9(PythonVersion v) {
@@ -108,8 +116,8 @@ PythonLayout row_3_11(PythonVersion v) {
 }
 
 PythonLayout row_3_12(PythonVersion v) {
-  // v3.12.0 Include/internal/pycore_runtime.h (_PyRuntimeState: _finalizing_id after
-  // _finalizing, so interpreters.head at 48; gilstate.tstate_current gone: the current thread
+  // v3.12.0 Include/internal/pycore_runtime.h (_PyRuntimeState: as 3.11's, interpreters.head at
+  // 40 (3.13 adds _finalizing_id before it); gilstate.tstate_current gone: the current thread
   // state is a thread-local), Include/internal/pycore_interp.h (PyInterpreterState.threads after
   // monitoring_version and last_restart_version: head 72), Include/cpython/pystate.h
   // (PyThreadState: cframe 56, curexc triple replaced by current_exception, thread_id 136,
@@ -118,7 +126,7 @@ PythonLayout row_3_12(PythonVersion v) {
   // return_offset 68, owner 70), Include/cpython/code.h (co_firstlineno 68, _co_firsttraceable
   // 176, co_code_adaptive 192), Include/cpython/unicodeobject.h (PyASCIIObject without wstr).
   PythonLayout l;
-  l.bpf = to_bpf(v, {PY_FRAMES_OWNER, 48, 72, 8, 144, 56, 0, 0, 8, 56, 70, 192, 72});
+  l.bpf = to_bpf(v, {PY_FRAMES_OWNER, 40, 72, 8, 144, 56, 0, 0, 8, 56, 70, 192, 72});
   l.interp_next = 0;
   l.tstate_interp = 16;
   l.tstate_thread_id = 136;
@@ -140,13 +148,15 @@ uint64_t u64_at(std::span<const uint8_t> b, size_t word) {
   return v;
 }
 
-// _Py_DebugOffsets is a run of uint64_t: cookie, version, [free_threaded], then sections each
-// opening with the size of the struct it describes. Releases add fields at the ends of sections
-// (3.14 added the GIL's to the interpreter state's), so the parser finds its sections from the
-// shape of the data: the thread state's section ({size, 0, 8, 16}: prev, next, interp), and the
-// PyObject section ({16, 8}: sizeof(PyObject), offsetof ob_type) after a frame section and a code
-// section of the known lengths.
-constexpr size_t kFrameWords = 6, kCodeWords = 10, kMaxWords = 96;
+// _Py_DebugOffsets is a run of uint64_t: cookie, version, free_threaded, then sections each
+// opening with the size of the struct it describes. Releases add fields to sections (3.14: the
+// interpreter's threads_main, the frame's stackpointer and tlbc_index, the code's co_tlbc), so
+// the parser finds its sections from the shape of the data rather than from one release's
+// layout: the thread state's section ({size, 0, 8, 16}: prev, next, interp), the frame's
+// ({size, 8, 0}: previous, f_executable), the code's, each field within the size its section
+// opens with, then the PyObject section
+// ({16, 8}: sizeof(PyObject), offsetof ob_type). A shape that fits more than one way is refused.
+constexpr size_t kMaxWords = 128;
 
 struct DebugSections {
   size_t runtime = 0, interp = 0, interp_words = 0, tstate = 0, frame = 0, code = 0, object = 0;
@@ -163,31 +173,36 @@ bool plausible_struct(std::span<const uint8_t> b, size_t at, size_t words, uint6
 std::optional<DebugSections> find_sections(std::span<const uint8_t> b) {
   std::optional<DebugSections> found;
   int matches = 0;
-  for (size_t header : {2, 3}) {
-    DebugSections s;
-    s.runtime = header;
-    s.interp = header + 3;
-    for (size_t interp_words = 4; interp_words <= 20; ++interp_words) {
-      s.interp_words = interp_words;
-      s.tstate = s.interp + interp_words;
-      for (size_t tstate_words = 7; tstate_words <= 16; ++tstate_words) {
-        s.frame = s.tstate + tstate_words;
-        s.code = s.frame + kFrameWords;
-        s.object = s.code + kCodeWords;
-        if (s.object + 2 > b.size() / 8) continue;
-        if (u64_at(b, s.object) != 16 || u64_at(b, s.object + 1) != 8) continue;
-        // PyThreadState has opened with prev, next, interp since 3.8.
-        if (u64_at(b, s.tstate + 1) != 0 || u64_at(b, s.tstate + 2) != 8 ||
-            u64_at(b, s.tstate + 3) != 16)
-          continue;
-        if (!plausible_struct(b, s.frame, kFrameWords, 512) ||
-            !plausible_struct(b, s.code, kCodeWords, 4096) ||
-            !plausible_struct(b, s.tstate, 7, 1 << 16) ||
-            !plausible_struct(b, s.interp, 4, 1 << 24) ||
-            !plausible_struct(b, s.runtime, 3, 1 << 24))
-          continue;
-        found = s;
-        ++matches;
+  size_t words = b.size() / 8;
+  DebugSections s;
+  s.runtime = 3;
+  s.interp = s.runtime + 3;
+  if (s.interp >= words || !plausible_struct(b, s.runtime, 3, 1 << 24)) return std::nullopt;
+  for (size_t interp_words = 4; interp_words <= 24; ++interp_words) {
+    s.interp_words = interp_words;
+    s.tstate = s.interp + interp_words;
+    if (s.tstate + 4 > words) break;
+    // PyThreadState has opened with prev, next, interp since 3.8.
+    if (u64_at(b, s.tstate + 1) != 0 || u64_at(b, s.tstate + 2) != 8 ||
+        u64_at(b, s.tstate + 3) != 16)
+      continue;
+    if (!plausible_struct(b, s.interp, interp_words, 1 << 24)) continue;
+    for (size_t tstate_words = 7; tstate_words <= 20; ++tstate_words) {
+      s.frame = s.tstate + tstate_words;
+      if (s.frame >= words || !plausible_struct(b, s.tstate, tstate_words, 1 << 16)) continue;
+      for (size_t frame_words = 6; frame_words <= 10; ++frame_words) {
+        s.code = s.frame + frame_words;
+        if (s.code >= words || !plausible_struct(b, s.frame, frame_words, 512)) continue;
+        // _PyInterpreterFrame has opened with f_executable, previous since 3.13.
+        if (u64_at(b, s.frame + 1) != 8 || u64_at(b, s.frame + 2) != 0) continue;
+        for (size_t code_words = 10; code_words <= 14; ++code_words) {
+          s.object = s.code + code_words;
+          if (s.object + 2 > words) continue;
+          if (u64_at(b, s.object) != 16 || u64_at(b, s.object + 1) != 8) continue;
+          if (!plausible_struct(b, s.code, code_words, 4096)) continue;
+          found = s;
+          ++matches;
+        }
       }
     }
   }
@@ -262,6 +277,7 @@ Result<PythonLayout> parse_python_debug_offsets(std::span<const uint8_t> bytes) 
     return fail("_Py_DebugOffsets says version {}.{}.{}, which has none (3.13+ has)", v->major,
                 v->minor, v->micro);
   bytes = bytes.first(std::min(bytes.size(), python_debug_offsets_size()));
+  if (bytes.size() < 3 * 8) return fail("_Py_DebugOffsets: only {} bytes", bytes.size());
   // The free-threaded build (3.13t) says so in its third word; its objects have another header.
   if (u64_at(bytes, 2) == 1)
     return fail(
@@ -276,12 +292,17 @@ Result<PythonLayout> parse_python_debug_offsets(std::span<const uint8_t> bytes) 
         v->major, v->minor);
   PythonLayout l;
   auto w = [&](size_t at) { return u32(u64_at(bytes, at)); };
+  // Fields by their place in a section. 3.14 put threads_main after threads_head; 3.15 put
+  // base_frame and last_profiled_frame after current_frame.
+  size_t gil_at = v->minor >= 14 ? 9 : 8;  // ceval_gil, then gil_runtime_state, _enabled,
+                                           // _locked, _holder
+  size_t thread_id_at = v->minor >= 15 ? 7 : 5;
   BpfRow r{};
   r.frame_model = PY_FRAMES_OWNER;
   r.runtime_interp_head = w(s->runtime + 2);
   r.interp_threads_head = w(s->interp + 3);
   r.tstate_next = w(s->tstate + 2);
-  r.tstate_native_thread_id = w(s->tstate + 6);
+  r.tstate_native_thread_id = w(s->tstate + thread_id_at + 1);
   r.tstate_frame = w(s->tstate + 4);  // current_frame, directly in the thread state
   r.cframe_current_frame = NO;
   r.frame_previous = w(s->frame + 1);
@@ -295,7 +316,16 @@ Result<PythonLayout> parse_python_debug_offsets(std::span<const uint8_t> bytes) 
   l.bpf = to_bpf(*v, r);
   l.interp_next = w(s->interp + 2);
   l.tstate_interp = w(s->tstate + 3);
-  l.tstate_thread_id = w(s->tstate + 5);
+  l.tstate_thread_id = w(s->tstate + thread_id_at);
+  if (s->interp_words > gil_at + 4) {
+    uint32_t gil = w(s->interp + gil_at + 1);
+    uint32_t locked = w(s->interp + gil_at + 3), holder = w(s->interp + gil_at + 4);
+    if (locked >= gil && holder >= gil) {
+      l.interp_ceval_gil = w(s->interp + gil_at);
+      l.gil_locked = locked - gil;
+      l.gil_last_holder = holder - gil;
+    }
+  }
   l.frame_owner = r.frame_entry;
   l.code_filename = w(s->code + 1);
   l.code_name = w(s->code + 2);

@@ -7,7 +7,7 @@
 #include <regex>
 #include <set>
 
-#include "discover/symbol_table.h"
+#include "discover/object_store.h"
 
 namespace uscope {
 namespace {
@@ -31,11 +31,10 @@ std::optional<std::pair<PythonVersion, bool>> version_from_name(const std::strin
   return std::pair{v, m[3].length() > 0};
 }
 
-// PY_VERSION ("3.9.2", "3.10.0rc1") as a NUL-terminated string of its own in .rodata: Py_GetVersion
-// formats it into sys.version. Taken only where the object's name agrees on major.minor, or
-// where it has no name that says (a static embedding).
-std::optional<PythonVersion> version_from_rodata(const ElfFile& elf,
-                                                 std::optional<PythonVersion> named) {
+}  // namespace
+
+std::optional<PythonVersion> python_version_string(const ElfFile& elf,
+                                                   std::optional<PythonVersion> named) {
   auto sec = elf.section(".rodata");
   if (!sec) return std::nullopt;
   auto data = elf.section_data(*sec);
@@ -59,6 +58,8 @@ std::optional<PythonVersion> version_from_rodata(const ElfFile& elf,
   }
   return std::nullopt;
 }
+
+namespace {
 
 std::set<pid_t> process_tids(pid_t pid) {
   std::set<pid_t> tids;
@@ -109,7 +110,8 @@ std::string PythonRuntime::name() const {
                      object.debug ? "d" : "", pid);
 }
 
-Result<std::optional<PythonObjectInfo>> python_object_info(const ElfFile& elf) {
+Result<std::optional<PythonObjectInfo>> python_object_info(const ElfFile& elf,
+                                                           const SymbolTableSource& source) {
   auto syms = elf.symbols();
   if (!syms) return tl::unexpected(syms.error());
   PythonObjectInfo info;
@@ -142,7 +144,7 @@ Result<std::optional<PythonObjectInfo>> python_object_info(const ElfFile& elf) {
     }
   }
   if (info.version_source.empty()) {
-    if (auto v = version_from_rodata(elf, named ? std::optional(named->first) : std::nullopt)) {
+    if (auto v = python_version_string(elf, named ? std::optional(named->first) : std::nullopt)) {
       info.version = *v;
       info.version_source = "PY_VERSION string";
     } else if (named) {
@@ -159,8 +161,14 @@ Result<std::optional<PythonObjectInfo>> python_object_info(const ElfFile& elf) {
 
   // The eval function's cold part (GCC's hot/cold split) is a local symbol: in .symtab, or in a
   // debug file found by build-id.
-  if (auto table = SymbolTable::load(elf)) {
-    for (const auto* f : table->find("_PyEval_EvalFrameDefault.cold")) {
+  std::optional<Result<SymbolTable>> loaded;
+  const SymbolTable* symbols = source ? source() : nullptr;
+  if (!source) {
+    loaded = SymbolTable::load(elf);
+    if (*loaded) symbols = &**loaded;
+  }
+  if (symbols) {
+    for (const auto* f : symbols->find("_PyEval_EvalFrameDefault.cold")) {
       if (f->addr == info.eval_start[0]) continue;
       info.eval_start[1] = f->addr;
       info.eval_end[1] = f->addr + f->size;
@@ -187,9 +195,13 @@ Result<std::optional<PythonRuntime>> find_python_runtime(const Process& process)
     candidates.push_back(main);
 
   for (const auto* o : candidates) {
-    auto elf = ElfFile::open(o->open_path, o->path);
-    if (!elf) continue;  // not ELF, unreadable: not where an interpreter can be read from
-    auto info = python_object_info(*elf);
+    auto stored = ObjectStore::shared()->open(o->open_path, o->path);
+    if (!stored) continue;  // not ELF, unreadable: not where an interpreter can be read from
+    const ElfFile* elf = &(*stored)->elf();
+    auto info = python_object_info(*elf, [&]() -> const SymbolTable* {
+      auto symbols = (*stored)->symbols();
+      return symbols ? *symbols : nullptr;
+    });
     if (!info) return with_context(fmt::format("pid {}", process.pid()), info.error());
     if (!*info) continue;
     PythonRuntime rt;
@@ -272,10 +284,21 @@ Result<std::vector<PythonThread>> python_threads(const PythonRuntime& rt, const 
 
 Result<std::optional<uint64_t>> python_gil_holder(const PythonRuntime& rt,
                                                   const TargetMemory& mem) {
-  if (rt.layout.runtime_tstate_current == PY_NO_OFFSET) return std::optional<uint64_t>();
-  auto t = read_value<uint64_t>(mem, rt.proc.runtime + rt.layout.runtime_tstate_current);
-  if (!t) return fail("{}: cannot read _PyRuntime.gilstate.tstate_current", rt.name());
-  return std::optional<uint64_t>(*t);
+  const auto& l = rt.layout;
+  if (l.runtime_tstate_current != PY_NO_OFFSET) {
+    auto t = read_value<uint64_t>(mem, rt.proc.runtime + l.runtime_tstate_current);
+    if (!t) return fail("{}: cannot read _PyRuntime.gilstate.tstate_current", rt.name());
+    return std::optional<uint64_t>(*t);
+  }
+  if (l.interp_ceval_gil == PY_NO_OFFSET) return std::optional<uint64_t>();
+  // 3.13+: the main interpreter's GIL (the first in the list is the newest; the GIL of
+  // subinterpreters with their own is theirs).
+  auto interp = read_value<uint64_t>(mem, rt.proc.runtime + l.bpf.runtime_interp_head);
+  auto gil = interp ? read_value<uint64_t>(mem, *interp + l.interp_ceval_gil) : std::nullopt;
+  auto locked = gil ? read_value<int32_t>(mem, *gil + l.gil_locked) : std::nullopt;
+  auto holder = gil ? read_value<uint64_t>(mem, *gil + l.gil_last_holder) : std::nullopt;
+  if (!locked || !holder) return fail("{}: cannot read the interpreter's GIL", rt.name());
+  return std::optional<uint64_t>(*locked ? *holder : 0);
 }
 
 Result<void> validate_python_runtime(const PythonRuntime& rt) {
@@ -349,7 +372,8 @@ Result<std::vector<PythonRawFrame>> python_thread_frames(const PythonRuntime& rt
       return v;
     };
     auto byte = [&](uint32_t off) { return off < buf.size() ? buf[off] : uint8_t{0}; };
-    uint64_t code = ptr(o.frame_code);
+    // 3.14's f_executable is a stack reference whose low bits are tags; objects are aligned.
+    uint64_t code = ptr(o.frame_code) & ~uint64_t{7};
     uint64_t previous = ptr(o.frame_previous);
     PythonRawFrame f;
     f.code = code;
@@ -362,10 +386,13 @@ Result<std::vector<PythonRawFrame>> python_thread_frames(const PythonRuntime& rt
       f.entry = true;
     } else {
       uint8_t owner = byte(l.frame_owner);
-      if (o.frame_model == PY_FRAMES_OWNER && owner == PY_OWNED_BY_CSTACK) {
+      if (o.frame_model == PY_FRAMES_OWNER && owner == o.owner_cstack) {
         // A shim: the frame before it is the first its eval call ran.
         if (!frames.empty()) frames.back().entry = true;
         shown = false;
+      } else if (o.frame_model == PY_FRAMES_OWNER && o.owner_cstack > PY_OWNED_BY_CSTACK &&
+                 owner >= PY_OWNED_BY_CSTACK) {
+        shown = false;  // 3.14+: owned by the interpreter (its base frame), no function's
       }
       uint64_t instr = ptr(o.frame_instr);
       uint64_t code_start = code + o.code_adaptive;

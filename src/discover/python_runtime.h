@@ -17,6 +17,7 @@
 #include "discover/elf_file.h"
 #include "discover/process.h"
 #include "discover/python_offsets.h"
+#include "discover/symbol_table.h"
 #include "util/result.h"
 
 namespace uscope {
@@ -37,9 +38,18 @@ struct PythonObjectInfo {
   uint64_t eval_end[PY_EVAL_RANGES]{};
   std::string version_source;  // "Py_Version", "PY_VERSION string", "file name"
 };
+// PY_VERSION ("3.9.2", "3.10.0rc1"): a NUL-terminated string of its own in .rodata, which
+// Py_GetVersion formats into sys.version; for versions before Py_Version (3.11). Only one of
+// `named`'s major.minor (what the object's file name says) when given; 3.6+.
+std::optional<PythonVersion> python_version_string(const ElfFile& elf,
+                                                   std::optional<PythonVersion> named = {});
 // nullopt when `elf` holds no interpreter (no _PyRuntime or no eval function); an error when it
-// does but its version cannot be told.
-Result<std::optional<PythonObjectInfo>> python_object_info(const ElfFile& elf);
+// does but its version cannot be told. The eval function's .cold part is looked up in the table
+// `symbols` gives, asked only for an object that holds an interpreter (a stored object's:
+// discover/object_store.h); without it, in a table loaded for the call; null: none.
+using SymbolTableSource = std::function<const SymbolTable*()>;
+Result<std::optional<PythonObjectInfo>> python_object_info(const ElfFile& elf,
+                                                           const SymbolTableSource& symbols = {});
 
 struct PythonRuntime {
   pid_t pid = 0;
@@ -52,9 +62,10 @@ struct PythonRuntime {
   std::string name() const;
 };
 
-// Finds the interpreter in a process. nullopt: the process is not Python (no object holds an
-// interpreter), which is an answer, not an error. An error: it is Python but uscope cannot read
-// it (a version with no table row, unreadable object).
+// Finds the interpreter in a process (objects opened through ObjectStore::shared(), so a second
+// call, or the symbolizer, opens nothing again). nullopt: the process is not Python (no object
+// holds an interpreter), which is an answer, not an error. An error: it is Python but uscope cannot
+// read it (a version with no table row, unreadable object).
 Result<std::optional<PythonRuntime>> find_python_runtime(pid_t pid);
 Result<std::optional<PythonRuntime>> find_python_runtime(const Process& process);
 
@@ -77,7 +88,8 @@ struct PythonThread {
 // interpreter).
 Result<std::vector<PythonThread>> python_threads(const PythonRuntime& rt, const TargetMemory& mem);
 // The thread state holding the GIL: 0 when none does; nullopt when this version does not say
-// where (3.12+).
+// where (3.12). 3.8-3.11: _PyRuntime.gilstate.tstate_current; 3.13+: the main interpreter's GIL
+// (locked, last_holder) where its _Py_DebugOffsets describe it.
 Result<std::optional<uint64_t>> python_gil_holder(const PythonRuntime& rt, const TargetMemory& mem);
 
 // One frame of a thread's Python stack, innermost first.

@@ -79,6 +79,13 @@ void decode_locations(int first_line, std::span<const uint8_t> table,
   }
 }
 
+// Bytes [start, end) as the instructions (2 bytes each) that begin in them: PyCode_Addr2Line is
+// asked for byte 2 * instr. Real tables have even deltas; odd ones must not make ranges overlap.
+void push_bytes(std::vector<PythonLineRange>& out, uint32_t start, uint32_t end, int line) {
+  uint32_t first = (start + 1) / 2, last = (end + 1) / 2;
+  if (first < last) out.push_back({first, last, line});
+}
+
 // 3.10 co_linetable (Objects/lnotab_notes.txt): (byte delta, signed line delta) pairs; -128: the
 // range has no line. Empty ranges carry line changes forward.
 void decode_linetable(int first_line, std::span<const uint8_t> table,
@@ -94,9 +101,7 @@ void decode_linetable(int first_line, std::span<const uint8_t> table,
       line += ldelta;
       range_line = line;
     }
-    if (end == start) continue;
-    // Byte offsets; instructions are 2 bytes. A delta of an odd byte count is malformed: round.
-    out.push_back({start / 2, (end + 1) / 2, range_line});
+    push_bytes(out, start, end, range_line);
   }
 }
 
@@ -108,12 +113,12 @@ void decode_lnotab(int first_line, std::span<const uint8_t> table,
   uint32_t addr = 0;
   for (size_t i = 0; i + 1 < table.size(); i += 2) {
     uint32_t next = addr + table[i];
-    if (next != addr) out.push_back({addr / 2, (next + 1) / 2, line});
+    push_bytes(out, addr, next, line);
     addr = next;
     line += static_cast<int8_t>(table[i + 1]);
   }
   // The last line holds to the end of the code, whose length the table does not say.
-  out.push_back({addr / 2, UINT32_MAX, line});
+  out.push_back({(addr + 1) / 2, UINT32_MAX, line});
 }
 
 std::optional<std::string> utf8_of(uint32_t kind, std::span<const uint8_t> data, uint64_t chars) {
@@ -146,7 +151,8 @@ std::optional<std::string> utf8_of(uint32_t kind, std::span<const uint8_t> data,
 // A str object (PEP 393): compact ASCII data right after PyASCIIObject; other compact strings
 // (latin-1, UCS-2, UCS-4) after PyCompactUnicodeObject.
 Result<std::string> read_unicode(const PythonLayout& l, const TargetMemory& mem, uint64_t addr) {
-  std::vector<uint8_t> head(l.unicode_compact_size);
+  // PyASCIIObject's part holds length and state; a short ASCII str ends soon after it.
+  std::vector<uint8_t> head(std::max(l.unicode_state + 4, l.unicode_length + 8));
   if (addr == 0 || !mem(addr, head)) return fail("cannot read a str at {:#x}", addr);
   int64_t length = 0;
   uint32_t state = 0;
@@ -261,6 +267,19 @@ void PythonCodeCache::forget(pid_t pid) {
   codes_.erase(codes_.lower_bound({pid, 0}), codes_.lower_bound({pid + 1, 0}));
 }
 
+Result<PythonFrame> python_named_frame(const PythonRuntime& rt, const TargetMemory& mem,
+                                       PythonCodeCache& cache, uint64_t code, uint32_t instr) {
+  auto c = cache.get(rt, mem, code);
+  if (!c) return tl::unexpected(c.error());
+  PythonFrame f;
+  f.code = code;
+  f.instr = instr;
+  f.qualname = (*c)->qualname;
+  f.filename = (*c)->filename;
+  f.line = instr == PY_INSTR_UNKNOWN ? (*c)->first_line : (*c)->line_of(instr);
+  return f;
+}
+
 Result<std::vector<PythonFrame>> python_thread_named_frames(const PythonRuntime& rt,
                                                             const TargetMemory& mem,
                                                             PythonCodeCache& cache,
@@ -269,15 +288,9 @@ Result<std::vector<PythonFrame>> python_thread_named_frames(const PythonRuntime&
   if (!raw) return tl::unexpected(raw.error());
   std::vector<PythonFrame> frames;
   for (const auto& r : *raw) {
-    auto code = cache.get(rt, mem, r.code);
-    if (!code) return tl::unexpected(code.error());
-    PythonFrame f;
-    f.code = r.code;
-    f.instr = r.instr;
-    f.qualname = (*code)->qualname;
-    f.filename = (*code)->filename;
-    f.line = r.instr == PY_INSTR_UNKNOWN ? (*code)->first_line : (*code)->line_of(r.instr);
-    frames.push_back(std::move(f));
+    auto f = python_named_frame(rt, mem, cache, r.code, r.instr);
+    if (!f) return tl::unexpected(f.error());
+    frames.push_back(std::move(*f));
   }
   return frames;
 }

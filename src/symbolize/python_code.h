@@ -81,6 +81,10 @@ struct PythonFrame {
   std::string filename;
   int line = -1;  // -1 when unknown
 };
+// The frame a walked stack holds (PY_FRAME: code object and instruction), named through
+// `cache`; the line is the code's first when the instruction is unknown.
+Result<PythonFrame> python_named_frame(const PythonRuntime& rt, const TargetMemory& mem,
+                                       PythonCodeCache& cache, uint64_t code, uint32_t instr);
 // python_thread_frames, named through `cache`.
 Result<std::vector<PythonFrame>> python_thread_named_frames(const PythonRuntime& rt,
                                                             const TargetMemory& mem,
