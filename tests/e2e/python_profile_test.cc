@@ -3,6 +3,7 @@
 // fixture's own source (its marker comments), never from uscope. Assertions are on shares.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -158,6 +159,72 @@ TEST(python_profile, a_process_that_is_not_python_keeps_native_frames_without_a_
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.err.find("python"), std::string::npos) << r.err;
   EXPECT_GT(share_with(parse_folded(r.out), ";main;outer;inner;"), 0.5);
+}
+
+}  // namespace
+}  // namespace uscope::e2e
+
+namespace uscope::e2e {
+namespace {
+
+// The tid of `pid`'s thread whose name (comm) is `name`, from /proc: the kernel's word.
+pid_t thread_named(pid_t pid, const std::string& name) {
+  for (const auto& entry :
+       std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task")) {
+    std::ifstream comm(entry.path() / "comm");
+    std::string got;
+    std::getline(comm, got);
+    if (got == name) return std::stoi(entry.path().filename().string());
+  }
+  return 0;
+}
+
+// The lines of `text` from the one starting with `header` up to the next blank line.
+std::string section(const std::string& text, const std::string& header) {
+  auto at = text.find("\n" + header);
+  if (at == std::string::npos) return "";
+  auto end = text.find("\n\n", at + 1);
+  return text.substr(at + 1, end == std::string::npos ? std::string::npos : end - at - 1);
+}
+
+TEST(python_dump, every_thread_with_its_python_and_native_frames_and_nothing_left) {
+  USCOPE_REQUIRE_ROOT();
+  RunningCommand target({kPython, script(), "dump"});
+  ASSERT_TRUE(target.wait_for_output("spinning"));
+  const pid_t worker = thread_named(target.pid(), "blocked-worker");
+  ASSERT_GT(worker, 0);
+  auto r = uscope({"dump", "-p", std::to_string(target.pid())});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("Python 3.11."), std::string::npos) << r.out;
+  // The worker sleeps in Event.wait: idle, its Python frames between the native ones that
+  // started the thread and the futex wait it sleeps in.
+  const std::string w =
+      section(r.out, "Thread " + std::to_string(worker) + " (blocked-worker): idle (sleeping, S)");
+  ASSERT_FALSE(w.empty()) << r.out;
+  EXPECT_NE(w.find("futex"), std::string::npos) << w;
+  const auto wait = w.find("Event.wait (/usr/lib/python3.11/threading.py:");
+  const auto own = w.find(py_frame("blocked_worker", "BLOCKED-WAIT") + " [python]");
+  const auto start = w.find("start_thread");
+  EXPECT_NE(wait, std::string::npos) << w;
+  EXPECT_NE(own, std::string::npos) << w;
+  EXPECT_TRUE(wait < own && own < start && start != std::string::npos) << w;
+  EXPECT_EQ(w.find("holds the GIL"), std::string::npos) << w;
+  // The main thread spins in Python: its frames whatever its state.
+  const std::string m = section(r.out, "Thread " + std::to_string(target.pid()) + " (python3.11)");
+  EXPECT_NE(m.find(py_frame("spin_main", "SPIN-MAIN")), std::string::npos) << r.out;
+  EXPECT_NE(m.find(py_frame("main", "CALL-SPIN")), std::string::npos) << r.out;
+  // Read once: no iterator link outlives the command.
+  EXPECT_TRUE(bpf_links_of_programs("dump_task").empty());
+}
+
+TEST(python_dump, a_process_that_is_gone_or_not_given_is_a_clear_error) {
+  USCOPE_REQUIRE_ROOT();
+  auto r = uscope({"dump"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("-p"), std::string::npos) << r.err;
+  auto gone = uscope({"dump", "-p", "999999999"});
+  EXPECT_EQ(gone.exit_code, 1);
+  EXPECT_NE(gone.err.find("999999999"), std::string::npos) << gone.err;
 }
 
 }  // namespace
