@@ -105,16 +105,23 @@ int run_dump(const DumpOptions& o) {
 
 }  // namespace
 
+// What `uscope dump --help` ends with; man uscope-dump is made from that help, and docs/dump.md
+// shows the same examples (tests/e2e/help_test.cc checks both).
+constexpr const char* kDumpExamples = R"(Examples:
+  uscope dump -p 1234
+      every thread of 1234 now: its state, Python frames (file:line) among the native ones
+  uscope dump -p 1234 --no-native
+      Python frames only, as py-spy dump prints them
+
+Reference: docs/dump.md)";
+
 void add_dump_command(CLI::App& app, Run& run) {
   auto opts = std::make_shared<DumpOptions>();
   auto* cmd = app.add_subcommand(
       "dump", "Print every thread's stack now, Python and native (like py-spy dump, jstack)");
   cmd->add_option("-p,--pid", opts->pid, "The process")->required();
   cmd->add_flag("!--no-native", opts->native, "Python frames only, no native frames");
-  add_examples(cmd,
-               "Examples:\n"
-               "  uscope dump -p 1234              # every thread: Python + native frames\n"
-               "  uscope dump -p 1234 --no-native  # Python frames only");
+  add_examples(cmd, kDumpExamples);
   cmd->callback([opts, &run] { run = [opts] { return run_dump(*opts); }; });
 }
 

@@ -14,8 +14,8 @@
 namespace uscope::e2e {
 namespace {
 
-const std::vector<std::string> kCommands = {"trace",   "count", "latency", "hist", "list",
-                                            "profile", "http",  "tls",     "stat", "check"};
+const std::vector<std::string> kCommands = {"trace", "count", "latency", "hist",  "list", "profile",
+                                            "http",  "tls",   "stat",    "check", "dump"};
 
 std::vector<std::string> split_lines(const std::string& text) {
   std::vector<std::string> lines;
