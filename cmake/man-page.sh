@@ -18,7 +18,7 @@ if [ -n "$cmd" ]; then
     "$cmd" "$cmd" >"$tmp/include"
 else
   printf '[SEE ALSO]\n' >"$tmp/include"
-  for c in trace count latency hist list profile top http tls stat check; do
+  for c in trace count latency hist list profile top http tls stat check dump; do
     printf '.BR uscope-%s (1),\n' "$c" >>"$tmp/include"
   done
   printf 'and README.md in uscope'"'"'s source.\n' >>"$tmp/include"

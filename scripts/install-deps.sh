@@ -22,6 +22,10 @@ packages=(
   curl libssl-dev
   # libc's separate debug file: the names of its internal functions (__memcpy_avx2_...)
   libc6-dbg
+  # Python frames: python3.11's debug file (its eval function's .cold part, the functions
+  # profiles show as [unknown in python3.11]) and the Py_DEBUG interpreter python3.11d with its
+  # headers; the release headers, whose offsetof the table of CPython offsets is checked against
+  python3.11-dbg libpython3.11-dbg libpython3.11-dev
   # tools tests and scripts run: setpriv (util-linux), ps (procps), file; chromium renders the
   # SVG flame graph headless
   util-linux procps file chromium

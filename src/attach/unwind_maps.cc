@@ -8,13 +8,16 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <set>
 
 #include "attach/unwind_encoding.h"
 #include "discover/object_store.h"
 #include "discover/object_unwind_table.h"
 #include "discover/process.h"
+#include "discover/python_runtime.h"
 #include "unwind_maps.skel.h"
 
 namespace uscope {
@@ -23,9 +26,9 @@ namespace {
 
 constexpr size_t kMaxErrorsKept = 8;
 // The maps every walking object shares (unwind_maps.bpf.h); unwind_scratch stays its own.
-constexpr const char* kSharedMaps[] = {"unwind_tables",    "unwind_rules",    "unwind_mappings",
-                                       "unwind_procs",     "unwind_requests", "unwind_stats",
-                                       "unwind_generation"};
+constexpr const char* kSharedMaps[] = {"unwind_tables",     "unwind_rules",    "unwind_mappings",
+                                       "unwind_procs",      "unwind_requests", "unwind_stats",
+                                       "unwind_generation", "python_procs",    "python_threads"};
 
 // The vDSO as this process has it: the kernel maps the same image into every process.
 Result<ElfFile> own_vdso() {
@@ -103,7 +106,8 @@ Result<void> UnwindMaps::share_with(BpfObject& object) const {
 }
 
 Result<void> UnwindMaps::leave_unused(BpfObject& object) {
-  for (const char* name : {"unwind_tables", "unwind_rules", "unwind_mappings", "unwind_procs"})
+  for (const char* name : {"unwind_tables", "unwind_rules", "unwind_mappings", "unwind_procs",
+                           "python_procs", "python_threads"})
     if (auto r = object.set_max_entries(name, 1); !r) return r;
   return {};
 }
@@ -283,7 +287,46 @@ Result<void> UnwindMaps::load_process(pid_t pid) {
     return fail_errno(err, "cannot mark PID {} loaded for the unwinder: {}", pid,
                       std::strerror(err));
   stats_.processes = keys_.size();
+  load_python(*proc);
   return {};
+}
+
+void UnwindMaps::load_python(const Process& process) {
+  const pid_t pid = process.pid();
+  // USCOPE_NO_PYTHON=1: native frames only, the baseline bench/python_profile.py compares with.
+  static const bool disabled = std::getenv("USCOPE_NO_PYTHON") != nullptr;
+  if (disabled) return;
+  // Only a process that maps an object named for Python (python3.11, libpython3.11.so) is looked
+  // at: the interpreter's symbols are read once per process, not for every process of -a.
+  const MappedObject* named = nullptr;
+  for (const MappedObject& o : process.objects())
+    if (std::filesystem::path(o.path).filename().string().find("python") != std::string::npos) {
+      named = &o;
+      break;
+    }
+  const uint64_t where = named && !named->mappings.empty() ? named->mappings.front().start : 0;
+  if (auto it = python_looked_.find(pid); it != python_looked_.end() && it->second == where) return;
+  python_looked_[pid] = where;
+  auto tgid = static_cast<uint32_t>(pid);
+  int map = object_.map_fd("python_procs");
+  bpf_map_delete_elem(map, &tgid);
+  if (named == nullptr) return;
+  auto note = [&](const std::string& line) {
+    if (on_python_) on_python_(pid, line);
+  };
+  auto rt = find_python_runtime(process);
+  if (!rt) return note(fmt::format("{}: native frames only", rt.error().message));
+  if (!*rt) return;
+  if (auto ok = validate_python_runtime(**rt); !ok)
+    return note(fmt::format("{}: native frames only", ok.error().message));
+  if (bpf_map_update_elem(map, &tgid, &(*rt)->proc, BPF_ANY))
+    return note(fmt::format("{}: cannot load its interpreter for the walker: {}", (*rt)->name(),
+                            std::strerror(errno)));
+  changed();
+  ++stats_.python_processes;
+  const auto& v = (*rt)->object.version;
+  note(fmt::format("{}: Python {}.{}.{} frames ({})", (*rt)->name(), v.major, v.minor, v.micro,
+                   (*rt)->object_path));
 }
 
 Result<void> UnwindMaps::expect_exec(pid_t pid) {
@@ -301,6 +344,8 @@ void UnwindMaps::forget(pid_t pid) {
   remove_keys(pid);
   auto tgid = static_cast<uint32_t>(pid);
   bpf_map_delete_elem(object_.map_fd("unwind_procs"), &tgid);
+  bpf_map_delete_elem(object_.map_fd("python_procs"), &tgid);
+  python_looked_.erase(pid);
   changed();
   stats_.processes = keys_.size();
 }

@@ -15,6 +15,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -33,6 +34,7 @@ struct bpf_link;
 namespace uscope {
 
 class ObjectStore;
+class Process;
 class StoredObject;
 
 // What the tables cost and where they came from, for -v and the benchmarks.
@@ -48,7 +50,12 @@ struct UnwindLoadStats {
   std::chrono::microseconds build_time{0}, cache_time{0};
   size_t mapping_keys = 0;          // LPM entries
   std::vector<std::string> errors;  // one line per object that failed, first few
+  size_t python_processes = 0;      // processes whose Python frames were read, this session
 };
+
+// What became of a process's Python interpreter when its mappings were loaded: found and checked
+// (its frames are read), or found and refused (why; native frames only).
+using PythonNoteHandler = std::function<void(pid_t pid, const std::string& line)>;
 
 class UnwindMaps {
  public:
@@ -67,6 +74,10 @@ class UnwindMaps {
   // Loads the tables of everything `pid` maps now, replacing what it had. A process that has
   // gone is forgotten and reported as such.
   Result<void> load_process(pid_t pid);
+  // Called once per process with a Python interpreter: "python3.11 (pid 5): Python 3.11.2
+  // frames" or why they are not read.
+  void on_python(PythonNoteHandler handler) { on_python_ = std::move(handler); }
+
   // A process about to exec (a -c command uscope forked): its exec asks for its tables at once,
   // rather than at its first walk.
   Result<void> expect_exec(pid_t pid);
@@ -95,6 +106,8 @@ class UnwindMaps {
   Table failed(const std::string& what, const Error& e);
   std::optional<uint32_t> rule_index(const UnwindRule& rule);
   void remove_keys(pid_t pid);
+  // Finds, checks and loads into python_procs the interpreter `process` runs, if any.
+  void load_python(const Process& process);
   // Tells every walker that unwind_procs or unwind_mappings changed (bpf/unwind_maps.bpf.h's
   // unwind_generation): what a CPU remembered of a process is looked up again.
   void changed();
@@ -108,6 +121,10 @@ class UnwindMaps {
   uint64_t vdso_link_base_ = 0;
   std::map<UnwindRule, uint32_t> rules_;
   std::map<pid_t, std::vector<unwind_mapping_key>> keys_;  // what each process has in the trie
+  // Processes whose interpreter was looked for, by the start of the mapping it was looked for in
+  // (0: none found): a reload after a dlopen does not look again unless it moved (an exec).
+  std::map<pid_t, uint64_t> python_looked_;
+  PythonNoteHandler on_python_;
   UnwindLoadStats stats_;
   volatile uint64_t* generation_ = nullptr;  // unwind_generation, mmapped
   size_t generation_bytes_ = 0;

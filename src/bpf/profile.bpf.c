@@ -116,6 +116,19 @@ static __always_inline int covered(__u32 tgid) {
   return target_matches(tgid);
 }
 
+/* A new stack with interpreter frames: user space reads their code objects while they live. */
+static __always_inline void announce_stack(__u32 tgid, __u64 hash) {
+  struct profile_new_stack* rec = bpf_ringbuf_reserve(&events, sizeof(*rec), 0);
+  if (!rec) {
+    bump(PC_STACK_RECORD_LOST);
+    return;
+  }
+  rec->tgid = tgid;
+  rec->kind = PROFILE_RECORD_STACK;
+  rec->hash = hash;
+  bpf_ringbuf_submit(rec, 0);
+}
+
 /* A failed stack id as the key records it, with its loss counted. */
 static __always_inline __s32 stack_or_loss(long id, __u32 failed, __u32 collided) {
   if (id >= 0) return (__s32)id;
@@ -166,6 +179,7 @@ static __always_inline __s32 collect_user_stack(struct bpf_perf_event_data* ctx,
       bump(PC_USER_STACKS_FULL);
       return PROFILE_STACK_FAILED;
     }
+    if (!err && s->py_emitted) announce_stack(tgid, s->hash);
   }
   if (slot) *slot = s->hash;
   return PROFILE_STACK_HASHED;
@@ -195,7 +209,7 @@ static __always_inline void announce(__u32 tgid, const char* comm) {
     return; /* not marked seen: the next sample tries again */
   }
   rec->tgid = tgid;
-  rec->reserved = 0;
+  rec->kind = PROFILE_RECORD_PROCESS;
   __builtin_memcpy(rec->comm, comm, PROFILE_COMM_LEN);
   bpf_ringbuf_submit(rec, 0);
   __u8 one = 1;

@@ -30,21 +30,37 @@ struct profile_key {
 
 /* Per-CPU counters (the `counters` array), one slot each. */
 enum profile_counter {
-  PC_SAMPLES = 0,      /* samples of a process the profile covers */
-  PC_USER_FAILED,      /* counted without its user stack: not even its pc could be read */
-  PC_KERNEL_FAILED,    /* counted without its kernel stack */
-  PC_KERNEL_COLLIDED,  /* counted without its kernel stack: a stack-map collision */
-  PC_MAP_FULL,         /* not counted at all: `counts` refused a new key */
-  PC_NEW_PROCESS_LOST, /* a first-sample record did not fit the ring (retried next sample) */
-  PC_USER_STACKS_FULL, /* counted without its user stack: `ustacks` had no room */
+  PC_SAMPLES = 0,       /* samples of a process the profile covers */
+  PC_USER_FAILED,       /* counted without its user stack: not even its pc could be read */
+  PC_KERNEL_FAILED,     /* counted without its kernel stack */
+  PC_KERNEL_COLLIDED,   /* counted without its kernel stack: a stack-map collision */
+  PC_MAP_FULL,          /* not counted at all: `counts` refused a new key */
+  PC_NEW_PROCESS_LOST,  /* a first-sample record did not fit the ring (retried next sample) */
+  PC_USER_STACKS_FULL,  /* counted without its user stack: `ustacks` had no room */
+  PC_STACK_RECORD_LOST, /* a new stack with interpreter frames was not announced: the ring was
+                         * full (its code objects are read when the profile ends instead) */
   PROFILE_NUM_COUNTERS
+};
+
+/* What a record of the `events` ring announces. */
+enum profile_record_kind {
+  PROFILE_RECORD_PROCESS = 0, /* struct profile_new_process */
+  PROFILE_RECORD_STACK,       /* struct profile_new_stack */
 };
 
 /* Sent once per process (per entry of the `seen` LRU): user space reads its maps while it lives. */
 struct profile_new_process {
   __u32 tgid;
-  __u32 reserved;
+  __u32 kind; /* PROFILE_RECORD_PROCESS */
   char comm[PROFILE_COMM_LEN];
+};
+
+/* Sent once per new user stack that holds interpreter frames (bpf/python.h): user space reads
+ * their code objects while the process lives. */
+struct profile_new_stack {
+  __u32 tgid;
+  __u32 kind; /* PROFILE_RECORD_STACK */
+  __u64 hash; /* its key in `ustacks` */
 };
 
 #endif

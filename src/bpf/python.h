@@ -27,7 +27,7 @@ enum py_frame_model {
                            * frame whose owner (at frame_entry) is FRAME_OWNED_BY_CSTACK (3) */
 };
 
-#define PY_OWNED_BY_CSTACK 3
+#define PY_OWNED_BY_CSTACK 3 /* 3.12, 3.13; py_offsets.owner_cstack says it per version */
 
 /* Byte offsets into the interpreter's structures, for one CPython version and build. */
 struct py_offsets {
@@ -47,6 +47,9 @@ struct py_offsets {
   __u32 code_adaptive;           /* offsetof(PyCodeObject, co_code_adaptive) (3.11+): the
                                   * instruction index is (instr - code - this) / 2 */
   __u32 frame_read_size;         /* bytes read per frame: covers every frame field above */
+  __u32 owner_cstack;            /* PY_FRAMES_OWNER: the owner value of a shim frame, 3
+                                  * (PY_OWNED_BY_CSTACK) in 3.12, 3.13; 4 from 3.14, where 3 is
+                                  * FRAME_OWNED_BY_INTERPRETER (also not a Python function's) */
 };
 
 /* A process running CPython (python_procs, by tgid). Addresses are the process's own. */
@@ -59,6 +62,8 @@ struct py_proc {
 /* A Python frame in a walked stack (unwind_stack.frames): a user-space pc is below 2^47, so the
  * top nibble tags the value. The code object's address (8-byte aligned, below 2^47) >> 3 takes 44
  * bits, the instruction index the low 16 (PY_INSTR_UNKNOWN when it does not fit or is unknown).
+ * The index counts code units (2 bytes) in every version: 3.11+ (instr - code - code_adaptive) / 2,
+ * 3.10 f_lasti as is, <= 3.9 f_lasti / 2 (symbolize/python_code.h decodes its line).
  */
 #define UNWIND_FRAME_TAG_SHIFT 60
 #define UNWIND_FRAME_TAG_PYTHON 0x1ull

@@ -22,6 +22,13 @@
 #define UNWIND_CACHED_MAPPINGS 4 /* a stack rarely crosses more objects than this */
 #define UNWIND_CACHED_RULES 128  /* rules by pc: the return addresses of a hot path */
 #define UNWIND_NO_RULE 0xffffffffu
+#define PY_FRAME_BUF 128 /* bytes of a Python frame read at once (py_offsets.frame_read_size) */
+
+enum unwind_py_state {
+  UNWIND_PY_NATIVE = 0, /* walking native frames */
+  UNWIND_PY_EMITTING,   /* the pc is in the eval function: its Python frames go in, one a step */
+  UNWIND_PY_REPLACED,   /* they went in: the eval frame is unwound without being recorded */
+};
 
 /* A rule found before at a pc of the process a CPU knows (direct-mapped by pc). */
 struct unwind_known_rule {
@@ -53,6 +60,18 @@ struct unwind_scratch {
   __u32 reserved;
   struct unwind_mapping known[UNWIND_CACHED_MAPPINGS];
   struct unwind_known_rule rules[UNWIND_CACHED_RULES];
+  /* Python (bpf/python.h): the process's interpreter, the next frame of the thread's chain to
+   * put in the stack (0: none left), and where the walk is in an eval call's frames. */
+  __u32 py;       /* py_proc is this process's */
+  __u32 py_state; /* enum unwind_py_state */
+  __u64 py_frame;
+  __u64 py_tid; /* the thread walked, and the candidate PyThreadState of the search */
+  __u64 py_tstate;
+  __u32 py_emitted, py_failed;
+  __u32 py_emitted_here; /* frames put in for the eval call at the pc */
+  __u32 py_reserved;
+  struct py_proc py_proc;
+  __u8 py_buf[PY_FRAME_BUF];
 };
 
 struct {
@@ -170,6 +189,120 @@ static __always_inline const struct unwind_mapping* unwind_mapping_of(struct unw
   return &s->mapping;
 }
 
+/* A field of the Python frame in s->py_buf; 0 when the offset is not within what was read. */
+static __always_inline __u64 py_buf_u64(struct unwind_scratch* s, __u32 offset) {
+  if (offset > PY_FRAME_BUF - 8) return 0;
+  return *(__u64*)&s->py_buf[offset];
+}
+static __always_inline __u8 py_buf_u8(struct unwind_scratch* s, __u32 offset) {
+  if (offset >= PY_FRAME_BUF) return 0;
+  return s->py_buf[offset];
+}
+
+/* Is `lookup` (a pc, or a return address - 1) in the eval function? */
+static __always_inline int py_in_eval(struct unwind_scratch* s, __u64 lookup) {
+  for (int i = 0; i < PY_EVAL_RANGES; ++i)
+    if (lookup >= s->py_proc.eval_start[i] && lookup < s->py_proc.eval_end[i]) return 1;
+  return 0;
+}
+
+/* Records one value in the stack and its hash. */
+static __always_inline void unwind_record(struct unwind_scratch* s, __u32 len, __u64 value) {
+  if (len >= UNWIND_MAX_FRAMES) return;
+  s->stack.frames[len] = value;
+  s->stack.len = len + 1;
+  s->hash = (s->hash ^ value) * 0x100000001b3ull;
+  s->hash ^= s->hash >> 29;
+}
+
+/* Puts s->py_frame in the stack and moves to the frame that called it. Returns whether that frame
+ * ended its eval call's frames (3.11's is_entry; before 3.11, every frame is its own call). A
+ * 3.12+ shim frame (owned by the C stack) is not a function: it ends the call's frames unrecorded.
+ * A frame that cannot be read ends the chain (counted). */
+static __always_inline int py_emit(struct unwind_scratch* s) {
+  const struct py_offsets* o = &s->py_proc.off;
+  __u32 size = o->frame_read_size;
+  if (size > PY_FRAME_BUF) size = PY_FRAME_BUF;
+  if (size < 8 || bpf_probe_read_user(s->py_buf, size, (const void*)s->py_frame)) {
+    s->py_failed = 1;
+    s->py_frame = 0;
+    return 1;
+  }
+  __u64 previous = py_buf_u64(s, o->frame_previous);
+  __u32 model = o->frame_model;
+  if (model == PY_FRAMES_OWNER && py_buf_u8(s, o->frame_entry) == PY_OWNED_BY_CSTACK) {
+    s->py_frame = previous;
+    return 1;
+  }
+  __u64 code = py_buf_u64(s, o->frame_code);
+  __u32 instr = PY_INSTR_UNKNOWN;
+  if (model == PY_FRAMES_PER_EVAL) {
+    __s32 lasti = (__s32)py_buf_u64(s, o->frame_instr);
+    if (lasti >= 0) {
+      __u32 at = (__u32)lasti;
+      if (o->version < 0x30a) at >>= 1; /* bytes before 3.10, code units from 3.10 */
+      if (at < PY_INSTR_UNKNOWN) instr = at;
+    }
+  } else {
+    __u64 first = code + o->code_adaptive, at = py_buf_u64(s, o->frame_instr);
+    if (at >= first && (at - first) / 2 < PY_INSTR_UNKNOWN) instr = (at - first) / 2;
+  }
+  unwind_record(s, s->stack.len, PY_FRAME(code, instr));
+  s->py_emitted++;
+  s->py_frame = previous;
+  if (model == PY_FRAMES_PER_EVAL) return 1;
+  return model == PY_FRAMES_IS_ENTRY && py_buf_u8(s, o->frame_entry) != 0;
+}
+
+/* One candidate of the interpreter's thread list: bpf_loop's callback. */
+static long py_find_thread_step(__u64 index, void* unused) {
+  __u32 zero = 0;
+  struct unwind_scratch* s = bpf_map_lookup_elem(&unwind_scratch, &zero);
+  if (!s || s->py_tstate == 0) return 1;
+  __u64 native = 0, next = 0;
+  if (unwind_read(&native, s->py_tstate + s->py_proc.off.tstate_native_thread_id)) {
+    s->py_tstate = 0;
+    return 1;
+  }
+  if ((__u32)native == (__u32)s->py_tid) return 1; /* found: py_tstate is it */
+  if (unwind_read(&next, s->py_tstate + s->py_proc.off.tstate_next)) next = 0;
+  s->py_tstate = next;
+  return next == 0;
+}
+
+/* The current thread's innermost Python frame, or 0 (a thread that runs no Python). */
+static __always_inline __u64 py_current_frame(struct unwind_scratch* s) {
+  const struct py_offsets* o = &s->py_proc.off;
+  __u32 tid = (__u32)bpf_get_current_pid_tgid();
+  s->py_tid = tid;
+  __u64 tstate = 0, native = 0;
+  __u64* cached = bpf_map_lookup_elem(&python_threads, &tid);
+  if (cached && !unwind_read(&native, *cached + o->tstate_native_thread_id) &&
+      (__u32)native == tid) {
+    tstate = *cached;
+  } else {
+    __u64 interp = 0;
+    if (unwind_read(&interp, s->py_proc.runtime + o->runtime_interp_head) || interp == 0 ||
+        unwind_read(&s->py_tstate, interp + o->interp_threads_head)) {
+      unwind_count(UNWIND_STAT_PY_NO_THREAD);
+      return 0;
+    }
+    bpf_loop(PY_MAX_THREADS, py_find_thread_step, 0, 0);
+    tstate = s->py_tstate;
+    if (tstate == 0) {
+      unwind_count(UNWIND_STAT_PY_NO_THREAD);
+      return 0;
+    }
+    bpf_map_update_elem(&python_threads, &tid, &tstate, BPF_ANY);
+  }
+  __u64 frame = 0;
+  if (unwind_read(&frame, tstate + o->tstate_frame)) return 0;
+  if (o->cframe_current_frame != PY_NO_OFFSET && frame &&
+      unwind_read(&frame, frame + o->cframe_current_frame))
+    return 0;
+  return frame;
+}
+
 /* Ends the walk with `why`. */
 static __always_inline long unwind_end(struct unwind_scratch* s, __u32 why) {
   s->stack.end = why;
@@ -185,10 +318,24 @@ static long unwind_step(__u64 index, void* unused) {
   if (len >= UNWIND_MAX_FRAMES) return unwind_end(s, UNWIND_END_TRUNCATED);
   __u64 pc = s->pc, sp = s->sp, bp = s->bp;
   if (pc == 0) return unwind_end(s, UNWIND_END_BAD_FRAME);
-  s->stack.frames[len] = pc;
-  s->stack.len = len + 1;
-  s->hash = (s->hash ^ pc) * 0x100000001b3ull;
-  s->hash ^= s->hash >> 29;
+  /* In the eval function, with Python frames left: they stand for this native frame, one a
+   * step, innermost first; then the eval frame itself is unwound unrecorded. */
+  if (s->py_state == UNWIND_PY_NATIVE && s->py_frame && py_in_eval(s, s->exact_pc ? pc : pc - 1)) {
+    s->py_state = UNWIND_PY_EMITTING;
+    s->py_emitted_here = 0;
+  }
+  if (s->py_state == UNWIND_PY_EMITTING) {
+    __u32 before = s->py_emitted;
+    int done = py_emit(s);
+    if (s->py_emitted != before) s->py_emitted_here = 1;
+    if (done || !s->py_frame)
+      s->py_state = s->py_emitted_here ? UNWIND_PY_REPLACED : UNWIND_PY_NATIVE;
+    if (s->py_state != UNWIND_PY_NATIVE) return 0;
+  }
+  if (s->py_state == UNWIND_PY_REPLACED)
+    s->py_state = UNWIND_PY_NATIVE;
+  else
+    unwind_record(s, len, pc);
 
   /* Without its object's table (not loaded yet, or none), a frame is walked by frame pointer:
    * right for code that keeps them, and counted apart. */
@@ -272,6 +419,15 @@ static long unwind_step(__u64 index, void* unused) {
   return 0;
 }
 
+/* Puts the rest of the Python frames in, one a call: bpf_loop's callback. */
+static long py_drain_step(__u64 index, void* unused) {
+  __u32 zero = 0;
+  struct unwind_scratch* s = bpf_map_lookup_elem(&unwind_scratch, &zero);
+  if (!s || !s->py_frame || s->stack.len >= UNWIND_MAX_FRAMES) return 1;
+  py_emit(s);
+  return 0;
+}
+
 /* Walks the user stack of the current process from (pc, sp, bp), the registers where it was
  * interrupted. The result is in the returned scratch: its stack (frames, end reason) and its
  * hash (of the frames and the end, for keying). Null only when the scratch map is missing. */
@@ -292,6 +448,9 @@ static __always_inline struct unwind_scratch* unwind_user_stack(__u32 tgid, __u6
   s->unloaded = 0;
   s->frames_cfi = s->frames_fp = s->frames_unloaded = 0;
   s->hash = 0xcbf29ce484222325ull;
+  s->py_state = UNWIND_PY_NATIVE;
+  s->py_frame = 0;
+  s->py_emitted = s->py_failed = 0;
 
   /* A process whose tables are not loaded (never seen, or exec'd: its old ones no longer apply)
    * is walked by frame pointer while user space loads them. */
@@ -305,8 +464,22 @@ static __always_inline struct unwind_scratch* unwind_user_stack(__u32 tgid, __u6
     s->known_generation = generation;
     s->known_count = 0;
     s->epoch++; /* every rule remembered is of before */
+    /* A CPython process: its interpreter's addresses and offsets (bpf/python.h). */
+    struct py_proc* py = bpf_map_lookup_elem(&python_procs, &tgid);
+    s->py = py != 0;
+    if (py) s->py_proc = *py;
   }
+  if (s->py) s->py_frame = py_current_frame(s);
   bpf_loop(UNWIND_MAX_FRAMES + 1, unwind_step, 0, 0);
+  /* Python frames whose eval calls the native walk did not meet (it ended early, or the eval
+   * function has a part no symbol shows): at the outer end, in order, counted. */
+  if (s->py_frame && s->stack.len < UNWIND_MAX_FRAMES) {
+    __u32 before = s->py_emitted;
+    bpf_loop(UNWIND_MAX_FRAMES, py_drain_step, 0, 0);
+    unwind_count_n(UNWIND_STAT_PY_UNMATCHED, s->py_emitted - before);
+  }
+  if (s->py_emitted) unwind_count_n(UNWIND_STAT_PY_FRAMES, s->py_emitted);
+  if (s->py_failed) unwind_count(UNWIND_STAT_PY_READ_FAILED);
   /* A walk cut short after guessing by frame pointer says so, not how the guess failed. */
   if (s->unloaded && s->stack.end != UNWIND_END_ENTRY && s->stack.end != UNWIND_END_FP_ZERO)
     s->stack.end = UNWIND_END_UNLOADED;

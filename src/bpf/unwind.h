@@ -148,6 +148,12 @@ enum unwind_stat {
   UNWIND_STAT_FRAMES_UNLOADED, /* frames unwound by frame pointer while their tables load: a new
                                 * process, a pc in no known mapping (a dlopen), an exec */
   UNWIND_STAT_REQUESTS_LOST,   /* requests the ring had no room for */
+  UNWIND_STAT_PY_FRAMES,       /* Python frames put in stacks (bpf/python.h) */
+  UNWIND_STAT_PY_NO_THREAD,    /* walks of a Python process whose thread state was not found (a
+                                * thread that never ran Python, or more than PY_MAX_THREADS) */
+  UNWIND_STAT_PY_READ_FAILED,  /* Python frame chains cut short: a frame could not be read */
+  UNWIND_STAT_PY_UNMATCHED,    /* Python frames left when the native walk ended without meeting
+                                * their eval call: appended at the stack's outer end */
   UNWIND_NUM_STATS
 };
 

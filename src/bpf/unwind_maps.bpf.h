@@ -5,6 +5,7 @@
  * many programs walk stacks. BPF only. */
 #pragma once
 
+#include "python.h"
 #include "unwind.h"
 
 struct unwind_entries {
@@ -48,6 +49,24 @@ struct {
   __uint(type, BPF_MAP_TYPE_RINGBUF);
   __uint(max_entries, 16 << 10);
 } unwind_requests SEC(".maps");
+
+/* Processes running CPython (bpf/python.h), filled when their mappings are loaded. */
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 1 << 12);
+  __uint(map_flags, BPF_F_NO_PREALLOC);
+  __type(key, __u32);
+  __type(value, struct py_proc);
+} python_procs SEC(".maps");
+
+/* A thread's PyThreadState, by tid, as the walker last found it: checked by one read (its
+ * native_thread_id) before use, so a reused tid or a freed state is searched for again. */
+struct {
+  __uint(type, BPF_MAP_TYPE_LRU_HASH);
+  __uint(max_entries, 1 << 14);
+  __type(key, __u32);
+  __type(value, __u64);
+} python_threads SEC(".maps");
 
 struct {
   __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);

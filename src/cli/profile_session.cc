@@ -129,7 +129,17 @@ Result<std::unique_ptr<ProfileSession>> ProfileSession::open(const ProfileTarget
     s->unwind_ = std::move(*u);
     settings.unwind = s->unwind_.get();
   }
-  auto program = ProfileProgram::load(settings, on_new);
+  // Interpreter frames (Python) are named by code objects in the process's memory: read them as
+  // their stacks first appear, so that a process that exits mid-profile stays named.
+  auto on_stack = [self](pid_t pid, std::span<const uint64_t> frames) {
+    self->symbolizer_->read_python_code(pid, frames);
+  };
+  if (s->unwind_)
+    s->unwind_->on_python([verbose = t.verbose](pid_t, const std::string& line) {
+      if (verbose || line.find("native frames only") != std::string::npos)
+        fmt::print(stderr, "uscope: {}\n", line);
+    });
+  auto program = ProfileProgram::load(settings, on_new, on_stack);
   if (!program) return tl::unexpected(program.error());
   s->program_.emplace(std::move(*program));
   if (!t.kernel_only) {

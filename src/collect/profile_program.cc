@@ -25,6 +25,7 @@ constexpr std::pair<profile_counter, const char*> kLossNames[] = {
     {PC_USER_FAILED, "user_stack_failed"},         {PC_KERNEL_FAILED, "kernel_stack_failed"},
     {PC_KERNEL_COLLIDED, "kernel_stack_collided"}, {PC_MAP_FULL, "map_full"},
     {PC_NEW_PROCESS_LOST, "process_record_lost"},  {PC_USER_STACKS_FULL, "user_stacks_full"},
+    {PC_STACK_RECORD_LOST, "stack_record_lost"},
 };
 
 StackStatus status_of_id(int32_t id) {
@@ -43,7 +44,7 @@ StackStatus status_of_id(int32_t id) {
 }  // namespace
 
 Result<ProfileProgram> ProfileProgram::load(const ProfileSettings& settings,
-                                            NewProcessHandler on_new) {
+                                            NewProcessHandler on_new, NewStackHandler on_stack) {
   if (settings.user_stacks && settings.unwind == nullptr)
     return fail("user stacks need the unwinder's maps");
   auto object = BpfObject::open(profile__open, profile__destroy, "the profiler");
@@ -83,15 +84,35 @@ Result<ProfileProgram> ProfileProgram::load(const ProfileSettings& settings,
   }
   p.new_processes_ = std::make_unique<NewProcesses>();
   p.new_processes_->handler = std::move(on_new);
+  p.new_processes_->on_stack = std::move(on_stack);
+  p.new_processes_->ustacks_fd = o.map_fd("ustacks");
   auto ring = RingReader::open(
       o.map_fd("events"), [state = p.new_processes_.get()](const void* data, size_t size) {
+        if (size < sizeof(uint32_t) * 2) {
+          ++state->short_records;
+          return;
+        }
+        const auto* head = static_cast<const profile_new_process*>(data);
+        if (head->kind == PROFILE_RECORD_STACK) {
+          if (size < sizeof(profile_new_stack)) {
+            ++state->short_records;
+            return;
+          }
+          const auto* rec = static_cast<const profile_new_stack*>(data);
+          unwind_stack stack{};
+          if (state->on_stack && !bpf_map_lookup_elem(state->ustacks_fd, &rec->hash, &stack)) {
+            const std::vector<uint64_t> frames(
+                stack.frames, stack.frames + std::min<size_t>(stack.len, UNWIND_MAX_FRAMES));
+            state->on_stack(static_cast<pid_t>(rec->tgid), frames);
+          }
+          return;
+        }
         if (size < sizeof(profile_new_process)) {
           ++state->short_records;
           return;
         }
-        const auto* rec = static_cast<const profile_new_process*>(data);
-        state->handler(static_cast<pid_t>(rec->tgid),
-                       std::string_view(rec->comm, strnlen(rec->comm, sizeof rec->comm)));
+        state->handler(static_cast<pid_t>(head->tgid),
+                       std::string_view(head->comm, strnlen(head->comm, sizeof head->comm)));
       });
   if (!ring) return tl::unexpected(ring.error());
   p.ring_.emplace(std::move(*ring));

@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -41,8 +42,12 @@ class ProfileProgram {
  public:
   // A process sampled for the first time (pid, its comm then).
   using NewProcessHandler = std::function<void(pid_t pid, std::string_view comm)>;
+  // A new user stack holding interpreter frames (bpf/python.h), innermost first: read what
+  // names them while the process lives.
+  using NewStackHandler = std::function<void(pid_t pid, std::span<const uint64_t> frames)>;
 
-  static Result<ProfileProgram> load(const ProfileSettings& settings, NewProcessHandler on_new);
+  static Result<ProfileProgram> load(const ProfileSettings& settings, NewProcessHandler on_new,
+                                     NewStackHandler on_stack = {});
   ProfileProgram(ProfileProgram&&) noexcept = default;
   ProfileProgram& operator=(ProfileProgram&&) noexcept = default;
   ~ProfileProgram() = default;
@@ -73,6 +78,8 @@ class ProfileProgram {
   // What the ring reader's callback updates; on the heap, so that it survives moves.
   struct NewProcesses {
     NewProcessHandler handler;
+    NewStackHandler on_stack;
+    int ustacks_fd = -1;
     uint64_t short_records = 0;  // never written by profile.bpf.c: counted and skipped
   };
   explicit ProfileProgram(BpfObject object) : object_(std::move(object)) {}

@@ -12,6 +12,10 @@ constexpr std::pair<unwind_stat, const char*> kStatNames[] = {
     {UNWIND_STAT_FRAMES_FP, "frames_fp"},
     {UNWIND_STAT_FRAMES_UNLOADED, "frames_unloaded"},
     {UNWIND_STAT_REQUESTS_LOST, "requests_lost"},
+    {UNWIND_STAT_PY_FRAMES, "frames_python"},
+    {UNWIND_STAT_PY_NO_THREAD, "python_no_thread"},
+    {UNWIND_STAT_PY_READ_FAILED, "python_read_failed"},
+    {UNWIND_STAT_PY_UNMATCHED, "python_unmatched"},
 };
 
 }  // namespace

@@ -37,7 +37,9 @@ class UnwindFollower {
 
   // Walks by how they ended and frames by how they were found, by stable name: "entry",
   // "truncated", "fp_chain_end", "unsupported_cfi", "read_failed", "bad_frame", "unloaded",
-  // "frames_cfi", "frames_fp", "frames_unloaded", "requests_lost", "request_short".
+  // "frames_cfi", "frames_fp", "frames_unloaded", "requests_lost", "request_short", and for
+  // Python (bpf/python.h) "frames_python", "python_no_thread", "python_read_failed",
+  // "python_unmatched".
   Result<std::vector<std::pair<std::string, uint64_t>>> walk_counts() const;
   uint64_t reloads() const { return reloads_; }
 

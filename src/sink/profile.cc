@@ -2,6 +2,8 @@
 
 #include <unordered_set>
 
+#include <fmt/format.h>
+
 namespace uscope {
 
 uint64_t Profile::total_samples() const {
@@ -33,6 +35,12 @@ std::string Profile::frame_label(const ProfileLine& line, FrameKind kind) const 
       break;
     case FrameKind::Jit:
       label += "_[j]";
+      break;
+    case FrameKind::Interpreted:
+      // As py-spy labels them: "outer.<locals>.inner (app.py:12)".
+      if (line.function < functions.size() && !functions[line.function].file.empty())
+        label += line.line > 0 ? fmt::format(" ({}:{})", functions[line.function].file, line.line)
+                               : fmt::format(" ({})", functions[line.function].file);
       break;
   }
   return label;

@@ -15,7 +15,9 @@ namespace uscope {
 
 // Where a frame's code lives, which the folded and SVG outputs show as a suffix after the name,
 // as FlameGraph's stackcollapse-perf does: "_[k]" kernel, "_[j]" JIT code named by a perf map.
-enum class FrameKind : uint8_t { User, Kernel, Jit };
+// Interpreted: a function of an interpreted language (a Python code object), named with its file
+// and line in labels.
+enum class FrameKind : uint8_t { User, Kernel, Jit, Interpreted };
 
 struct ProfileMapping {
   uint64_t start = 0, limit = 0;  // runtime addresses [start, limit) in the sampled process

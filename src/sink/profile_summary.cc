@@ -29,6 +29,11 @@ std::string loss_text(std::string_view cause, uint64_t n) {
       {"process_record_short", "process record", "process records", "short"},
       {"walk_requests_lost", "unwinder request", "unwinder requests", "ring full"},
       {"walk_request_short", "unwinder request", "unwinder requests", "short"},
+      {"walk_python_no_thread", "stack", "stacks", "no Python thread state: native frames only"},
+      {"walk_python_read_failed", "Python stack", "Python stacks",
+       "a frame unreadable: cut short there"},
+      {"walk_python_unmatched", "Python frame", "Python frames",
+       "their eval call not met: put at the stack's outer end"},
   };
   // How user-stack walks that did not reach the thread's entry stopped (unwind.bpf.h).
   if (cause.starts_with("walk_"))

@@ -21,6 +21,8 @@ enum class FrameMiss {
   NoAccess,        // the process exists but its maps are not readable (permissions)
   Unreadable,      // a file maps it, but the file could not be opened (deleted and gone, access)
   NoPerfMap,       // executable memory no file backs (JIT code), and the process wrote no perf map
+  InterpreterUnreadable,  // an interpreter's frame (bpf/python.h) whose code object could not be
+                          // read or made no sense (freed since, or the offsets do not fit)
 };
 
 struct NormalizedAddress {

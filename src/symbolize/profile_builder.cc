@@ -78,9 +78,17 @@ std::unordered_map<UserAddress, Frame, UserAddressHash> symbolize_user(
     // The Symbolizer takes only a stack's first address as an IP and looks the others up one
     // byte earlier: giving it IP + 1 as a return address looks the IP up as itself, and all of a
     // process's IPs go in one call (one maps refresh at most, not one per IP).
-    std::vector<uint64_t> shifted;
+    std::vector<uint64_t> shifted, interpreted;
     for (uint64_t ip : ips)
-      if (ip != UINT64_MAX) shifted.push_back(ip + 1);
+      if (is_interpreter_frame(ip))
+        interpreted.push_back(ip);  // no address: named as it is
+      else if (ip != UINT64_MAX)
+        shifted.push_back(ip + 1);
+    std::vector<Frame> at = symbolizer.symbolize(pid, interpreted, false);
+    for (Frame& f : at) {
+      uint64_t ip = f.address;
+      frames.emplace(UserAddress{pid, ip, true}, std::move(f));
+    }
     std::vector<Frame> named = symbolizer.symbolize(pid, shifted, false);
     for (Frame& f : named) {
       f.address -= 1;
@@ -106,7 +114,9 @@ class ProfileInterner {
   uint32_t user_location(pid_t pid, bool is_ip, const Frame& f) {
     auto [it, fresh] = user_locations_.try_emplace(UserAddress{pid, f.address, is_ip}, 0);
     if (fresh) {
-      FrameKind kind = f.origin == SymbolOrigin::PerfMap ? FrameKind::Jit : FrameKind::User;
+      FrameKind kind = f.origin == SymbolOrigin::PerfMap  ? FrameKind::Jit
+                       : f.origin == SymbolOrigin::Python ? FrameKind::Interpreted
+                                                          : FrameKind::User;
       it->second = add_location(f, user_mapping(pid, f), kind, unnamed_frame_text(f));
     }
     return it->second;

@@ -32,6 +32,11 @@ const char* unknown_reason(const Frame& frame) {
 std::string symbol_text(const Frame& frame) {
   if (const char* why = unknown_reason(frame))
     return fmt::format("[unknown: {}]{}", why, module_text(frame));
+  if (frame.origin == SymbolOrigin::Python)  // no offset: a code object, at a line of its file
+    return frame.line > 0
+               ? fmt::format("{} ({}:{}){}", frame.function, frame.file, frame.line,
+                             module_text(frame))
+               : fmt::format("{} ({}){}", frame.function, frame.file, module_text(frame));
   return fmt::format("{}+{:#x}{}", frame.function, frame.function_offset, module_text(frame));
 }
 

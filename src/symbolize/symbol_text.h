@@ -1,8 +1,8 @@
 #pragma once
 // Frames as bcc's trace prints them, in trace -U/-K stacks, %U/%K and count --by ustack:
-// "sym+0xoff [module]" with the module's file name; a frame without a name says why in place of
-// the symbol, "[unknown: no symbols] [libfoo.so]", "[unknown: process gone]". Kernel frames
-// (KernelSymbols::frame) name their module or "[kernel]".
+// "sym+0xoff [module]" with the module's file name (a Python function: "f (app.py:12) [python]");
+// a frame without a name says why in place of the symbol, "[unknown: no symbols] [libfoo.so]",
+// "[unknown: process gone]". Kernel frames (KernelSymbols::frame) name their module or "[kernel]".
 #include <string>
 
 #include "symbolize/symbolizer.h"

@@ -34,6 +34,9 @@ struct Symbolizer::ProcessState {
   std::vector<std::shared_ptr<StoredObject>> held{};  // see remember()
   std::optional<PerfMap> perf_map{};                  // the copy read last, if any
   bool exited = false;  // maps adopted from its exit: /proc has nothing newer to say
+  // Its Python interpreter, looked for at its first interpreter frame.
+  bool python_looked = false;
+  std::optional<PythonRuntime> python{};
 };
 
 namespace {
@@ -135,6 +138,8 @@ const char* to_string(FrameMiss miss) {
       return "object unreadable";
     case FrameMiss::NoPerfMap:
       return "JIT code without a perf map";
+    case FrameMiss::InterpreterUnreadable:
+      return "interpreter frame unreadable";
   }
   return "?";
 }
@@ -329,6 +334,10 @@ std::vector<Frame> Symbolizer::symbolize(pid_t pid, std::span<const uint64_t> ad
   std::vector<Frame> frames;
   frames.reserve(addresses.size());
   for (size_t i = 0; i < addresses.size(); ++i) {
+    if (is_interpreter_frame(addresses[i])) {
+      frames.push_back(python_frame(pid, state, addresses[i]));
+      continue;
+    }
     const uint64_t lookup = lookup_address(addresses, i, first_is_ip);
     NormalizedAddress n = normalize(state->maps, lookup);
     if (n.miss == FrameMiss::Unmapped && !refreshed && !state->exited) {
@@ -365,6 +374,10 @@ std::vector<Frame> Symbolizer::symbolize(const Process& process,
   ProcessState* state = cached(process.pid());
   bool perf_map_reread = false;
   for (size_t i = 0; i < addresses.size(); ++i) {
+    if (is_interpreter_frame(addresses[i])) {
+      frames.push_back(python_frame(process.pid(), state, addresses[i]));
+      continue;
+    }
     const uint64_t lookup = lookup_address(addresses, i, first_is_ip);
     frames.push_back(
         resolve(normalize(process, lookup), addresses[i], lookup, state, perf_map_reread));
@@ -424,6 +437,59 @@ Symbolizer::ProcessState* Symbolizer::caught_up(pid_t pid) {
 
 void Symbolizer::forget(pid_t pid) {
   processes_.erase(pid);
+  python_codes_.forget(pid);
+}
+
+const PythonRuntime* Symbolizer::python_runtime(pid_t pid, ProcessState* state) {
+  if (state == nullptr) return nullptr;
+  if (!state->python_looked) {
+    state->python_looked = true;
+    if (auto rt = find_python_runtime(state->maps); rt && *rt) state->python = std::move(**rt);
+  }
+  (void)pid;
+  return state->python ? &*state->python : nullptr;
+}
+
+Frame Symbolizer::python_frame(pid_t pid, ProcessState* state, uint64_t value) {
+  Frame f;
+  f.address = value;
+  f.object = "[python]";
+  const uint64_t code = PY_FRAME_CODE(value);
+  const PythonCode* c = python_codes_.find(pid, code);
+  if (c == nullptr) {
+    if (const PythonRuntime* rt = python_runtime(pid, state); rt && !state->exited) {
+      if (auto got = python_codes_.get(*rt, process_target_memory(pid), code)) c = *got;
+    }
+  }
+  if (c == nullptr) {
+    f.miss = state == nullptr || state->exited ? FrameMiss::ProcessGone
+                                               : FrameMiss::InterpreterUnreadable;
+    return f;
+  }
+  f.function = c->qualname;
+  f.file = c->filename;
+  const uint32_t instr = PY_FRAME_INSTR(value);
+  if (instr != PY_INSTR_UNKNOWN) f.line = c->line_of(instr);
+  if (f.line <= 0) f.line = c->first_line;
+  f.origin = SymbolOrigin::Python;
+  return f;
+}
+
+void Symbolizer::read_python_code(pid_t pid, std::span<const uint64_t> addresses) {
+  ProcessState* state = nullptr;
+  for (uint64_t a : addresses) {
+    if (!is_interpreter_frame(a) || python_codes_.find(pid, PY_FRAME_CODE(a))) continue;
+    if (state == nullptr) {
+      state = cached(pid);
+      if (state == nullptr) {
+        remember(pid);
+        state = cached(pid);
+      }
+    }
+    const PythonRuntime* rt = python_runtime(pid, state);
+    if (rt == nullptr) return;
+    (void)python_codes_.get(*rt, process_target_memory(pid), PY_FRAME_CODE(a));
+  }
 }
 
 }  // namespace uscope

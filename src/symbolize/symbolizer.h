@@ -20,6 +20,7 @@
 #include "discover/object_store.h"
 #include "discover/process.h"
 #include "symbolize/normalize.h"
+#include "symbolize/python_code.h"
 
 namespace uscope {
 
@@ -34,6 +35,7 @@ enum class SymbolOrigin : uint8_t {
   PerfMap,        // /tmp/perf-PID.map: JIT code
   Kallsyms,       // the kernel
   Gopclntab,      // Go's own function table
+  Python,         // a Python code object (symbolize/python_code.h): an interpreter frame
 };
 
 // A call inlined at a frame's address: the function whose code it is, and where in it.
@@ -84,6 +86,12 @@ struct SymbolizerOptions {
   std::function<void()> catch_up;
 };
 
+// Whether a walked stack's value is an interpreter frame (bpf/python.h's tagged values), not an
+// address.
+inline bool is_interpreter_frame(uint64_t value) {
+  return UNWIND_FRAME_TAG(value) != 0;
+}
+
 // Not thread-safe: one per consumer thread, or guard it.
 class Symbolizer {
  public:
@@ -100,6 +108,11 @@ class Symbolizer {
   std::vector<Frame> symbolize(pid_t pid, std::span<const uint64_t> addresses, bool first_is_ip);
   // One exact address (an instruction pointer, a probe site).
   Frame symbolize(pid_t pid, uint64_t address);
+  // A stack may hold interpreter frames (a Python frame: bpf/python.h's PY_FRAME) among its
+  // addresses: they come back named by their code object (function = qualified name, file, line;
+  // object "[python]"). Code objects are read from the live process on first sight and cached:
+  // read_python_code() reads a stack's now, so that they stay named after the process exits.
+  void read_python_code(pid_t pid, std::span<const uint64_t> addresses);
   // Against a snapshot the caller already holds (or builds with Process::from_maps); the
   // process's maps are neither cached nor re-read, only the objects' symbols are.
   std::vector<Frame> symbolize(const Process& process, std::span<const uint64_t> addresses,
@@ -152,6 +165,10 @@ class Symbolizer {
   void add_lines(Frame& f, StoredObject& object, uint64_t link_address);
   // Go code: file:line and the inlined calls at the address, from .gopclntab.
   void add_go_frames(Frame& f, const GoPclntab& table, uint64_t link_address);
+  // An interpreter frame of `pid` (PY_FRAME), named through the code cache.
+  Frame python_frame(pid_t pid, ProcessState* state, uint64_t value);
+  // The process's interpreter (found once per process state); null when it has none readable.
+  const PythonRuntime* python_runtime(pid_t pid, ProcessState* state);
   ProcessState* cached(pid_t pid);
   // The state of a process /proc no longer shows, if catch_up() delivers it.
   ProcessState* caught_up(pid_t pid);
@@ -163,6 +180,7 @@ class Symbolizer {
   std::map<ObjectKey, ObjectSlot> objects_;
   std::unordered_map<pid_t, std::string> started_as_;
   std::deque<pid_t> exited_;  // adopted, oldest first
+  PythonCodeCache python_codes_;
 };
 
 // Human-readable name of a miss, as describe() prints it ("unmapped", "process gone", ...).

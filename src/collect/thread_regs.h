@@ -1,0 +1,28 @@
+#pragma once
+// Every thread of one process as `uscope dump` reads it once: its id, name, whether it runs or
+// sleeps, and the user registers it last entered the kernel with (where a sleeping thread's
+// stack starts). Read through a BPF task iterator (bpf/task_regs.bpf.c): nothing is attached to
+// the process, nothing is left behind, and the process is never stopped.
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "util/result.h"
+
+namespace uscope {
+
+struct ThreadRegs {
+  pid_t tid = 0;
+  std::string comm;
+  uint32_t state = 0;   // the kernel's task state: 0 runnable
+  bool on_cpu = false;  // running now: the registers are of its last kernel entry, not now
+  bool have_regs = false;
+  uint64_t ip = 0, sp = 0, bp = 0;
+};
+
+// The threads of `pid`, by tid. Fails naming what the kernel refused (no BTF, no iterators).
+Result<std::vector<ThreadRegs>> read_thread_regs(pid_t pid);
+
+}  // namespace uscope
