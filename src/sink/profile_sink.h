@@ -3,6 +3,7 @@
 // format (profile_folded.cc, profile_pprof.cc, profile_svg.cc, profile_speedscope.cc,
 // profile_top.cc). Every format reads only the model.
 #include <cstdio>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -26,7 +27,10 @@ Result<void> write_profile(const Profile& profile, OutputFormat format, std::FIL
                            const ProfileSinkOptions& options = {});
 
 // The one-line summary every profile ends with, on stderr: samples, processes, lost samples by
-// cause, and the share of samples whose user stack is complete.
+// cause, and the share of samples whose user stack is complete; then the hint below, if any.
 void print_profile_summary(const Profile& profile, std::FILE* out);
+// When 5% or more of the samples stop in the Python interpreter's functions without a name: the
+// package whose debug files name them ("apt install python3.11-dbg").
+std::optional<std::string> debug_package_hint(const Profile& profile);
 
 }  // namespace uscope

@@ -2,10 +2,13 @@
 // one cut stack never reads "100.0%".
 #include <fmt/core.h>
 
+#include <optional>
+#include <regex>
 #include <string_view>
 
 #include "collect/unwind_ends.h"
 #include "sink/profile_sink.h"
+#include "sink/profile_stacks.h"
 #include "sink/profile_writers.h"
 
 namespace uscope {
@@ -89,8 +92,39 @@ std::string profile_summary(const Profile& profile) {
   return line;
 }
 
+std::optional<std::string> debug_package_hint(const Profile& profile) {
+  // Debian ships the interpreter's symbols apart (python3.X-dbg: debug files found by build-id);
+  // without them its static functions have no name. Other packages' -dbgsym need a repository
+  // most machines do not have, so only the interpreter's are named.
+  static const std::regex kPython(R"((lib)?python(3\.[0-9]+)[^/]*$)");
+  uint64_t total = profile.total_samples(), unnamed = 0;
+  std::string package;
+  for (const ProfileSample& s : profile.samples) {
+    for (uint32_t id : s.locations) {
+      const ProfileLocation& loc = profile.locations[id];
+      if (loc.kind != FrameKind::User || loc.mapping == 0) continue;
+      std::smatch m;
+      const std::string& file = profile.mappings[loc.mapping - 1].file;
+      if (!std::regex_search(file, m, kPython)) break;  // the innermost user frame is not Python's
+      const ProfileLine& line = loc.lines.back();
+      if (line.function < profile.functions.size() &&
+          is_unknown_function(profile.functions[line.function])) {
+        unnamed += s.count;
+        package = "python" + m[2].str() + "-dbg";
+      }
+      break;
+    }
+  }
+  if (total == 0 || unnamed * 20 < total) return std::nullopt;  // under 5%: not worth a line
+  return fmt::format(
+      "{}% of samples stop in the Python interpreter's unnamed functions: `apt install {}` "
+      "names them (its debug files, found by build-id)",
+      unnamed * 100 / total, package);
+}
+
 void print_profile_summary(const Profile& profile, std::FILE* out) {
   fmt::print(out, "uscope: {}\n", profile_summary(profile));
+  if (auto hint = debug_package_hint(profile)) fmt::print(out, "uscope: {}\n", *hint);
   std::fflush(out);
 }
 

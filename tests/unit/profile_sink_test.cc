@@ -120,6 +120,37 @@ TEST(profile_summary, reads_every_cause_the_profiler_counts) {
                         "complete"));
 }
 
+// A profile of python3.11 whose innermost frame is unnamed in `unnamed` of 10 samples.
+Profile python_profile(uint64_t unnamed, const std::string& file) {
+  Profile p;
+  p.mappings.push_back({.start = 0x1000, .limit = 0x2000, .file = file});
+  p.functions.push_back({"[unknown: no symbol covers the address in python3.11]", "", ""});
+  p.functions.push_back({"_PyEval_EvalFrameDefault", "_PyEval_EvalFrameDefault", ""});
+  p.locations.push_back({.address = 0x1100, .mapping = 1, .lines = {{0, 0}}});
+  p.locations.push_back({.address = 0x1200, .mapping = 1, .lines = {{1, 0}}});
+  ProfileSample s;
+  s.pid = 7;
+  s.count = unnamed;
+  s.locations = {0, 1};
+  p.samples.push_back(s);
+  s.count = 10 - unnamed;
+  s.locations = {1};
+  p.samples.push_back(s);
+  return p;
+}
+
+TEST(profile_summary, names_the_debug_package_of_an_unnamed_python_interpreter) {
+  EXPECT_EQ(debug_package_hint(python_profile(3, "/usr/bin/python3.11")),
+            "30% of samples stop in the Python interpreter's unnamed functions: `apt install "
+            "python3.11-dbg` names them (its debug files, found by build-id)");
+  EXPECT_THAT(
+      debug_package_hint(python_profile(3, "/usr/lib/x86_64-linux-gnu/libpython3.12.so.1.0"))
+          .value_or(""),
+      HasSubstr("`apt install python3.12-dbg`"));
+  EXPECT_EQ(debug_package_hint(python_profile(0, "/usr/bin/python3.11")), std::nullopt);
+  EXPECT_EQ(debug_package_hint(python_profile(3, "/usr/bin/redis-server")), std::nullopt);
+}
+
 TEST(profile_speedscope, writes_one_sampled_profile_per_process_root_first) {
   auto j = nlohmann::json::parse(
       written(sample_profile(), OutputFormat::Speedscope, {.title = "uscope profile -p 42"}));
