@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <csignal>
+#include <span>
 
 #include "attach/perf_events.h"
 #include "discover/object_store.h"
