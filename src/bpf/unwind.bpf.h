@@ -230,7 +230,7 @@ static __always_inline int py_emit(struct unwind_scratch* s) {
   }
   __u64 previous = py_buf_u64(s, o->frame_previous);
   __u32 model = o->frame_model;
-  if (model == PY_FRAMES_OWNER && py_buf_u8(s, o->frame_entry) == PY_OWNED_BY_CSTACK) {
+  if (model == PY_FRAMES_OWNER && py_buf_u8(s, o->frame_entry) == o->owner_cstack) {
     s->py_frame = previous;
     return 1;
   }
