@@ -232,11 +232,14 @@ def run_uscope(a, pid: int, name: str) -> dict:
     R.check(p.rc == 0, "uscope profile failed", p)
     summary = P.summary_line(p.text("err"))
     R.check(bool(summary), "uscope printed no summary line", p)
-    m = re.search(r"complete stacks: ([\d.]+)%", summary)
+    # "n/a (no samples)": a target that slept throughout (python_profile.py's measure of the runs
+    # that drop other processes' samples).
+    m = re.search(r"complete stacks: (?:([\d.]+)%|n/a)", summary)
     R.check(m is not None, "uscope's summary has no complete-stack share", p)
     n = re.search(r"([\d,]+) samples", summary)
-    r = {"share": float(m.group(1)), "samples": int(n.group(1).replace(",", "")) if n else 0,
-         "summary": summary, "distinct": len(out.read_text(errors="replace").splitlines())}
+    folded = out.read_text(errors="replace") if out.exists() else ""
+    r = {"share": float(m.group(1) or 0), "samples": int(n.group(1).replace(",", "")) if n else 0,
+         "summary": summary, "distinct": len(folded.splitlines()), "folded": folded}
     if stats and stats[1] > 0:
         r["bpf_ns"], r["bpf_runs"] = stats[0] / stats[1], stats[1]
     tables = unwind_tables_line(p.text("err"))
