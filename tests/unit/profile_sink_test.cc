@@ -123,11 +123,20 @@ TEST(profile_summary, reads_every_cause_the_profiler_counts) {
 // A profile of python3.11 whose innermost frame is unnamed in `unnamed` of 10 samples.
 Profile python_profile(uint64_t unnamed, const std::string& file) {
   Profile p;
-  p.mappings.push_back({.start = 0x1000, .limit = 0x2000, .file = file});
+  ProfileMapping m;
+  m.start = 0x1000;
+  m.limit = 0x2000;
+  m.file = file;
+  p.mappings.push_back(m);
   p.functions.push_back({"[unknown: no symbol covers the address in python3.11]", "", ""});
   p.functions.push_back({"_PyEval_EvalFrameDefault", "_PyEval_EvalFrameDefault", ""});
-  p.locations.push_back({.address = 0x1100, .mapping = 1, .lines = {{0, 0}}});
-  p.locations.push_back({.address = 0x1200, .mapping = 1, .lines = {{1, 0}}});
+  for (uint32_t f : {0u, 1u}) {
+    ProfileLocation loc;
+    loc.address = 0x1100 + f * 0x100;
+    loc.mapping = 1;
+    loc.lines = {{f, 0}};
+    p.locations.push_back(loc);
+  }
   ProfileSample s;
   s.pid = 7;
   s.count = unnamed;
