@@ -3,6 +3,7 @@
 # starting from its seed corpus in fuzz/seeds/<target>/ (new inputs go to build-fuzz/corpus/).
 # Fails on a crash, leak or timeout.
 #   scripts/fuzz.sh [SECONDS [TARGET]]     e.g. scripts/fuzz.sh 600 elf_file_fuzz
+#   scripts/fuzz.sh build                  only builds build-fuzz/
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-20}
@@ -15,6 +16,7 @@ if ! { CC=clang CXX=clang++ cmake -S . -B build-fuzz -DUSCOPE_FUZZ=ON -DCMAKE_BU
   echo "fuzz build failed (full log: build-fuzz/logs/build.log)" >&2
   exit 1
 fi
+[ "$seconds" != build ] || exit 0
 # Targets run FUZZ_JOBS at a time (default: one per core; each libFuzzer process uses one), each
 # with its own corpus and log. After a failure no further target starts; the running ones finish.
 jobs_max=${FUZZ_JOBS:-$(nproc)}
