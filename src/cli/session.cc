@@ -149,9 +149,8 @@ void finish_output(OutputBuffer& out, uint64_t tables_not_written) {
 }
 
 namespace {
-constexpr auto kStopDrain = std::chrono::milliseconds(20);
+// Writing the lines after a stop (the target still running): at most this long.
 constexpr auto kStopFlush = std::chrono::milliseconds(50);
-constexpr auto kStalledOutput = std::chrono::seconds(1);
 bool target_ended(StopReason why) {
   return why == StopReason::TargetExited || why == StopReason::TargetExeced;
 }

@@ -4,6 +4,7 @@
 #include <sys/types.h>
 
 #include <CLI/CLI.hpp>
+#include <chrono>
 #include <cstdio>
 #include <functional>
 #include <memory>
@@ -101,6 +102,12 @@ void finish_output(OutputBuffer& out, uint64_t tables_not_written);
 // `no_multi`); a failed attach explained by what happened to the target.
 Result<TraceProgram> attach_trace_plan(const Session& session, const TracePlan& plan,
                                        bool no_multi);
+// A stop must take effect within ~100 ms: after the detach (tens of ms: the kernel waits for an
+// RCU grace period), what the ring buffer holds is read for at most kStopDrain (trace's loop and
+// run_event_session alike). After the target ended, an output that takes nothing is waited for
+// kStalledOutput.
+inline constexpr auto kStopDrain = std::chrono::milliseconds(20);
+inline constexpr auto kStalledOutput = std::chrono::seconds(1);
 // Then runs the loop, reading `program`'s events (handed to the handler
 // given to open_events()) with `out` as the output, until a stop; detaches the probes; then reads
 // what the ring holds, all of it when the target ended (exit or exec), else within a short

@@ -172,13 +172,10 @@ void print_text_summary(const TraceTotals& t, StopReason why) {
   fmt::print(stderr, "\n");
 }
 
-// A stop must take effect within ~100 ms: after the detach (tens of ms: the kernel waits for an
-// RCU grace period), what the ring buffer holds is read and the output written for at most these.
-constexpr auto kStopDrain = std::chrono::milliseconds(20);
-constexpr auto kStopFlush = std::chrono::milliseconds(30);
+// After a stop (kStopDrain, session.h, to read the ring), the output is written for at most these:
+// the events, then the summary.
+constexpr auto kTraceStopFlush = std::chrono::milliseconds(30);
 constexpr auto kSummaryFlush = std::chrono::milliseconds(10);
-// After the target ended: how long an output that takes nothing is waited for.
-constexpr auto kStalledOutput = std::chrono::seconds(1);
 int run_trace(TraceCommandOptions o) {
   std::vector<ProbeSpec> specs;
   for (const auto& text : o.specs) {
@@ -313,7 +310,7 @@ int run_trace(TraceCommandOptions o) {
   if (read_all)
     flush_while_taken();
   else
-    out.flush_until(clock::now() + kStopFlush);
+    out.flush_until(clock::now() + kTraceStopFlush);
   if (read_error) return report_error(read_error->message);
   auto counters = program->counters();
   if (!counters) return report_error("cannot read the event counters: " + counters.error().message);

@@ -14,9 +14,9 @@ namespace uscope {
 
 namespace {
 
-class Reader {
+class FdeReader {
  public:
-  explicit Reader(std::span<const uint8_t> b) : b_(b) {}
+  explicit FdeReader(std::span<const uint8_t> b) : b_(b) {}
   size_t pos() const { return pos_; }
 
   std::optional<uint64_t> fixed(size_t n) {
@@ -78,7 +78,7 @@ class Reader {
 
 std::optional<FdeRange> decode_fde_range(std::span<const uint8_t> fde, uint64_t field_vaddr,
                                          uint8_t encoding, bool is_64bit) {
-  Reader r(fde);
+  FdeReader r(fde);
   auto start = r.value(encoding, is_64bit);
   if (!start) return std::nullopt;
   switch (encoding & 0x70) {
@@ -100,7 +100,7 @@ std::optional<FdeRange> decode_fde_range(std::span<const uint8_t> fde, uint64_t 
 std::optional<uint8_t> cie_fde_encoding(const char* augmentation,
                                         std::span<const uint8_t> augmentation_data, bool is_64bit) {
   if (augmentation == nullptr || augmentation[0] != 'z') return DW_EH_PE_absptr;
-  Reader r(augmentation_data);
+  FdeReader r(augmentation_data);
   for (const char* a = augmentation + 1; *a != '\0'; ++a) {
     switch (*a) {
       case 'R': {

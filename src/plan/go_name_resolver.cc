@@ -22,7 +22,7 @@ Expr make(Expr::Op op, int column, std::vector<Expr> children = {}) {
   return e;
 }
 
-Expr make_int(int64_t v, int column) {
+Expr int_expr(int64_t v, int column) {
   Expr e = make(Expr::Op::Int, column);
   e.value = v;
   return e;
@@ -36,7 +36,7 @@ Expr reg(std::string name, int column) {
 
 Expr plus(Expr base, int64_t offset, int column) {
   if (offset == 0) return base;
-  Expr e = make(Expr::Op::Binary, column, {std::move(base), make_int(offset, column)});
+  Expr e = make(Expr::Op::Binary, column, {std::move(base), int_expr(offset, column)});
   e.op_text.push_back('+');  // not = "+": g++ 12 warns of a memcpy overlap it imagines there
   return e;
 }

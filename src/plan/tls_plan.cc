@@ -23,7 +23,7 @@ using expr::reg;
 
 namespace {
 
-constexpr TlsFunction kFunctions[] = {
+constexpr TlsFunction kTlsFunctions[] = {
     {"SSL_read", TlsLibrary::OpenSsl, TlsDirection::Read},
     {"SSL_write", TlsLibrary::OpenSsl, TlsDirection::Write},
     {"SSL_read_ex", TlsLibrary::OpenSsl, TlsDirection::Read, true},
@@ -103,7 +103,7 @@ bool defines(const SymbolTable& syms, std::string_view name) {
 Result<void> find_functions(ObjectCache& cache, PlannedObject& obj, TlsObject& o) {
   auto syms = cache.symbols(obj);
   if (!syms) return tl::unexpected(syms.error());
-  for (const auto& f : kFunctions) {
+  for (const auto& f : kTlsFunctions) {
     if (f.library != o.library) continue;
     if (defines(**syms, f.name))
       o.found.push_back(&f);
@@ -135,7 +135,7 @@ std::string tls_like_mappings(const Process& p) {
 }  // namespace
 
 std::span<const TlsFunction> tls_functions() {
-  return kFunctions;
+  return kTlsFunctions;
 }
 
 const char* tls_library_name(TlsLibrary l) {
