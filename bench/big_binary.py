@@ -15,7 +15,9 @@ bpftrace in the same run. Needs root, build/uscope, bpftrace and /usr/bin/promet
           probe": wall time to that line, peak RSS up to then. Both are then stopped by SIGINT.
           uscope also on a Go function, which bpftrace cannot see (it reads .dynsym only).
 
---runs rounds, tools interleaved, after one discarded warm-up round; medians with min–max.
+--runs rounds, tools interleaved, after one discarded warm-up round; medians with min–max, and
+the least CPU time (user + sys: of the whole run for list, up to the attached line for attach),
+which a machine shared with other work moves far less than the wall time.
 """
 
 from __future__ import annotations
@@ -68,7 +70,13 @@ def once_list(cmd: list[str], tool: str) -> dict:
     R.check(p.rc == 0, f"{tool} list failed", p)
     n = functions_listed(tool, p.text("out"))
     R.check(n > (60_000 if tool == "uscope" else 0), f"{tool} listed {n} functions", p)
-    return {"wall": p.end, "rss": max(p.hwm_kib, 1) / 1024, "n": n}
+    return {"wall": p.end, "cpu": p.cpu_s, "rss": max(p.hwm_kib, 1) / 1024, "n": n}
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a live process so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def once_attach(cmd: list[str], pattern: str, tool: str) -> dict:
@@ -76,6 +84,7 @@ def once_attach(cmd: list[str], pattern: str, tool: str) -> dict:
     stream = "out" if tool == "bpftrace" else "err"  # bpftrace says it on stdout
     got = p.wait_line(stream, pattern, timeout=300)
     R.check(got is not None, f"{tool} did not attach", p)
+    cpu = cpu_seconds(p.pid)
     rss = max(p.hwm_kib, 1) / 1024
     p.kill(signal.SIGINT)
     if not p.wait(120 if tool.startswith("uscope") else 20):
@@ -84,7 +93,7 @@ def once_attach(cmd: list[str], pattern: str, tool: str) -> dict:
             raise R.BenchError(f"{tool} did not end on SIGINT\n{p.describe()}")
         p.kill()  # bpftrace 0.17 ignores SIGINT while it still attaches; its links die with it
         p.wait(60)
-    return {"wall": got[0], "rss": rss}
+    return {"wall": got[0], "cpu": cpu, "rss": rss}
 
 
 def bench(a) -> dict:
@@ -92,12 +101,13 @@ def bench(a) -> dict:
     for i in range(a.runs + 1):
         for tool, cmd in list_cmds(a).items():
             r = once_list(cmd, tool)
-            R.log(f"round {i} list {tool}: {r['wall']:.2f} s {r['rss']:.1f} MiB {r['n']} functions")
+            R.log(f"round {i} list {tool}: {r['wall']:.2f} s, CPU {r['cpu']:.2f} s, {r['rss']:.1f} MiB, "
+                  f"{r['n']} functions")
             if i:
                 res["list"][tool].append(r)
         for tool, (cmd, pattern) in attach_cmds(a).items():
             r = once_attach(cmd, pattern, tool)
-            R.log(f"round {i} attach {tool}: {r['wall']:.3f} s {r['rss']:.1f} MiB")
+            R.log(f"round {i} attach {tool}: {r['wall']:.3f} s, CPU {r['cpu']:.3f} s, {r['rss']:.1f} MiB")
             if i:
                 res["attach"][tool].append(r)
     return res
@@ -112,10 +122,11 @@ def report(a, res: dict, seconds: float) -> str:
         "",
         f"Command: `python3 bench/big_binary.py --markdown docs/BENCHMARKS.md` ({when}, {a.runs} rounds "
         f"after a discarded one, tools interleaved; {seconds:.0f} s). Goals (issue 20): list ≤ 1 s, "
-        "one-probe attach ≤ 200 ms and ≤ 60 MiB.",
+        "one-probe attach ≤ 200 ms and ≤ 60 MiB. CPU s is user + sys (list: to exit; attach: to the "
+        f"attached line), the least of the rounds; load average at the start: {a.load}.",
         "",
-        "| work | tool | wall s (median) | spread | peak RSS MiB (median) | spread | functions | × of uscope's wall |",
-        "|---|---|---:|---|---:|---|---:|---:|",
+        "| work | tool | CPU s (min) | wall s (median) | spread | peak RSS MiB (median) | spread | functions | × of uscope's wall |",
+        "|---|---|---:|---:|---|---:|---|---:|---:|",
     ]
     names = {
         ("list", "uscope"): f"`uscope list {BIN}`",
@@ -128,10 +139,10 @@ def report(a, res: dict, seconds: float) -> str:
         base = R.med([r["wall"] for r in res[work]["uscope"]])
         for tool in (ATTACH if work == "attach" else ["uscope", "bpftrace"]):
             rs = res[work][tool]
-            walls, rss = [r["wall"] for r in rs], [r["rss"] for r in rs]
+            walls, rss, cpu = [r["wall"] for r in rs], [r["rss"] for r in rs], [r["cpu"] for r in rs]
             n = str(rs[0]["n"]) if "n" in rs[0] else "—"
             lines.append(
-                f"| {work} | {names[(work, tool)]} | {R.med(walls):.3f} | {R.spread(walls, '.3f')} | "
+                f"| {work} | {names[(work, tool)]} | {min(cpu):.2f} | {R.med(walls):.3f} | {R.spread(walls, '.3f')} | "
                 f"{R.med(rss):.1f} | {R.spread(rss, '.1f')} | {n} | {R.med(walls) / base:.2f} |"
             )
     lines += [
@@ -155,6 +166,7 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=3, help="measured rounds (default 3)")
     ap.add_argument("--markdown", type=Path, help="write the table into this file (between markers)")
     a = ap.parse_args()
+    a.load = " ".join(f"{x:.1f}" for x in os.getloadavg())
     if os.geteuid() != 0:
         print("big_binary.py: needs root (BPF)", file=sys.stderr)
         return 1

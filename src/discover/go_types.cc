@@ -346,11 +346,16 @@ GoTypes::~GoTypes() = default;
 
 Result<std::unique_ptr<GoTypes>> GoTypes::open(const ElfFile& elf, DwarfTypes* dwarf,
                                                const GoBuildInfo* info) {
-  auto impl = std::make_unique<Impl>(Impl{elf, dwarf, {}, {}, false, {}, {}});
-  if (info) impl->info = *info;
   auto table = GoPclntab::read(elf);
   if (!table) return tl::unexpected(table.error());
-  if (*table) impl->module = (*table)->module();
+  return open(elf, dwarf, info, *table ? &**table : nullptr);
+}
+
+Result<std::unique_ptr<GoTypes>> GoTypes::open(const ElfFile& elf, DwarfTypes* dwarf,
+                                               const GoBuildInfo* info, const GoPclntab* table) {
+  auto impl = std::make_unique<Impl>(Impl{elf, dwarf, {}, {}, false, {}, {}});
+  if (info) impl->info = *info;
+  if (table) impl->module = table->module();
   return std::unique_ptr<GoTypes>(new GoTypes(std::move(impl)));
 }
 

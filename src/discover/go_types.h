@@ -20,6 +20,7 @@
 #include "discover/elf_file.h"
 #include "discover/go_buildinfo.h"
 #include "discover/go_kind.h"
+#include "discover/gopclntab.h"
 #include "util/result.h"
 
 namespace uscope {
@@ -60,6 +61,10 @@ class GoTypes {
   // `dwarf` may be null or without DWARF; `info` may be null (then the version table is unused).
   static Result<std::unique_ptr<GoTypes>> open(const ElfFile& elf, DwarfTypes* dwarf,
                                                const GoBuildInfo* info);
+  // The same with the object's Go function table already read (`table`; null: none), whose
+  // moduledata says where type descriptors are.
+  static Result<std::unique_ptr<GoTypes>> open(const ElfFile& elf, DwarfTypes* dwarf,
+                                               const GoBuildInfo* info, const GoPclntab* table);
   ~GoTypes();
 
   // A named type ("net/http.Request", "*net/url.URL", "io.Writer", "error", "[]byte").

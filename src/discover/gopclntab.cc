@@ -61,7 +61,10 @@ struct FuncRecord {
 }  // namespace
 
 struct GoPclntab::Impl {
-  std::vector<uint8_t> data;  // a copy: the parse outlives the mapped file
+  // The section's bytes: read() leaves them in the ElfFile (which outlives the table, as
+  // read_at's does); parse() of bytes it is handed keeps a copy in `owned`.
+  std::span<const uint8_t> data;
+  std::vector<uint8_t> owned;
   uint64_t section_addr = 0;
   uint32_t magic = 0;
   uint8_t quantum = 1, ptr_size = 8;
@@ -226,8 +229,16 @@ GoPclntab& GoPclntab::operator=(GoPclntab&&) noexcept = default;
 GoPclntab::~GoPclntab() = default;
 
 Result<GoPclntab> GoPclntab::parse(std::span<const uint8_t> data, uint64_t section_addr) {
+  std::vector<uint8_t> owned(data.begin(), data.end());
+  const std::span<const uint8_t> bytes(owned);  // stays valid: the buffer moves, not the bytes
+  return parse_in_place(bytes, section_addr, std::move(owned));
+}
+
+Result<GoPclntab> GoPclntab::parse_in_place(std::span<const uint8_t> data, uint64_t section_addr,
+                                            std::vector<uint8_t> owned) {
   auto impl = std::make_unique<Impl>();
-  impl->data.assign(data.begin(), data.end());
+  impl->owned = std::move(owned);
+  impl->data = data;
   impl->section_addr = section_addr;
   Impl& t = *impl;
   Bytes b = t.bytes();
@@ -301,8 +312,6 @@ Result<GoPclntab> GoPclntab::parse(std::span<const uint8_t> data, uint64_t secti
     g.name = std::move(*name);
     g.entry = r.entry;
     g.end = r.end;
-    g.file = t.file_of(r, t.pcvalue(r.pcfile, r.entry, r.entry).value_or(-1));
-    g.line = t.pcvalue(r.pcln, r.entry, r.entry).value_or(0);
     g.flag = static_cast<uint8_t>(*flag);
     t.functions.push_back(std::move(g));
     t.records.push_back(r);
@@ -319,7 +328,8 @@ Result<std::optional<GoPclntab>> GoPclntab::read(const ElfFile& elf) {
   if (!sec) return std::optional<GoPclntab>{};
   auto data = elf.section_data(*sec);
   if (!data) return tl::unexpected(data.error());
-  auto t = parse(*data, sec->addr);
+  // 14 MB in a big Go program: parsed where libelf holds it, not copied.
+  auto t = parse_in_place(*data, sec->addr, {});
   if (!t) return fail("{}: {}", elf.display_path(), t.error().message);
   Impl& impl = *t->impl_;
   if (auto md = find_moduledata(elf, sec->addr, impl.magic, impl.text_start)) {
@@ -400,7 +410,12 @@ std::vector<GoSpDelta> GoPclntab::sp_deltas(size_t index) const {
 }
 
 const std::vector<GoInlinedCall>& GoPclntab::inlined_calls() const {
-  if (impl_->inlined) return *impl_->inlined;
+  if (!impl_->inlined) impl_->inlined = inlined_calls([](const std::string&) { return true; });
+  return *impl_->inlined;
+}
+
+std::vector<GoInlinedCall> GoPclntab::inlined_calls(
+    const std::function<bool(const std::string&)>& wanted) const {
   const Impl& t = *impl_;
   std::vector<GoInlinedCall> out;
   for (size_t i = 0; i < t.records.size(); ++i) {
@@ -431,6 +446,7 @@ const std::vector<GoInlinedCall>& GoPclntab::inlined_calls() const {
     });
     for (const auto& [ix, pc] : first_pc) {
       const auto& e = entries.find(ix)->second;  // first_pc only holds entries that were read
+      if (!wanted(e.function)) continue;
       GoInlinedCall c;
       c.function = e.function;
       c.caller = t.functions[i].name;
@@ -449,8 +465,7 @@ const std::vector<GoInlinedCall>& GoPclntab::inlined_calls() const {
       out.push_back(std::move(c));
     }
   }
-  impl_->inlined = std::move(out);
-  return *impl_->inlined;
+  return out;
 }
 
 }  // namespace uscope

@@ -11,6 +11,7 @@
 // (they differ in some binaries). Every offset read is bounds-checked: the bytes are untrusted
 // (fuzz/gopclntab_fuzz.cc).
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -26,9 +27,7 @@ struct GoFunction {
   std::string name;    // as the runtime prints it: "net/http.(*Client).do", "main.Sum[...]"
                        // (1.19 names generic shapes "main.Sum[go.shape.int_0]": kept as is)
   uint64_t entry = 0;  // link-time address
-  uint64_t end = 0;    // first address past it
-  std::string file;    // source file of its entry, "" when unknown
-  int line = 0;        // line of its entry (0 unknown)
+  uint64_t end = 0;    // first address past it (its file and line: frames_at(entry))
   // _func.flag (go1.17+, 0 before): kGoFuncTopFrame, kGoFuncSpWrite.
   uint8_t flag = 0;
 };
@@ -74,10 +73,11 @@ struct GoModuleData {
 
 class GoPclntab {
  public:
-  // `data` is the section's bytes, `section_addr` its link-time address.
+  // `data` is the section's bytes (copied), `section_addr` its link-time address.
   static Result<GoPclntab> parse(std::span<const uint8_t> data, uint64_t section_addr);
   // The object's .gopclntab section; nullopt when the object has none (not Go). The table reads
-  // inline trees from `elf` later: `elf` must outlive it.
+  // its bytes and inline trees from `elf` (not copied): `elf` must outlive it. Read it through
+  // StoredObject::go_table() where there is one, so that an object's table is parsed once.
   static Result<std::optional<GoPclntab>> read(const ElfFile& elf);
 
   GoPclntab(GoPclntab&&) noexcept;
@@ -97,11 +97,19 @@ class GoPclntab {
   std::vector<GoSpDelta> sp_deltas(size_t index) const;
   // Every inlined copy of every function, decoded on first use and kept.
   const std::vector<GoInlinedCall>& inlined_calls() const;
+  // The inlined copies of the functions `wanted` accepts (by name), decoded now and not kept: a
+  // probe on one function need not hold the copies of all (12 MB in a big program).
+  std::vector<GoInlinedCall> inlined_calls(
+      const std::function<bool(const std::string&)>& wanted) const;
 
   struct Impl;
 
  private:
   explicit GoPclntab(std::unique_ptr<Impl> impl);
+  // parse() of `data`, which must outlive the table; `owned` is kept with it (empty, or the
+  // buffer `data` points into).
+  static Result<GoPclntab> parse_in_place(std::span<const uint8_t> data, uint64_t section_addr,
+                                          std::vector<uint8_t> owned);
   std::unique_ptr<Impl> impl_;
 };
 

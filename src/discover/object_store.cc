@@ -19,18 +19,22 @@ Result<const SymbolTable*> StoredObject::symbols() {
   if (!symbols_) {
     const bool own_symtab = elf_.section(".symtab").has_value();
     // With a .symtab of its own, nothing libdwfl finds would add a name: skip opening it.
-    symbols_ = SymbolTable::load(elf_, own_symtab ? nullptr : debug_info());
+    symbols_ = own_symtab ? SymbolTable::load(elf_, nullptr, nullptr)
+                          : SymbolTable::load(elf_, debug_info(), go_pclntab());
   }
   if (!*symbols_) return tl::unexpected(symbols_->error());
   return &**symbols_;
 }
 
+Result<const GoPclntab*> StoredObject::go_table() {
+  if (!go_pclntab_) go_pclntab_.emplace(GoPclntab::read(elf_));
+  if (!*go_pclntab_) return tl::unexpected(go_pclntab_->error());
+  return **go_pclntab_ ? &***go_pclntab_ : nullptr;
+}
+
 const GoPclntab* StoredObject::go_pclntab() {
-  if (!go_pclntab_) {
-    auto t = GoPclntab::read(elf_);
-    go_pclntab_.emplace(t ? std::move(*t) : std::nullopt);
-  }
-  return go_pclntab_->has_value() ? &**go_pclntab_ : nullptr;
+  auto t = go_table();
+  return t ? *t : nullptr;
 }
 
 DebugInfo* StoredObject::debug_info() {

@@ -50,8 +50,11 @@ class StoredObject {
   // The object as a libdwfl module (debug file, lines, inlines), opened on first use; null when
   // libdwfl cannot open it. Tried once.
   DebugInfo* debug_info();
-  // Go's function table (inline trees, lines), read on first use; null when the object is not Go
-  // or its table cannot be read. Tried once.
+  // Go's function table (inline trees, lines), read on first use and shared by the symbol table,
+  // the planner and the symbolizer: a big Go program's is 14 MB, read once. Null when the object
+  // is not Go; the error when its table cannot be read. Tried once.
+  Result<const GoPclntab*> go_table();
+  // go_table(), null on an error too.
   const GoPclntab* go_pclntab();
 
  private:
@@ -61,7 +64,7 @@ class StoredObject {
   DebugSearchPaths paths_;
   std::optional<Result<SymbolTable>> symbols_;
   std::optional<std::unique_ptr<DebugInfo>> debug_info_;
-  std::optional<std::optional<GoPclntab>> go_pclntab_;
+  std::optional<Result<std::optional<GoPclntab>>> go_pclntab_;
 };
 
 class ObjectStore {

@@ -266,6 +266,12 @@ Result<SymbolTable> SymbolTable::load(const ElfFile& elf, const DebugSearchPaths
 }
 
 Result<SymbolTable> SymbolTable::load(const ElfFile& elf, DebugInfo* debug) {
+  if (has_own_symtab(elf)) return load(elf, debug, nullptr);
+  auto go = GoPclntab::read(elf);
+  return load(elf, debug, go && *go ? &**go : nullptr);
+}
+
+Result<SymbolTable> SymbolTable::load(const ElfFile& elf, DebugInfo* debug, const GoPclntab* go) {
   auto own = elf.symbols();
   if (!own) return tl::unexpected(own.error());
   std::vector<FunctionSymbol> all;
@@ -275,10 +281,7 @@ Result<SymbolTable> SymbolTable::load(const ElfFile& elf, DebugInfo* debug) {
   // it must not hide the symbols the object itself has.
   if (debug != nullptr && !has_own_symtab(elf)) collect(elf, debug->symbols(), std::nullopt, all);
   // A stripped Go program (-ldflags='-s -w') still has its own function table.
-  if (!has_own_symtab(elf)) {
-    auto go = GoPclntab::read(elf);
-    if (go && *go) collect_go(elf, **go, all);
-  }
+  if (go && !has_own_symtab(elf)) collect_go(elf, *go, all);
 
   std::sort(all.begin(), all.end(), [](const FunctionSymbol& a, const FunctionSymbol& b) {
     return std::forward_as_tuple(a.addr, a.name, source_rank(a.source)) <

@@ -10,6 +10,7 @@
 
 #include "discover/debug_info.h"
 #include "discover/elf_file.h"
+#include "discover/gopclntab.h"
 
 namespace uscope {
 
@@ -48,6 +49,9 @@ class SymbolTable {
   static Result<SymbolTable> load(const ElfFile& elf, const DebugSearchPaths& paths = {});
   // The same with `debug` (may be null: the object's own tables only) already opened for `elf`.
   static Result<SymbolTable> load(const ElfFile& elf, DebugInfo* debug);
+  // The same with `go`, the object's Go function table already read (null: not Go), which a
+  // stripped Go program's functions come from.
+  static Result<SymbolTable> load(const ElfFile& elf, DebugInfo* debug, const GoPclntab* go);
 
   // Sorted by address; one entry per (address, name); aliases at one address are all kept.
   const std::vector<FunctionSymbol>& functions() const { return functions_; }

@@ -22,7 +22,8 @@ bool may_branch_into(std::span<const uint8_t> code, uint64_t addr, uint64_t firs
 }
 
 std::vector<PossibleBranch> possible_far_branches(
-    std::span<const std::pair<uint64_t, std::span<const uint8_t>>> code) {
+    std::span<const std::pair<uint64_t, std::span<const uint8_t>>> code, uint64_t first,
+    uint64_t last) {
   auto inside = [&](uint64_t target) {
     return std::any_of(code.begin(), code.end(), [&](const auto& c) {
       return target >= c.first && target - c.first < c.second.size();
@@ -32,7 +33,8 @@ std::vector<PossibleBranch> possible_far_branches(
   for (const auto& [addr, bytes] : code) {
     for_each_possible_branch(bytes, addr, [&](uint64_t pc, uint64_t target) {
       const auto reach = static_cast<int64_t>(target - pc);
-      if ((reach > kNearBranchReach || reach < -kNearBranchReach) && inside(target))
+      if (target >= first && target <= last &&
+          (reach > kNearBranchReach || reach < -kNearBranchReach) && inside(target))
         out.push_back({target, pc});
     });
   }

@@ -72,15 +72,21 @@ struct PossibleBranch {
   uint64_t pc = 0;
   auto operator<=>(const PossibleBranch&) const = default;
 };
+// Only those with a target in [first, last] when these are given: one function's, without the
+// memory and the sort of all of them (22 MB of code holds millions).
 std::vector<PossibleBranch> possible_far_branches(
-    std::span<const std::pair<uint64_t, std::span<const uint8_t>>> code);
+    std::span<const std::pair<uint64_t, std::span<const uint8_t>>> code, uint64_t first = 0,
+    uint64_t last = UINT64_MAX);
 
 // What an object's entry-site planner keeps between functions: its far possible branches, found
-// once, and the real direct branches (pc, target), sorted, of the functions it last decoded to
-// check a possible branch; a function's neighbours are checked again for the next function, and
-// `list` goes through them in address order. Bounded: cleared past kMaxDecoded functions.
+// once for the second function that needs them (the first, often the only one a trace plans,
+// takes only its own), and the real direct branches (pc, target), sorted, of the functions it
+// last decoded to check a possible branch; a function's neighbours are checked again for the next
+// function, and `list` goes through them in address order. Bounded: cleared past kMaxDecoded
+// functions.
 struct BranchScan {
   std::optional<std::vector<PossibleBranch>> far;
+  size_t far_scans = 0;  // scans of the code for far branches so far
   std::map<uint64_t, std::vector<std::pair<uint64_t, uint64_t>>> decoded;  // by function start
   static constexpr size_t kMaxDecoded = 64;
 };

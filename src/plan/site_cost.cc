@@ -115,8 +115,24 @@ bool in_group(const cs_insn& insn, uint8_t group) {
 
 std::string insn_text(const cs_insn& insn) {
   std::string text = insn.mnemonic;
-  if (insn.op_str[0] != '\0') text += fmt::format(" {}", insn.op_str);
+  if (insn.op_str[0] != '\0') {
+    text += ' ';
+    text += insn.op_str;
+  }
   return text;
+}
+
+// canonical_register() of every capstone x86 register, by its id: decode_detail() names the
+// registers an instruction writes for each of up to eight instructions of every function `list`
+// plans, and making those strings was a tenth of its time on a big Go binary.
+const std::vector<std::string>& canonical_register_names(csh h) {
+  static const std::vector<std::string> names = [h] {
+    std::vector<std::string> v(X86_REG_ENDING);
+    for (unsigned r = 1; r < X86_REG_ENDING; ++r)
+      if (const char* name = cs_reg_name(h, r)) v[r] = canonical_register(name);
+    return v;
+  }();
+  return names;
 }
 
 bool is_conditional_jump(unsigned id) {
@@ -244,7 +260,10 @@ struct Decoded {
   bool ends_block = false;          // jump, call, ret, int, iret: not straight-line
   bool indirect_jump = false;       // jmp reg/mem: jump table or computed tail call
   std::optional<uint64_t> target;   // absolute target of a direct jmp/jcc/call
-  std::set<std::string> writes;     // canonical registers written
+  // Canonical names of the registers written (canonical_register_names()); unknown effects
+  // (`writes_unknown`) are never skippable past a read register.
+  std::vector<const std::string*> writes;
+  bool writes_unknown = false;
   std::optional<int64_t> rsp_step;  // known rsp change: push, sub/add rsp imm
   bool rbp_from_rsp = false;        // mov rbp, rsp
   struct Store {
@@ -318,11 +337,11 @@ Decoded decode_detail(csh h, const cs_insn& insn, uint64_t function_addr) {
   cs_regs read, written;
   uint8_t n_read = 0, n_written = 0;
   if (cs_regs_access(h, &insn, read, &n_read, written, &n_written) == CS_ERR_OK) {
-    for (uint8_t i = 0; i < n_written; ++i) {
-      d.writes.insert(canonical_register(cs_reg_name(h, written[i])));
-    }
+    const auto& names = canonical_register_names(h);
+    for (uint8_t i = 0; i < n_written; ++i)
+      if (written[i] < names.size()) d.writes.push_back(&names[written[i]]);
   } else {
-    d.writes.insert("?");  // unknown effects: never skippable past a read register
+    d.writes_unknown = true;
   }
 
   auto is_reg = [&x](int i, x86_reg r) {
@@ -367,6 +386,7 @@ Result<Sweep> sweep(std::span<const uint8_t> code, uint64_t addr,
   InsnBuffer insn(cs_malloc(h));
   if (!insn) return fail("capstone: cannot allocate an instruction buffer");
   Sweep s;
+  s.insns.reserve(std::min(max_insns, code.size() / 3 + 1));  // Go's average is ~4 bytes
   const uint8_t* p = code.data();
   size_t left = code.size();
   uint64_t pc = addr;
@@ -474,10 +494,12 @@ Result<SiteClass> classify_site(std::span<const uint8_t> code, uint64_t addr) {
 
 namespace {
 
-// plan_entry_site() on the instructions `swept` holds; `examined` is set to the offset of the
-// last instruction the choice looked at (left unset when the first one decided it).
-Result<EntrySitePlan> plan_swept(const Sweep* swept, std::span<const uint8_t> function_code,
-                                 uint64_t function_addr, const std::vector<std::string>& reads,
+// plan_entry_site() on the instructions `swept` holds, taken as all of the function when
+// `complete`; `examined` is set to the offset of the last instruction the choice looked at (left
+// unset when the first one decided it).
+Result<EntrySitePlan> plan_swept(const Sweep* swept, bool complete,
+                                 std::span<const uint8_t> function_code, uint64_t function_addr,
+                                 const std::vector<std::string>& reads,
                                  std::span<const uint64_t> external_targets, bool reads_memory,
                                  std::optional<uint64_t>& examined) {
   const std::vector<Decoded>& insns = swept->insns;  // detail in the first kMaxScan only
@@ -501,7 +523,7 @@ Result<EntrySitePlan> plan_swept(const Sweep* swept, std::span<const uint8_t> fu
   std::set<std::string> wanted;
   for (const std::string& r : reads) wanted.insert(canonical_register(r));
   if (wanted.contains("rip")) return keep("the probe reads rip, which differs at any other site");
-  if (!swept->complete) {
+  if (!complete) {
     return keep(fmt::format("cannot decode the function past {}", at(swept->stopped_at)));
   }
 
@@ -562,15 +584,19 @@ Result<EntrySitePlan> plan_swept(const Sweep* swept, std::span<const uint8_t> fu
       stop = fmt::format("{} at {} is not one the planner steps over", d.mnemonic, at(d.offset));
       break;
     }
-    std::string clobbered;
-    for (const std::string& w : d.writes) {
-      if (w != "rsp" && (wanted.contains(w) || w == "?")) clobbered = w;
-    }
+    // Of several, the last in name order is named (as a sorted set of names gave it).
+    std::string clobbered = d.writes_unknown ? "?" : "";
+    for (const std::string* w : d.writes)
+      if (!d.writes_unknown && *w != "rsp" && wanted.contains(*w) && *w > clobbered) clobbered = *w;
     if (!clobbered.empty()) {
       stop = fmt::format("{} written by {} at {}", clobbered, d.mnemonic, at(d.offset));
       break;
     }
-    if (d.writes.contains("rsp") && !d.rsp_step) {
+    auto writes = [&d](std::string_view reg) {
+      return std::any_of(d.writes.begin(), d.writes.end(),
+                         [reg](const std::string* w) { return *w == reg; });
+    };
+    if (writes("rsp") && !d.rsp_step) {
       stop = fmt::format("rsp changed by an unknown amount by {} at {}", d.mnemonic, at(d.offset));
       break;
     }
@@ -592,7 +618,7 @@ Result<EntrySitePlan> plan_swept(const Sweep* swept, std::span<const uint8_t> fu
     }
     if (d.rbp_from_rsp) {
       rbp_delta = sp_delta;
-    } else if (d.writes.contains("rbp")) {
+    } else if (writes("rbp")) {
       rbp_delta.reset();
     }
     if (d.rsp_step) sp_delta += *d.rsp_step;
@@ -611,21 +637,23 @@ Result<EntrySitePlan> plan_swept(const Sweep* swept, std::span<const uint8_t> fu
   return keep(stop);
 }
 
-// The whole-function sweep of plan_entry_site(), kept for the next call: a planner that moves
-// the site plans the same function again with the branches from other functions
-// (plan_function_entry), and decoding it twice was a third of `list`'s time on a big Go binary.
-// The bytes are part of the key, so code from another object at the same address is not
-// mistaken for it.
-Result<const Sweep*> whole_sweep(std::span<const uint8_t> code, uint64_t addr) {
+// The sweeps of plan_entry_site(), the entry block's (`whole` false) and the whole function's,
+// each kept for the next call: a planner that moves the site plans the same function again with
+// the branches from other functions (plan_function_entry), and decoding it twice was a third of
+// `list`'s time on a big Go binary. The bytes are part of the key, so code from another object
+// at the same address is not mistaken for it.
+Result<const Sweep*> kept_sweep(std::span<const uint8_t> code, uint64_t addr, bool whole) {
   struct Last {
     uint64_t addr = 0;
     std::vector<uint8_t> bytes;
     std::optional<Sweep> sweep;
   };
-  thread_local Last last;
+  thread_local Last kept[2];
+  Last& last = kept[whole ? 1 : 0];
   if (last.sweep && last.addr == addr && std::ranges::equal(last.bytes, code)) return &*last.sweep;
   last.sweep.reset();
-  auto s = sweep(code, addr, std::numeric_limits<size_t>::max(), kMaxScan);
+  auto s = whole ? sweep(code, addr, std::numeric_limits<size_t>::max(), kMaxScan)
+                 : sweep(code, addr, kMaxScan);
   if (!s) return tl::unexpected(s.error());
   last.addr = addr;
   last.bytes.assign(code.begin(), code.end());
@@ -644,23 +672,22 @@ Result<EntrySitePlan> plan_entry_site(std::span<const uint8_t> function_code,
   // a branch into the instructions the choice looked at or an indirect jmp
   // (branch_candidates.h): a sweep of every function is what made `list` of a 60,000-function Go
   // binary take 20 s.
-  auto swept = sweep(function_code, function_addr, kMaxScan);
+  auto swept = kept_sweep(function_code, function_addr, false);
   if (!swept) return tl::unexpected(swept.error());
   std::optional<uint64_t> examined;
-  if (swept->complete || swept->insns.size() < kMaxScan)  // all of it, or a decode failure
-    return plan_swept(&*swept, function_code, function_addr, reads, external_targets, reads_memory,
-                      examined);
-  swept->complete = true;
-  auto plan = plan_swept(&*swept, function_code, function_addr, reads, external_targets,
+  if ((*swept)->complete || (*swept)->insns.size() < kMaxScan)  // all of it, or a decode failure
+    return plan_swept(*swept, (*swept)->complete, function_code, function_addr, reads,
+                      external_targets, reads_memory, examined);
+  auto plan = plan_swept(*swept, true, function_code, function_addr, reads, external_targets,
                          reads_memory, examined);
   if (!plan || !examined) return plan;
   if (!may_jump_indirectly(function_code) &&
       !may_branch_into(function_code, function_addr, function_addr + 1, function_addr + *examined))
     return plan;
-  auto whole = whole_sweep(function_code, function_addr);
+  auto whole = kept_sweep(function_code, function_addr, true);
   if (!whole) return tl::unexpected(whole.error());
-  return plan_swept(*whole, function_code, function_addr, reads, external_targets, reads_memory,
-                    examined);
+  return plan_swept(*whole, (*whole)->complete, function_code, function_addr, reads,
+                    external_targets, reads_memory, examined);
 }
 
 Result<std::vector<ReturnInstruction>> return_instructions(std::span<const uint8_t> code,

@@ -95,18 +95,16 @@ Result<std::vector<MatchedSite>> match_functions(ObjectCache& cache, PlannedObje
 
 Result<std::vector<MatchedSite>> inlined_sites(PlannedObject& o, std::string_view name) {
   std::vector<MatchedSite> out;
-  if (!o.go_table) {
-    auto t = GoPclntab::read(o.elf);
-    if (!t) return tl::unexpected(t.error());
-    o.go_table = std::make_shared<std::optional<GoPclntab>>(std::move(*t));
-  }
-  if (!o.go_table->has_value()) return out;
-  const GoPclntab& table = **o.go_table;
+  auto t = o.stored->go_table();
+  if (!t) return tl::unexpected(t.error());
+  if (!*t) return out;
+  const GoPclntab& table = **t;
   const bool glob = is_function_glob(name);
   const GoNamePattern go = go_name_pattern(name);
   const std::string pattern = go.go ? go.glob : std::string(name);
-  for (const auto& c : table.inlined_calls()) {
-    if (glob ? !glob_match(pattern, c.function) : c.function != name) continue;
+  for (const auto& c : table.inlined_calls([&](const std::string& function) {
+         return glob ? glob_match(pattern, function) : function == name;
+       })) {
     const GoFunction* caller = table.containing(c.pc);
     auto offset = o.elf.vaddr_to_offset(c.pc);
     if (!caller || !offset) continue;
@@ -127,8 +125,9 @@ Result<std::vector<MatchedSite>> inlined_sites(PlannedObject& o, std::string_vie
 std::vector<std::string> functions_called_by_copy(const MatchedSite& m) {
   std::vector<std::string> out;
   const PlannedObject& o = *m.object;
-  if (m.inlined_in.empty() || !o.go_table || !o.go_table->has_value()) return out;
-  const GoPclntab& t = **o.go_table;
+  const GoPclntab* table = o.stored->go_pclntab();
+  if (m.inlined_in.empty() || !table) return out;
+  const GoPclntab& t = *table;
   const bool runtime = m.label.starts_with("runtime.");
   for_each_direct_branch(
       o.elf.code_bytes(m.function_start, m.function_size), m.function_start,
@@ -326,7 +325,9 @@ Result<GoTypes*> go_types_of(PlannedObject& o) {
   if (!o.go_types) {
     auto dwarf = dwarf_of(o);
     if (!dwarf) return tl::unexpected(dwarf.error());
-    auto types = GoTypes::open(o.elf, *dwarf, o.go ? &*o.go : nullptr);
+    auto table = o.stored->go_table();
+    if (!table) return tl::unexpected(table.error());
+    auto types = GoTypes::open(o.elf, *dwarf, o.go ? &*o.go : nullptr, *table);
     if (!types) return tl::unexpected(types.error());
     o.go_types = std::move(*types);
   }

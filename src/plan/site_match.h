@@ -50,8 +50,6 @@ struct PlannedObject {
   std::optional<std::map<std::string, uint64_t>> symbol_addresses{};
   std::unique_ptr<DwarfTypes> dwarf{};  // opened by the name resolver when a spec names one
   std::unique_ptr<GoTypes> go_types{};  // Go's type layouts, opened when first asked for
-  // Go's function table, read when a spec may name an inlined function (nullopt inside: not Go).
-  std::shared_ptr<std::optional<GoPclntab>> go_table{};
 };
 
 // The link-time address of a defined symbol of any kind (.symtab, .dynsym) by its exact name.

@@ -35,11 +35,13 @@ Result<EntrySitePlan> plan_function_entry(const ElfFile& elf, uint64_t addr, uin
     auto bytes = elf.code_bytes(s.addr, s.size);
     if (!bytes.empty()) sections.emplace_back(s.addr, bytes);
   }
-  if (!scan.far) scan.far = possible_far_branches(sections);
-  const std::vector<PossibleBranch>& far_branches = *scan.far;
   // Branches from outside the function into what the move skips: the far ones found once for the
   // object, the near ones in the bytes just before and after the function.
   const uint64_t first = addr + 1, last = addr + plan->offset_in_function;
+  std::vector<PossibleBranch> own_far;  // the first function's: trace plans one or a few
+  if (!scan.far && scan.far_scans++ > 0) scan.far = possible_far_branches(sections);
+  if (!scan.far) own_far = possible_far_branches(sections, first, last);
+  const std::vector<PossibleBranch>& far_branches = scan.far ? *scan.far : own_far;
   // A possible branch is a real one when the function holding it, decoded from its start, has
   // that branch at that pc; one in code no symbol covers counts as real. A symbol without a size
   // (crt's register_tm_clones, hand-written assembly) holds the code up to the next symbol.
