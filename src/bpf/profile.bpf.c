@@ -13,6 +13,9 @@
 /* A perf_event program is never interrupted by another walk on its CPU (see unwind.bpf.h). */
 #define UNWIND_REMEMBER_ACROSS_WALKS 1
 #include "unwind.bpf.h"
+/* The exits' snapshots in this object, not an object of their own: its CO-RE reads and theirs are
+ * relocated against one parse of the kernel's BTF (collect/exit_maps.h). */
+#include "exit_maps.bpf.h"
 
 /* Several -p PIDs: their tgids are the keys of `targets` (target_tgid stays 0). */
 const volatile __u32 use_targets = 0;

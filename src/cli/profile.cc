@@ -210,8 +210,9 @@ int run_profile(const ProfileOptions& o) {
   if (!session) return report_error(session.error().message);
 
   // The maps of a process as it exits: one that lived shorter than uscope takes to read its maps
-  // (a -c command, a child, a process met with -a) still has its stacks named.
-  std::unique_ptr<ExitMaps> exit_maps;
+  // (a -c command, a child, a process met with -a) still has its stacks named. Owned by the
+  // program, whose object holds them.
+  ExitMaps* exit_maps = nullptr;
   SymbolizerOptions symbolizer_options;
   symbolizer_options.lines = o.lines;
   symbolizer_options.catch_up = [&exit_maps] {
@@ -261,18 +262,16 @@ int run_profile(const ProfileOptions& o) {
     unwind = std::move(*u);
     settings.unwind = unwind.get();
   }
+  if (!o.kernel_only) settings.on_exit = on_exit;
   auto program = ProfileProgram::load(settings, on_new);
   if (!program) return report_error(program.error().message);
-  if (!o.kernel_only) {
-    auto e = ExitMaps::start(settings.pids, on_exit);
-    if (e)
-      exit_maps = std::move(*e);
-    else  // an older kernel: see EventSymbols::follow_exits
-      fmt::print(stderr,
-                 "uscope: the maps of exiting processes cannot be kept ({}): a process gone "
-                 "before uscope read its maps shows [unknown: process gone]\n",
-                 e.error().message);
-  }
+  exit_maps = program->exit_maps();
+  // An older kernel: see EventSymbols::follow_exits.
+  if (const auto& e = program->exit_maps_error())
+    fmt::print(stderr,
+               "uscope: the maps of exiting processes cannot be kept ({}): a process gone "
+               "before uscope read its maps shows [unknown: process gone]\n",
+               e->message);
   if (unwind) {
     follower.emplace(*unwind);
     if (auto r = follower->listen(program->ring()); !r) return report_error(r.error().message);
