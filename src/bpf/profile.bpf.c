@@ -13,6 +13,9 @@
 /* A perf_event program is never interrupted by another walk on its CPU (see unwind.bpf.h). */
 #define UNWIND_REMEMBER_ACROSS_WALKS 1
 #include "unwind.bpf.h"
+/* The exits' snapshots in this object, not an object of their own: its CO-RE reads and theirs are
+ * relocated against one parse of the kernel's BTF (collect/exit_maps.h). */
+#include "exit_maps.bpf.h"
 
 /* Several -p PIDs: their tgids are the keys of `targets` (target_tgid stays 0). */
 const volatile __u32 use_targets = 0;
@@ -27,7 +30,9 @@ const volatile __u32 kernel_stacks = 1; /* 0 with -U */
 
 /* What each map costs (the loader sizes them by the session):
  *   stacks   ~1 KiB per slot (127 frames), preallocated: kernel stacks
- *   ustacks  ~1 KiB per distinct user stack, preallocated
+ *   ustacks  ~1 KiB per distinct user stack, allocated as stacks appear (preallocated, 8,192
+ *            slots were ~9 ms of zeroing and charging at every start, for stacks a profile of one
+ *            process mostly never has)
  *   counts   ~50 bytes per distinct key, allocated as keys appear
  *   seen     ~60 bytes per process
  *   events   the ring for first-sample records: 64 KiB */
@@ -44,6 +49,7 @@ struct {
 struct {
   __uint(type, BPF_MAP_TYPE_HASH);
   __uint(max_entries, 4096); /* resized before load */
+  __uint(map_flags, BPF_F_NO_PREALLOC);
   __type(key, __u64);
   __type(value, struct unwind_stack);
 } ustacks SEC(".maps");

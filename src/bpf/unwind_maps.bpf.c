@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 // The owner of the unwinder's shared maps (unwind_maps.bpf.h), with the two programs that keep
 // them true to the processes: an exec makes a process's tables stale until user space reloads
-// them, and an exit drops them. Both are BTF tracepoints (no tracefs, no kprobes needed).
+// them, and an exit drops them. Both are raw tracepoints (no tracefs, no kprobes needed) that read
+// nothing of the kernel's structures: the task that execs or exits is the current one, whose ids
+// bpf_get_current_pid_tgid gives. No CO-RE read and no BTF tracepoint, so libbpf loads this object
+// without parsing the kernel's BTF (/sys/kernel/btf/vmlinux, ~5.5 MB: ~7 ms and ~12 MiB at peak).
 #include "vmlinux.h"
 
-#include <bpf/bpf_core_read.h>
 #include <bpf/bpf_helpers.h>
-#include <bpf/bpf_tracing.h>
 
 #include "unwind_maps.bpf.h"
 
@@ -21,9 +22,10 @@ static __always_inline void tell_user_space(__u32 tgid, __u32 kind) {
   bpf_ringbuf_submit(r, 0);
 }
 
-SEC("tp_btf/sched_process_exec")
-int BPF_PROG(unwind_on_exec, struct task_struct* p, pid_t old_pid, struct linux_binprm* bprm) {
-  __u32 tgid = p->tgid;
+SEC("raw_tp/sched_process_exec")
+int unwind_on_exec(void* ctx) {
+  /* exec runs in the task that execs, made its group's leader by then (de_thread). */
+  __u32 tgid = bpf_get_current_pid_tgid() >> 32;
   struct unwind_proc* proc = bpf_map_lookup_elem(&unwind_procs, &tgid);
   if (!proc) return 0; /* not one whose tables are loaded */
   proc->state = UNWIND_PROC_STALE;
@@ -34,10 +36,12 @@ int BPF_PROG(unwind_on_exec, struct task_struct* p, pid_t old_pid, struct linux_
   return 0;
 }
 
-SEC("tp_btf/sched_process_exit")
-int BPF_PROG(unwind_on_exit, struct task_struct* p) {
-  if (p->pid != p->tgid) return 0; /* a thread; the process lives on */
-  __u32 tgid = p->tgid;
+SEC("raw_tp/sched_process_exit")
+int unwind_on_exit(void* ctx) {
+  /* do_exit runs in the exiting task. */
+  __u64 id = bpf_get_current_pid_tgid();
+  __u32 tgid = id >> 32;
+  if ((__u32)id != tgid) return 0; /* a thread; the process lives on */
   if (bpf_map_delete_elem(&unwind_procs, &tgid)) return 0; /* not one uscope loaded */
   unwind_changed();
   /* Lost, the mappings stay until the PID is used again (its first walk reloads them). */

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "cli/command.h"
+#include "cli/exit_symbolizer.h"
 #include "collect/aggregates.h"
 #include "collect/overhead_meter.h"
 #include "collect/trace_program.h"
@@ -18,7 +19,6 @@
 #include "discover/unwind_cache.h"
 #include "sink/overhead_output.h"
 #include "symbolize/symbol_text.h"
-#include "symbolize/symbolizer.h"
 
 namespace uscope::cli {
 
@@ -92,6 +92,10 @@ int run_aggregation(Session& session, const SessionOptions& so, const MapOptions
     follower.emplace(*unwind);
     if (auto l = follower->listen_alone(); !l) return report_error(l.error().message);
   }
+  // A process that exits before its stacks are read (a -c command that exits at once) is named
+  // from its maps as it exited: followed before the session starts the command.
+  ExitSymbolizer symbols;
+  if (ustack) symbols.follow_exits(session.watch_pid(), session.started_as(), "--by ustack");
   auto program = TraceProgram::load(plan.recipes, session.target_filter(), !so.no_multi, 0,
                                     ao.max_keys, unwind.get());
   if (!program) return report_error(program.error().message);
@@ -130,9 +134,8 @@ int run_aggregation(Session& session, const SessionOptions& so, const MapOptions
   AggregateDeltas deltas;
   Losses last_losses;
   uint64_t interval = 0;
-  // A stack is symbolized when first seen, while its process still runs (a -c command has often
-  // exited by the final table): by (stack id, stack hash), which name one stack.
-  Symbolizer symbolizer;
+  // A stack is symbolized when first seen, while its process still runs, by (stack id, stack
+  // hash), which name one stack.
   std::map<std::pair<int32_t, uint64_t>, std::vector<std::string>> stacks;
   auto symbolize = [&](const AggregateRow& row) -> const std::vector<std::string>* {
     auto [it, fresh] = stacks.try_emplace({row.stack_id, row.stack});
@@ -143,7 +146,7 @@ int run_aggregation(Session& session, const SessionOptions& so, const MapOptions
         read_error = addrs.error();
         return nullptr;
       }
-      for (const Frame& f : symbolizer.symbolize(session.watch_pid(), *addrs, true))
+      for (const Frame& f : symbols.symbolizer().symbolize(session.watch_pid(), *addrs, true))
         it->second.push_back(symbol_text(f));
     }
     return &it->second;
@@ -230,6 +233,7 @@ int run_aggregation(Session& session, const SessionOptions& so, const MapOptions
   if (ustack) {
     cb.drain = [&] {  // on every wake-up of the loop (at least every 100 ms)
       follower->serve();
+      symbols.catch_up();
       return symbolize_new();
     };
     cb.data_poll = std::chrono::milliseconds(1);

@@ -140,19 +140,18 @@ Result<std::unique_ptr<ProfileSession>> ProfileSession::open(const ProfileTarget
       if (verbose || line.find("native frames only") != std::string::npos)
         fmt::print(stderr, "uscope: {}\n", line);
     });
+  if (!t.kernel_only) settings.on_exit = on_exit;
   auto program = ProfileProgram::load(settings, on_new, on_stack);
   if (!program) return tl::unexpected(program.error());
   s->program_.emplace(std::move(*program));
-  if (!t.kernel_only) {
-    auto e = ExitMaps::start(settings.pids, on_exit);
-    if (e)
-      s->exit_maps_ = std::move(*e);
-    else  // an older kernel: see EventSymbols::follow_exits
-      fmt::print(stderr,
-                 "uscope: the maps of exiting processes cannot be kept ({}): a process gone "
-                 "before uscope read its maps shows [unknown: process gone]\n",
-                 e.error().message);
-  }
+  // The exits' snapshots live in the profiler's own object (one parse of the kernel's BTF).
+  s->exit_maps_ = s->program_->exit_maps();
+  // An older kernel: see EventSymbols::follow_exits.
+  if (const auto& e = s->program_->exit_maps_error())
+    fmt::print(stderr,
+               "uscope: the maps of exiting processes cannot be kept ({}): a process gone "
+               "before uscope read its maps shows [unknown: process gone]\n",
+               e->message);
   if (s->unwind_) {
     s->follower_.emplace(*s->unwind_);
     if (auto r = s->follower_->listen(s->program_->ring()); !r) return tl::unexpected(r.error());

@@ -99,7 +99,7 @@ class ProfileSession {
 
   ProfileTarget target_;
   std::unique_ptr<Session> session_;
-  std::unique_ptr<ExitMaps> exit_maps_;
+  ExitMaps* exit_maps_ = nullptr;  // owned by program_, whose object holds it
   std::unique_ptr<Symbolizer> symbolizer_;
   // Processes sampled so far; exits of processes not (yet) sampled are kept a while, in case
   // their first sample's news is still on its way (the oldest go first: -a holds a bounded amount).

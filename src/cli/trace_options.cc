@@ -72,23 +72,8 @@ bool comm_contains(const uscope_event& ev, std::string_view name) {
   return std::string_view(ev.comm, n).find(name) != std::string_view::npos;
 }
 
-namespace {
-
-SymbolizerOptions with_catch_up(std::function<void()> catch_up) {
-  SymbolizerOptions o;
-  o.catch_up = std::move(catch_up);
-  return o;
-}
-
-}  // namespace
-
 EventSymbols::EventSymbols(const TracePlan& plan, bool user_stack, bool kernel_stack)
-    : user_stack_(user_stack),
-      kernel_stack_(kernel_stack),
-      needs_kernel_(kernel_stack),
-      symbolizer_(with_catch_up([this] {
-        if (exits_) exits_->catch_up();
-      })) {
+    : user_stack_(user_stack), kernel_stack_(kernel_stack), needs_kernel_(kernel_stack) {
   for (const auto& p : plan.probes) {
     std::vector<SymbolField> f;
     for (size_t i = 0; i < p.spec.conversions.size(); ++i) {
@@ -129,30 +114,16 @@ bool EventSymbols::needs_user_symbols() const {
 }
 
 void EventSymbols::remember_process(pid_t pid) {
-  if (needs_user_symbols()) symbolizer_.remember(pid);
+  if (needs_user_symbols()) symbols_.symbolizer().remember(pid);
 }
 
 Result<void> EventSymbols::follow_exits(pid_t pid, const std::string& started_as) {
-  if (!needs_user_symbols() || exits_) return {};
-  if (pid > 0 && !started_as.empty()) symbolizer_.started_as(pid, started_as);
-  auto e = ExitMaps::start(pid > 0 ? std::vector<pid_t>{pid} : std::vector<pid_t>{},
-                           [this](Process last) { symbolizer_.adopt(std::move(last)); });
-  if (!e) {
-    // A kernel before 6.16 (the mm is gone at the exit tracepoint) or without
-    // bpf_iter_task_vma (6.7): the session runs; only a process that exits before its events
-    // are read loses their names.
-    fmt::print(stderr,
-               "uscope: the maps of exiting processes cannot be kept ({}): %U and -U of "
-               "a process gone before its events are read show [unknown: process gone]\n",
-               e.error().message);
-    return {};
-  }
-  exits_ = std::move(*e);
+  if (needs_user_symbols()) symbols_.follow_exits(pid, started_as, "%U and -U");
   return {};
 }
 
 void EventSymbols::catch_up() {
-  if (exits_) exits_->catch_up();
+  symbols_.catch_up();
 }
 
 EventStacks EventSymbols::resolve(DecodedEvent& ev) {
@@ -161,14 +132,15 @@ EventStacks EventSymbols::resolve(DecodedEvent& ev) {
     for (const auto& f : fields_[ev.header.probe_id]) {
       if (f.value >= ev.n_values) continue;
       DecodedValue& v = ev.values[f.value];
-      Frame frame = f.kernel ? kernel_frame(v.number) : symbolizer_.symbolize(pid, v.number);
+      Frame frame =
+          f.kernel ? kernel_frame(v.number) : symbols_.symbolizer().symbolize(pid, v.number);
       v.symbol = symbol_text(frame);
     }
   }
   EventStacks stacks;
   if (user_stack_) {
     // A stack seen before costs a lookup; a new one is symbolized (which allocates) once.
-    stacks.user = &user_stacks_.frames(symbolizer_, pid, ev.user_stack);
+    stacks.user = &user_stacks_.frames(symbols_.symbolizer(), pid, ev.user_stack);
   }
   if (kernel_stack_) {
     kernel_frames_.clear();

@@ -12,8 +12,8 @@
 #include <string_view>
 #include <vector>
 
+#include "cli/exit_symbolizer.h"
 #include "collect/decoded_event.h"
-#include "collect/exit_maps.h"
 #include "plan/planner.h"
 #include "sink/trace_output.h"
 #include "symbolize/kernel_symbols.h"
@@ -70,8 +70,7 @@ class EventSymbols {
   };
   std::vector<std::vector<SymbolField>> fields_;  // by probe id
   bool user_stack_, kernel_stack_, needs_kernel_ = false;
-  std::unique_ptr<ExitMaps> exits_;
-  Symbolizer symbolizer_;
+  ExitSymbolizer symbols_;
   std::optional<KernelSymbols> kernel_;
   StackSymbolCache user_stacks_;
   std::vector<Frame> kernel_frames_;

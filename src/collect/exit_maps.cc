@@ -17,6 +17,13 @@ namespace uscope {
 
 namespace {
 
+// The ring's size: it is mapped twice (a BPF ring buffer is, so that records never wrap), and all
+// of it counts in uscope's resident memory from the start. A record is ~1.1 KiB (one executable
+// mapping), and the ring is drained at every wake-up: 4 MiB for every process on a host (many
+// exits at once), 512 KiB (~470 mappings, a big process's several times over) for given PIDs.
+constexpr uint32_t kRingEveryProcess = 4u << 20;
+constexpr uint32_t kRingTargets = 512u << 10;
+
 // "/usr/lib/x86_64-linux-gnu/libc.so.6" from its components, innermost first.
 std::string joined_path(const exit_mapping& r) {
   std::string path;
@@ -29,39 +36,51 @@ std::string joined_path(const exit_mapping& r) {
 
 }  // namespace
 
-ExitMaps::ExitMaps(BpfObject object, Handler handler)
-    : object_(std::move(object)), handler_(std::move(handler)) {}
-
 ExitMaps::~ExitMaps() {
   if (link_ != nullptr) bpf_link__destroy(link_);
 }
 
-Result<std::unique_ptr<ExitMaps>> ExitMaps::start(const std::vector<pid_t>& pids, Handler handler) {
-  auto object = BpfObject::open(exit_maps__open, exit_maps__destroy, "the exit-maps program");
-  if (!object) return tl::unexpected(object.error());
-  if (auto r = object->set_rodata("every_process", static_cast<uint32_t>(pids.empty())); !r)
-    return tl::unexpected(r.error());
-  if (auto r = object->set_rodata("self_tgid", static_cast<uint32_t>(getpid())); !r)
-    return tl::unexpected(r.error());
-  if (auto r = object->load(); !r) return tl::unexpected(r.error());
-  std::unique_ptr<ExitMaps> maps(new ExitMaps(std::move(*object), std::move(handler)));
+Result<void> ExitMaps::configure(BpfObject& object, const std::vector<pid_t>& pids) {
+  if (auto r = object.set_rodata("exit_every_process", static_cast<uint32_t>(pids.empty())); !r)
+    return r;
+  if (auto r = object.set_rodata("exit_reader_tgid", static_cast<uint32_t>(getpid())); !r) return r;
+  return object.set_max_entries("exit_records", pids.empty() ? kRingEveryProcess : kRingTargets);
+}
+
+Result<std::unique_ptr<ExitMaps>> ExitMaps::attach(const BpfObject& object,
+                                                   const std::vector<pid_t>& pids,
+                                                   Handler handler) {
+  std::unique_ptr<ExitMaps> maps(new ExitMaps(object, std::move(handler)));
   for (pid_t pid : pids)
     if (auto r = maps->watch(pid); !r) return tl::unexpected(r.error());
-  auto ring = RingReader::open(maps->object_.map_fd("exit_records"),
+  auto ring = RingReader::open(object.map_fd("exit_records"),
                                [m = maps.get()](const void* d, size_t n) { m->on_record(d, n); });
   if (!ring) return tl::unexpected(ring.error());
   maps->ring_.emplace(std::move(*ring));
-  maps->link_ = bpf_program__attach(maps->object_.program("exit_maps"));
+  maps->link_ = bpf_program__attach(object.program("exit_maps"));
   if (maps->link_ == nullptr)
     return fail_errno(errno, "cannot attach the sched_process_exit tracepoint: {}",
                       std::strerror(errno));
   return maps;
 }
 
+Result<std::unique_ptr<ExitMaps>> ExitMaps::start(const std::vector<pid_t>& pids, Handler handler) {
+  auto object = BpfObject::open(exit_maps__open, exit_maps__destroy, "the exit-maps program");
+  if (!object) return tl::unexpected(object.error());
+  if (auto r = configure(*object, pids); !r) return tl::unexpected(r.error());
+  if (auto r = object->load(); !r) return tl::unexpected(r.error());
+  // Moved into the heap before attach() takes its address: ExitMaps is not movable.
+  auto own = std::make_unique<BpfObject>(std::move(*object));
+  auto maps = attach(*own, pids, std::move(handler));
+  if (!maps) return maps;
+  (*maps)->owned_ = std::move(own);
+  return maps;
+}
+
 Result<void> ExitMaps::watch(pid_t pid) {
   auto key = static_cast<uint32_t>(pid);
   uint8_t one = 1;
-  if (bpf_map_update_elem(object_.map_fd("exit_targets"), &key, &one, BPF_ANY) != 0)
+  if (bpf_map_update_elem(targets_fd_, &key, &one, BPF_ANY) != 0)
     return fail_errno(errno, "cannot watch PID {} for its exit: {}", pid, std::strerror(errno));
   return {};
 }
@@ -103,7 +122,7 @@ void ExitMaps::catch_up() {
 }
 
 uint64_t ExitMaps::lost() const {
-  PerCpuSum sum(object_.map_fd("exit_lost"));
+  PerCpuSum sum(lost_fd_);
   auto v = sum.sum(0);
   return (v ? *v : 0) + incomplete_;
 }

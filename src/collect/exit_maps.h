@@ -25,8 +25,15 @@ class ExitMaps {
   using Handler = std::function<void(Process last)>;
 
   // `pids` empty: every process on the host (profile -a, trace without -p); else only these
-  // (and PIDs added later with watch()).
+  // (and PIDs added later with watch()). In an object of its own (src/bpf/exit_maps.bpf.c).
   static Result<std::unique_ptr<ExitMaps>> start(const std::vector<pid_t>& pids, Handler handler);
+
+  // Or in the object of a program that includes src/bpf/exit_maps.bpf.h (the profiler's), so that
+  // one load relocates both against one parse of the kernel's BTF: configure() before its load,
+  // attach() after it. The object must outlive the ExitMaps (it may move: its maps stay).
+  static Result<void> configure(BpfObject& object, const std::vector<pid_t>& pids);
+  static Result<std::unique_ptr<ExitMaps>> attach(const BpfObject& object,
+                                                  const std::vector<pid_t>& pids, Handler handler);
   ~ExitMaps();
 
   Result<void> watch(pid_t pid);
@@ -37,10 +44,15 @@ class ExitMaps {
   uint64_t lost() const;
 
  private:
-  ExitMaps(BpfObject object, Handler handler);
+  ExitMaps(const BpfObject& object, Handler handler)
+      : targets_fd_(object.map_fd("exit_targets")),
+        lost_fd_(object.map_fd("exit_lost")),
+        handler_(std::move(handler)) {}
   void on_record(const void* data, size_t size);
 
-  BpfObject object_;
+  std::unique_ptr<BpfObject> owned_;  // start()'s object of its own; first made, last gone
+  int targets_fd_;                    // the object's maps
+  int lost_fd_;
   Handler handler_;
   std::optional<RingReader> ring_;
   bpf_link* link_ = nullptr;

@@ -43,16 +43,12 @@ StackStatus status_of_id(int32_t id) {
 
 }  // namespace
 
-Result<ProfileProgram> ProfileProgram::load(const ProfileSettings& settings,
-                                            NewProcessHandler on_new, NewStackHandler on_stack) {
-  if (settings.user_stacks && settings.unwind == nullptr)
-    return fail("user stacks need the unwinder's maps");
+Result<BpfObject> ProfileProgram::open_and_load(const ProfileSettings& settings, bool exits) {
   auto object = BpfObject::open(profile__open, profile__destroy, "the profiler");
-  if (!object) return tl::unexpected(object.error());
+  if (!object) return object;
   if (settings.unwind)
     if (auto r = settings.unwind->share_with(*object); !r) return tl::unexpected(r.error());
-  ProfileProgram p(std::move(*object));
-  BpfObject& o = p.object_;
+  BpfObject& o = *object;
   TargetFilter filter;
   if (settings.pids.size() == 1) filter.tgid = settings.pids[0];
   filter.only_after_exec = settings.only_after_exec;
@@ -60,19 +56,42 @@ Result<ProfileProgram> ProfileProgram::load(const ProfileSettings& settings,
   uint32_t slots = settings.stack_slots    ? settings.stack_slots
                    : settings.pids.empty() ? kStackSlotsHost
                                            : kStackSlotsProcess;
-  for (auto r : {o.set_target(filter), o.set_rodata("use_targets", flag(settings.pids.size() > 1)),
-                 o.set_rodata("include_idle", flag(settings.include_idle)),
-                 o.set_rodata("per_thread", flag(settings.per_thread)),
-                 o.set_rodata("user_stacks", flag(settings.user_stacks)),
-                 o.set_rodata("kernel_stacks", flag(settings.kernel_stacks)),
-                 o.set_max_entries("stacks", settings.kernel_stacks ? slots : 1),
-                 o.set_max_entries("ustacks", settings.user_stacks ? slots : 1),
-                 // Distinct (thread, stacks) pairs outnumber stacks, and keys cost little.
-                 o.set_max_entries("counts", 2 * slots),
-                 o.set_max_entries("targets", std::max<uint32_t>(
-                                                  1, static_cast<uint32_t>(settings.pids.size())))})
+  for (auto r :
+       {o.set_target(filter), o.set_rodata("use_targets", flag(settings.pids.size() > 1)),
+        o.set_rodata("include_idle", flag(settings.include_idle)),
+        o.set_rodata("per_thread", flag(settings.per_thread)),
+        o.set_rodata("user_stacks", flag(settings.user_stacks)),
+        o.set_rodata("kernel_stacks", flag(settings.kernel_stacks)),
+        o.set_max_entries("stacks", settings.kernel_stacks ? slots : 1),
+        o.set_max_entries("ustacks", settings.user_stacks ? slots : 1),
+        // Distinct (thread, stacks) pairs outnumber stacks, and keys cost little.
+        o.set_max_entries("counts", 2 * slots),
+        o.set_max_entries("targets",
+                          std::max<uint32_t>(1, static_cast<uint32_t>(settings.pids.size()))),
+        exits ? ExitMaps::configure(o, settings.pids) : o.set_autoload("exit_maps", false)})
     if (!r) return tl::unexpected(r.error());
   if (auto r = o.load(); !r) return tl::unexpected(r.error());
+  return object;
+}
+
+Result<ProfileProgram> ProfileProgram::load(const ProfileSettings& settings,
+                                            NewProcessHandler on_new, NewStackHandler on_stack) {
+  if (settings.user_stacks && settings.unwind == nullptr)
+    return fail("user stacks need the unwinder's maps");
+  bool exits = static_cast<bool>(settings.on_exit);
+  auto object = open_and_load(settings, exits);
+  std::optional<Error> exits_error;
+  if (!object && exits) {
+    // A kernel without what the exits' program needs (bpf_iter_task_vma, 6.7; the mm still there
+    // at sched_process_exit, 6.16): the profile runs without it, at the cost of a second load.
+    exits_error = object.error();
+    exits = false;
+    object = open_and_load(settings, false);
+  }
+  if (!object) return tl::unexpected(object.error());
+  ProfileProgram p(std::move(*object));
+  p.exits_error_ = std::move(exits_error);
+  BpfObject& o = p.object_;
   if (settings.pids.size() > 1) {
     uint8_t one = 1;
     for (pid_t pid : settings.pids) {
@@ -116,6 +135,13 @@ Result<ProfileProgram> ProfileProgram::load(const ProfileSettings& settings,
       });
   if (!ring) return tl::unexpected(ring.error());
   p.ring_.emplace(std::move(*ring));
+  if (exits) {
+    auto e = ExitMaps::attach(o, settings.pids, settings.on_exit);
+    if (e)
+      p.exits_ = std::move(*e);
+    else
+      p.exits_error_ = e.error();
+  }
   return p;
 }
 

@@ -2,7 +2,8 @@
 // The CPU profiler's BPF side (profile.bpf.c) loaded through BpfObject, attached to cpu-clock
 // perf events, and read back: its in-kernel counts per (process, thread, stacks) as StackSamples,
 // its loss counters by cause, and the ring-buffer records that name each process at its first
-// sample (so that user space reads its maps while it lives).
+// sample (so that user space reads its maps while it lives). The same object holds the exits'
+// snapshots (collect/exit_maps.h), so that the session's kernel-BTF relocations are one parse.
 #include <sys/types.h>
 
 #include <cstdint>
@@ -18,6 +19,7 @@
 #include "attach/bpf_loader.h"
 #include "attach/perf_events.h"
 #include "attach/unwind_maps.h"
+#include "collect/exit_maps.h"
 #include "collect/ring_reader.h"
 #include "collect/stack_samples.h"
 #include "util/result.h"
@@ -36,6 +38,8 @@ struct ProfileSettings {
   uint32_t stack_slots = 0;
   // The unwinder's shared maps (user stacks are walked through them); required with user stacks.
   const UnwindMaps* unwind = nullptr;
+  // Given: the maps of `pids` (every process without pids) as they exit, to this handler.
+  ExitMaps::Handler on_exit;
 };
 
 class ProfileProgram {
@@ -65,6 +69,10 @@ class ProfileProgram {
   Result<size_t> consume_all() { return ring_->consume_all(); }
   // Another ring read with the new-process records (the unwinder's requests).
   RingReader& ring() { return *ring_; }
+  // With on_exit: the exits' snapshots, or null and why they cannot be kept (an older kernel:
+  // the profile runs without them).
+  ExitMaps* exit_maps() const { return exits_.get(); }
+  const std::optional<Error>& exit_maps_error() const { return exits_error_; }
 
   // Every stack counted so far (cumulative since start), innermost frames first, into `out`.
   Result<void> read_samples(StackAggregator& out);
@@ -83,9 +91,12 @@ class ProfileProgram {
     uint64_t short_records = 0;  // never written by profile.bpf.c: counted and skipped
   };
   explicit ProfileProgram(BpfObject object) : object_(std::move(object)) {}
+  static Result<BpfObject> open_and_load(const ProfileSettings& settings, bool exits);
   Result<std::vector<uint64_t>> counters() const;
 
   BpfObject object_;
+  std::unique_ptr<ExitMaps> exits_;  // after object_: detached before it is torn down
+  std::optional<Error> exits_error_;
   std::unique_ptr<NewProcesses> new_processes_;
   std::optional<RingReader> ring_;  // after new_processes_: freed before it
   PerfEventLinks events_;           // last: detached before anything else is torn down

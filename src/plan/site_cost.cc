@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "plan/branch_candidates.h"
+#include "plan/capstone_lib.h"
 
 #include <algorithm>
 #include <cctype>
@@ -73,28 +74,35 @@ namespace {
 // short, and every extra instruction skipped is one more assumption about the entry state.
 constexpr size_t kMaxScan = 8;
 
+// The loaded library; only called once open_capstone() has succeeded, which loaded it.
+const CapstoneLib& capstone() {
+  return **capstone_lib();
+}
+
 struct CapstoneClose {
   void operator()(csh* h) const {
-    cs_close(h);
+    capstone().close(h);
     delete h;
   }
 };
 using Capstone = std::unique_ptr<csh, CapstoneClose>;
 
 struct InsnFree {
-  void operator()(cs_insn* insn) const { cs_free(insn, 1); }
+  void operator()(cs_insn* insn) const { capstone().free(insn, 1); }
 };
 using InsnBuffer = std::unique_ptr<cs_insn, InsnFree>;
 
 Result<Capstone> open_capstone() {
+  auto lib = capstone_lib();
+  if (!lib) return fail("capstone: {}", lib.error().message);
   csh raw = 0;
-  if (cs_err e = cs_open(CS_ARCH_X86, CS_MODE_64, &raw); e != CS_ERR_OK) {
-    return fail("capstone: cannot open an x86-64 disassembler: {}", cs_strerror(e));
+  if (cs_err e = capstone().open(CS_ARCH_X86, CS_MODE_64, &raw); e != CS_ERR_OK) {
+    return fail("capstone: cannot open an x86-64 disassembler: {}", capstone().strerror(e));
   }
   Capstone handle(new csh(raw));
   // Detail mode gives prefixes, operands and cs_regs_access; without it nothing here works.
-  if (cs_err e = cs_option(raw, CS_OPT_DETAIL, CS_OPT_ON); e != CS_ERR_OK) {
-    return fail("capstone: cannot enable instruction detail: {}", cs_strerror(e));
+  if (cs_err e = capstone().option(raw, CS_OPT_DETAIL, CS_OPT_ON); e != CS_ERR_OK) {
+    return fail("capstone: cannot enable instruction detail: {}", capstone().strerror(e));
   }
   return handle;
 }
@@ -129,7 +137,7 @@ const std::vector<std::string>& canonical_register_names(csh h) {
   static const std::vector<std::string> names = [h] {
     std::vector<std::string> v(X86_REG_ENDING);
     for (unsigned r = 1; r < X86_REG_ENDING; ++r)
-      if (const char* name = cs_reg_name(h, r)) v[r] = canonical_register(name);
+      if (const char* name = capstone().reg_name(h, r)) v[r] = canonical_register(name);
     return v;
   }();
   return names;
@@ -336,7 +344,7 @@ Decoded decode_detail(csh h, const cs_insn& insn, uint64_t function_addr) {
 
   cs_regs read, written;
   uint8_t n_read = 0, n_written = 0;
-  if (cs_regs_access(h, &insn, read, &n_read, written, &n_written) == CS_ERR_OK) {
+  if (capstone().regs_access(h, &insn, read, &n_read, written, &n_written) == CS_ERR_OK) {
     const auto& names = canonical_register_names(h);
     for (uint8_t i = 0; i < n_written; ++i)
       if (written[i] < names.size()) d.writes.push_back(&names[written[i]]);
@@ -383,7 +391,7 @@ Result<Sweep> sweep(std::span<const uint8_t> code, uint64_t addr,
   auto cs = thread_capstone();
   if (!cs) return tl::unexpected(cs.error());
   csh h = *cs;
-  InsnBuffer insn(cs_malloc(h));
+  InsnBuffer insn(capstone().malloc(h));
   if (!insn) return fail("capstone: cannot allocate an instruction buffer");
   Sweep s;
   s.insns.reserve(std::min(max_insns, code.size() / 3 + 1));  // Go's average is ~4 bytes
@@ -391,7 +399,7 @@ Result<Sweep> sweep(std::span<const uint8_t> code, uint64_t addr,
   size_t left = code.size();
   uint64_t pc = addr;
   while (left > 0 && s.insns.size() < max_insns) {
-    if (!cs_disasm_iter(h, &p, &left, &pc, insn.get())) {
+    if (!capstone().disasm_iter(h, &p, &left, &pc, insn.get())) {
       s.stopped_at = pc - addr;
       return s;
     }
@@ -481,12 +489,12 @@ Result<SiteClass> classify_site(std::span<const uint8_t> code, uint64_t addr) {
   auto cs = thread_capstone();
   if (!cs) return tl::unexpected(cs.error());
   csh h = *cs;
-  InsnBuffer insn(cs_malloc(h));
+  InsnBuffer insn(capstone().malloc(h));
   if (!insn) return fail("capstone: cannot allocate an instruction buffer");
   const uint8_t* p = code.data();
   size_t left = code.size();
   uint64_t pc = addr;
-  if (code.empty() || !cs_disasm_iter(h, &p, &left, &pc, insn.get())) {
+  if (code.empty() || !capstone().disasm_iter(h, &p, &left, &pc, insn.get())) {
     return fail("no decodable x86-64 instruction at {:#x} ({} bytes given)", addr, code.size());
   }
   return classify_insn(*insn);
@@ -712,14 +720,14 @@ void for_each_instruction(std::span<const uint8_t> code, uint64_t addr,
   auto cs = thread_capstone();
   if (!cs) return;
   csh h = *cs;
-  InsnBuffer insn(cs_malloc(h));
+  InsnBuffer insn(capstone().malloc(h));
   if (!insn) return;
   const uint8_t* p = code.data();
   size_t left = code.size();
   uint64_t pc = addr;
   while (left > 0) {
     const uint64_t at = pc;
-    if (!cs_disasm_iter(h, &p, &left, &pc, insn.get())) {
+    if (!capstone().disasm_iter(h, &p, &left, &pc, insn.get())) {
       ++p;  // data or an encoding capstone 4 lacks (EVEX): resynchronise on the next byte
       --left;
       ++pc;
