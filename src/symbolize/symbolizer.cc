@@ -314,10 +314,13 @@ std::vector<Frame> Symbolizer::symbolize(pid_t pid, std::span<const uint64_t> ad
   bool refreshed = false;  // maps read during this call: re-reading again would change nothing
   if (state == nullptr) {
     auto p = Process::open(pid);
-    // A zombie's maps read empty: it has exited as surely as a reaped process.
+    // A zombie's maps read empty: it has exited as surely as a reaped process. So has one past
+    // exit_mm() that is no zombie yet (its maps read empty, or not at all): its maps as it
+    // exited are on their way (caught_up), where /proc has nothing left to say.
     const bool exited =
-        p ? p->mappings().empty() && process_exited(pid)
-          : !process_alive(pid) || p.error().errnum == ESRCH || p.error().errnum == ENOENT;
+        p ? p->mappings().empty() && process_exiting(pid)
+          : !process_alive(pid) || p.error().errnum == ESRCH || p.error().errnum == ENOENT ||
+                process_exiting(pid);
     if (p && !exited) {
       state = processes_.emplace(pid, std::make_unique<ProcessState>(ProcessState{std::move(*p)}))
                   .first->second.get();
@@ -345,10 +348,10 @@ std::vector<Frame> Symbolizer::symbolize(pid_t pid, std::span<const uint64_t> ad
       // copied out, so replacing the snapshot under them is safe.
       refreshed = true;
       auto p = Process::open(pid);
-      if (p && !(p->mappings().empty() && process_exited(pid))) {
+      if (p && !(p->mappings().empty() && process_exiting(pid))) {
         state->maps = std::move(*p);
       } else if (caught_up(pid) == nullptr) {
-        gone = !process_alive(pid) || process_exited(pid);
+        gone = !process_alive(pid) || process_exiting(pid);
       }
       n = normalize(state->maps, lookup);
     }
