@@ -23,6 +23,9 @@
 #define UNWIND_CACHED_RULES 128  /* rules by pc: the return addresses of a hot path */
 #define UNWIND_NO_RULE 0xffffffffu
 #define PY_FRAME_BUF 128 /* bytes of a Python frame read at once (py_offsets.frame_read_size) */
+/* Bytes below a frame read at once: 3.11+ frames sit next to each other in the thread's data
+ * stack, each caller below its callee, so one read holds most of a deep chain's frames. */
+#define PY_WINDOW 4096
 
 enum unwind_py_state {
   UNWIND_PY_NATIVE = 0, /* walking native frames */
@@ -71,7 +74,11 @@ struct unwind_scratch {
   __u32 py_emitted_here; /* frames put in for the eval call at the pc */
   __u32 py_reserved;
   struct py_proc py_proc;
+  __u64 py_win_base; /* the window: [py_win_base, py_win_base + py_win_len) of the process */
+  __u64 py_cur_off;  /* the frame being read: its offset in the window, when py_cur_in_win */
+  __u32 py_win_len, py_cur_in_win;
   __u8 py_buf[PY_FRAME_BUF];
+  __u8 py_win[PY_WINDOW];
 };
 
 struct {
@@ -189,14 +196,55 @@ static __always_inline const struct unwind_mapping* unwind_mapping_of(struct unw
   return &s->mapping;
 }
 
-/* A field of the Python frame in s->py_buf; 0 when the offset is not within what was read. */
+/* A field of the Python frame being read (in the window, or in s->py_buf); 0 when the offset is
+ * not within what was read. */
 static __always_inline __u64 py_buf_u64(struct unwind_scratch* s, __u32 offset) {
+  if (s->py_cur_in_win) {
+    __u64 at = s->py_cur_off + offset;
+    if (at > PY_WINDOW - 8) return 0;
+    return *(__u64*)&s->py_win[at];
+  }
   if (offset > PY_FRAME_BUF - 8) return 0;
   return *(__u64*)&s->py_buf[offset];
 }
 static __always_inline __u8 py_buf_u8(struct unwind_scratch* s, __u32 offset) {
+  if (s->py_cur_in_win) {
+    __u64 at = s->py_cur_off + offset;
+    if (at >= PY_WINDOW) return 0;
+    return s->py_win[at];
+  }
   if (offset >= PY_FRAME_BUF) return 0;
   return s->py_buf[offset];
+}
+
+/* Makes the frame at s->py_frame (`size` bytes) readable: in the window, read anew when the frame
+ * is not in it (the PY_WINDOW bytes that end with it; else its own page and on, when the memory
+ * below is not mapped), else alone into s->py_buf. Whether it could be read. */
+static __always_inline int py_read_frame(struct unwind_scratch* s, __u32 size) {
+  __u64 f = s->py_frame, end = f + size;
+  if (!(s->py_win_len && f >= s->py_win_base && end - s->py_win_base <= s->py_win_len)) {
+    s->py_win_len = 0;
+    __u64 base = end - PY_WINDOW;
+    if (end > PY_WINDOW && !bpf_probe_read_user(s->py_win, PY_WINDOW, (const void*)base)) {
+      s->py_win_base = base;
+      s->py_win_len = PY_WINDOW;
+    } else {
+      base = f & ~0xfffull;
+      __u64 len = end - base;
+      if (len > 0 && len <= PY_WINDOW &&
+          !bpf_probe_read_user(s->py_win, (__u32)len, (const void*)base)) {
+        s->py_win_base = base;
+        s->py_win_len = (__u32)len;
+      }
+    }
+  }
+  if (s->py_win_len && f >= s->py_win_base && end - s->py_win_base <= s->py_win_len) {
+    s->py_cur_in_win = 1;
+    s->py_cur_off = f - s->py_win_base;
+    return 1;
+  }
+  s->py_cur_in_win = 0;
+  return !bpf_probe_read_user(s->py_buf, size, (const void*)f);
 }
 
 /* Is `lookup` (a pc, or a return address - 1) in the eval function? */
@@ -223,7 +271,7 @@ static __always_inline int py_emit(struct unwind_scratch* s) {
   const struct py_offsets* o = &s->py_proc.off;
   __u32 size = o->frame_read_size;
   if (size > PY_FRAME_BUF) size = PY_FRAME_BUF;
-  if (size < 8 || bpf_probe_read_user(s->py_buf, size, (const void*)s->py_frame)) {
+  if (size < 8 || !py_read_frame(s, size)) {
     s->py_failed = 1;
     s->py_frame = 0;
     return 1;
@@ -451,6 +499,7 @@ static __always_inline struct unwind_scratch* unwind_user_stack(__u32 tgid, __u6
   s->py_state = UNWIND_PY_NATIVE;
   s->py_frame = 0;
   s->py_emitted = s->py_failed = 0;
+  s->py_win_len = 0; /* the process's memory has moved on since the last walk */
 
   /* A process whose tables are not loaded (never seen, or exec'd: its old ones no longer apply)
    * is walked by frame pointer while user space loads them. */
