@@ -222,6 +222,11 @@ static __always_inline __u8 py_buf_u8(struct unwind_scratch* s, __u32 offset) {
  * below is not mapped), else alone into s->py_buf. Whether it could be read. */
 static __always_inline int py_read_frame(struct unwind_scratch* s, __u32 size) {
   __u64 f = s->py_frame, end = f + size;
+  /* Before 3.11 frames are heap objects, each on its own: no window. */
+  if (s->py_proc.off.frame_model == PY_FRAMES_PER_EVAL) {
+    s->py_cur_in_win = 0;
+    return !bpf_probe_read_user(s->py_buf, size, (const void*)f);
+  }
   if (!(s->py_win_len && f >= s->py_win_base && end - s->py_win_base <= s->py_win_len)) {
     s->py_win_len = 0;
     __u64 base = end - PY_WINDOW;

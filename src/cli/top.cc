@@ -111,8 +111,10 @@ int run_top(TopOptions o) {
   fmt::print(stderr, "uscope: {}\n", s.stop_text(*why));
 
   // The last table (the samples since the last refresh, and since the start), plain: on a
-  // terminal it stays on the screen after the live one is gone.
+  // terminal it stays on the screen after the live one is gone. Its rows by the whole session:
+  // its refresh may be a few milliseconds long.
   table.leave_screen();
+  table.sort_by_session();
   if (auto r = refresh(true); !r) return report_error(r.error().message);
   finish_output(out, tables_skipped);
   return kExitOk;

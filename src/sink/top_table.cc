@@ -57,20 +57,24 @@ Result<void> TopTable::write(const Profile& profile, double interval_s, std::FIL
   previous_samples_ = total;
 
   const bool by_self = options_.sort == TopSort::Self;
-  std::sort(rows.begin(), rows.end(), [by_self](const Row& a, const Row& b) {
-    auto key = [by_self](const Row& r) {
-      return by_self ? std::tuple(r.self, r.total, r.since_start->self, r.since_start->total)
-                     : std::tuple(r.total, r.self, r.since_start->total, r.since_start->self);
+  const bool session = by_session_;
+  std::sort(rows.begin(), rows.end(), [by_self, session](const Row& a, const Row& b) {
+    auto key = [by_self, session](const Row& r) {
+      const uint64_t self = session ? r.since_start->self : r.self;
+      const uint64_t total = session ? r.since_start->total : r.total;
+      return by_self ? std::tuple(self, total, r.since_start->self, r.since_start->total)
+                     : std::tuple(total, self, r.since_start->total, r.since_start->self);
     };
     if (key(a) != key(b)) return key(a) > key(b);
     return a.since_start->function < b.since_start->function;
   });
 
   std::vector<std::string> lines;
-  lines.push_back(fmt::format(
-      "uscope top {}: {} sample{} in the last {:.1f} s, sorted by {}{}{}", options_.title,
-      grouped(interval_total), interval_total == 1 ? "" : "s", interval_s,
-      by_self ? "self" : "total", options_.keys.empty() ? "" : "; ", options_.keys));
+  lines.push_back(fmt::format("uscope top {}: {} sample{} in the last {:.1f} s, sorted by {}{}{}{}",
+                              options_.title, grouped(interval_total),
+                              interval_total == 1 ? "" : "s", interval_s,
+                              by_self ? "self" : "total", by_session_ ? " since start" : "",
+                              options_.keys.empty() ? "" : "; ", options_.keys));
   lines.push_back("since start: " + profile_summary(profile));
   lines.emplace_back();
   // Header lines, the "more" line, and on a terminal one line spare (the cursor's).

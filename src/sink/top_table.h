@@ -40,6 +40,9 @@ class TopTable {
     options_.terminal = false;
     options_.keys.clear();
   }
+  // From now on rows are sorted by their shares since the start: the last table, at the end of
+  // the session, whose last refresh may hold a handful of samples.
+  void sort_by_session() { by_session_ = true; }
   // Writes the table of `profile` (everything counted since the start), `interval_s` seconds of
   // sampling after the previous call, which becomes the previous one. Throws OutputClosed when
   // the reader went away (util/output_closed.h).
@@ -52,6 +55,7 @@ class TopTable {
   TopTableOptions options_;
   std::unordered_map<std::string, Counts> previous_;  // by function '\0' module
   uint64_t previous_samples_ = 0;
+  bool by_session_ = false;
 };
 
 }  // namespace uscope

@@ -79,6 +79,20 @@ TEST(top_table, next_table_shows_what_was_sampled_since_the_previous_one) {
   EXPECT_THAT(lines[5], MatchesRegex(" *0.0% +0.0% +55.0% +80.0% +inner +app"));
 }
 
+TEST(top_table, last_table_of_a_session_sorts_by_the_whole_session) {
+  TopTable table(plain());
+  Profile p = sample_profile();
+  drawn(table, p);
+  p.samples[1].count += 1;  // one more sample of inner, in a refresh a few milliseconds long
+  table.sort_by_session();
+  auto lines = lines_of(drawn(table, p, 0.01));
+  ASSERT_GE(lines.size(), 7u);
+  EXPECT_EQ(lines[0], "uscope top PID 42: 1 sample in the last 0.0 s, sorted by self since start");
+  // do_syscall_64 leads since the start (5 of 13); inner (4 of 13) had the refresh's one sample.
+  EXPECT_THAT(lines[5], MatchesRegex(" *0.0% +0.0% +38.4% +38.4% +do_syscall_64_\\[k\\] .*"));
+  EXPECT_THAT(lines[6], MatchesRegex(" *100.0% +100.0% +30.7% +.* +inner +app"));
+}
+
 TEST(top_table, sorts_by_total_when_asked) {
   TopTableOptions o = plain();
   o.sort = TopSort::Total;
