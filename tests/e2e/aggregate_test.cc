@@ -73,7 +73,7 @@ TEST(aggregate, count_by_comm_and_arg_matches_the_fixture) {
   ASSERT_EQ(summary.size(), 1u) << r.out;
   EXPECT_EQ(summary[0]["keys"], 6);
   EXPECT_EQ(summary[0]["not_counted_map_full"], 0);
-  EXPECT_TRUE(bpf_links_of_programs("trace_").empty());
+  EXPECT_TRUE(links_released("trace_"));
 }
 
 TEST(aggregate, count_text_shows_the_top_keys_and_how_many_are_left_out) {
@@ -147,7 +147,7 @@ TEST(aggregate, latency_by_entry_argument_times_every_call) {
     got[j["key"]["arg1"].get<int64_t>()] += j["count"].get<uint64_t>();
   }
   EXPECT_EQ(got, want) << r.out;
-  EXPECT_TRUE(bpf_links_of_programs("trace_").empty());
+  EXPECT_TRUE(links_released("trace_"));
 }
 
 // Two phases of calls, the second released only once an interval has shown the first: at least

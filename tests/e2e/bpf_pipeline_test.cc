@@ -37,7 +37,7 @@ void count_work_calls(bool multi) {
     ASSERT_TRUE(counts) << counts.error().message;
     EXPECT_EQ((*counts)[0], static_cast<uint64_t>(kCalls));
   }
-  EXPECT_TRUE(bpf_links_of_programs("count_hit").empty()) << "links left after detach";
+  EXPECT_TRUE(links_released("count_hit")) << "links left after detach";
 }
 
 TEST(bpf_pipeline, counts_every_call_with_single_links) {
@@ -69,7 +69,7 @@ TEST(check_command, proves_a_real_attach) {
   EXPECT_NE(r.out.find("attach (single)    ok"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("attach (multi )    ok"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("sleepable       yes"), std::string::npos) << r.out;
-  EXPECT_TRUE(bpf_links_of_programs("count_hit").empty());
+  EXPECT_TRUE(links_released("count_hit"));
 }
 
 }  // namespace

@@ -20,7 +20,7 @@ TEST(count, counts_exact_calls_of_a_command) {
   for (const auto& j : json_lines(r.out)) counts[j["function"]] = j["count"];
   EXPECT_EQ(counts["work"], 12345u) << r.out;
   EXPECT_EQ(counts["main"], 1u) << r.out;
-  EXPECT_TRUE(bpf_links_of_programs("count_hit").empty());
+  EXPECT_TRUE(links_released("count_hit"));
 }
 
 // How fast is bench/'s to measure; here: every libc function, in a process already running.
@@ -39,7 +39,7 @@ TEST(count, all_of_libc_attaches_in_a_running_process) {
   EXPECT_GT(std::stoi(m[1]), 1000);
   EXPECT_NE(r.out.find("malloc"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("free"), std::string::npos);
-  EXPECT_TRUE(bpf_links_of_programs("count_hit").empty());
+  EXPECT_TRUE(links_released("count_hit"));
 }
 
 TEST(count, calls_entering_mid_prologue_are_not_counted_for_the_other_function) {
@@ -81,7 +81,7 @@ TEST(latency, histogram_counts_every_call) {
   uint64_t total = 0;
   for (const auto& b : rows[0]["buckets"]) total += b["count"].get<uint64_t>();
   EXPECT_EQ(total, 2000u);
-  EXPECT_TRUE(bpf_links_of_programs("trace_").empty());
+  EXPECT_TRUE(links_released("trace_"));
 }
 
 TEST(latency, reports_entries_the_kernel_never_returned_from) {

@@ -115,8 +115,8 @@ TEST(cycles, interrupted_sessions_leave_nothing_behind) {
   std::printf("%d of 100 sessions ended through their loop\n", detached);
   EXPECT_TRUE(wait_until([&] { return orphaned_uscope_objects() <= orphans_before; }))
       << orphaned_uscope_objects() << " BPF objects left, " << orphans_before << " before";
-  EXPECT_TRUE(bpf_links_of_programs("trace_").empty());
-  EXPECT_TRUE(bpf_links_of_programs("count_hit").empty());
+  EXPECT_TRUE(links_released("trace_"));
+  EXPECT_TRUE(links_released("count_hit"));
 }
 
 }  // namespace

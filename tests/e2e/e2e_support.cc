@@ -263,6 +263,13 @@ std::vector<int> bpf_links_of_programs(const std::string& prefix, pid_t owner) {
   return out;
 }
 
+testing::AssertionResult links_released(const std::string& prefix, pid_t owner) {
+  auto r = wait_until("no BPF link of a program named " + prefix + "* is left",
+                      [&] { return bpf_links_of_programs(prefix, owner).empty(); });
+  if (!r) r << "; bpftool link list:\n" << shell("bpftool link list");
+  return r;
+}
+
 std::vector<int> bpf_links_held_by(pid_t pid, const std::string& prefix) {
   // A link's fdinfo names it and its program: "link_id:\t7" and "prog_id:\t42".
   std::vector<std::pair<int, int>> held;  // link id, program id

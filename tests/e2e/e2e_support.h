@@ -105,6 +105,10 @@ testing::AssertionResult wait_for_port(int port);
 // joined with bpftool prog list) held by this test process or by no process at all.
 // `owner` also counts links held by that process (a uscope the test started).
 std::vector<int> bpf_links_of_programs(const std::string& prefix, pid_t owner = 0);
+// Until no link of a program named `prefix`* is held by this test process, by `owner`, or by
+// nobody (bpf_links_of_programs): a link whose last fd closed is released by the kernel a little
+// later (deferred), so a check right after a command exits waits for it. On failure, the links.
+testing::AssertionResult links_released(const std::string& prefix, pid_t owner = 0);
 // IDs of the BPF links process `pid` holds an fd to whose program name starts with `prefix`.
 std::vector<int> bpf_links_held_by(pid_t pid, const std::string& prefix);
 

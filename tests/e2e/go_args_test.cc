@@ -72,7 +72,7 @@ TEST(go_args, fields_and_strings_of_a_server_under_load) {
   EXPECT_EQ(lines_with(r.out, " GET /items/pear").size(), 3u) << r.out.substr(0, 3000);
   EXPECT_EQ(lines_with(r.out, "main.(*Store).Get key=pear value=5").size(), 3u);
   EXPECT_EQ(lines_with(r.out, "main.(*Store).Get key=nope value=0").size(), 3u);
-  EXPECT_TRUE(bpf_links_of_programs("trace_").empty());
+  EXPECT_TRUE(links_released("trace_"));
 }
 
 TEST(go_args, bad_names_say_what_would_work) {

@@ -96,7 +96,7 @@ TEST(go_hints, fields_of_a_stripped_server_come_from_its_type_descriptors) {
         "main.(*Store).Get: s.hits at offset 16 in main.Store (int), from the runtime type "
         "descriptor"})
     EXPECT_NE(r.err.find(said), std::string::npos) << said << "\n" << r.err;
-  EXPECT_TRUE(bpf_links_of_programs("trace_").empty());
+  EXPECT_TRUE(links_released("trace_"));
 }
 
 TEST(go_hints, bad_declared_lists_say_what_would_work) {
@@ -133,7 +133,7 @@ TEST(go_hints, bad_declared_lists_say_what_would_work) {
     EXPECT_EQ(r.exit_code, c.exit_code) << c.spec << "\n" << r.err;
     EXPECT_NE(r.err.find(c.message), std::string::npos) << c.spec << "\n" << r.err;
   }
-  EXPECT_TRUE(bpf_links_of_programs("trace_").empty());
+  EXPECT_TRUE(links_released("trace_"));
 }
 
 }  // namespace

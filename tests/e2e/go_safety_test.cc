@@ -49,7 +49,7 @@ void expect_every_call_timed(const std::string& binary) {
   // are big enough that its stacks grow.
   EXPECT_EQ(row["entries"].get<uint64_t>() - row["entries_repeated"].get<uint64_t>(), calls);
   EXPECT_GT(row["entries_repeated"].get<uint64_t>(), 0u) << "no stack growth: not a safety test";
-  EXPECT_TRUE(bpf_links_of_programs("trace_").empty());
+  EXPECT_TRUE(links_released("trace_"));
 }
 
 TEST(go_safety, latency_times_every_call_of_a_stack_growing_program) {
@@ -96,7 +96,7 @@ TEST(go_safety, latency_attached_under_load_never_harms_the_program) {
   EXPECT_EQ(gated["count"].get<uint64_t>(), calls_in(expected)) << gated.dump();
   EXPECT_EQ(keys["entries_not_recorded"], 0) << keys.dump();
   EXPECT_EQ(keys["returns_without_entry"], 0) << keys.dump();
-  EXPECT_TRUE(bpf_links_of_programs("trace_").empty());
+  EXPECT_TRUE(links_released("trace_"));
 }
 
 // r: probes print each return, with a value saved at entry, on the same moving stacks.

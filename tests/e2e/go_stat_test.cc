@@ -61,8 +61,8 @@ void expect_runtime_counted(const std::string& binary) {
   EXPECT_EQ(s["stw"]["pauses"].get<uint64_t>(), 2 * cycles) << s.dump();
   EXPECT_GT(s["stw"]["max_ns"].get<uint64_t>(), 0u) << s.dump();
   expect_nothing_lost(s);
-  EXPECT_TRUE(bpf_links_of_programs("trace_").empty());
-  EXPECT_TRUE(bpf_links_of_programs("count_hit").empty());
+  EXPECT_TRUE(links_released("trace_"));
+  EXPECT_TRUE(links_released("count_hit"));
 }
 
 TEST(go_stat, counts_goroutines_gc_cycles_and_pauses) {
@@ -109,7 +109,7 @@ void attach_to_busy_program(const std::string& binary) {
   EXPECT_GE(first["live"]["goroutines"].get<uint64_t>(), 2u) << first.dump();
   EXPECT_GE(first["live"]["runtime_goroutines"].get<uint64_t>(), 1u) << first.dump();
   EXPECT_EQ(s["losses"]["census_failures"], 0) << s.dump();
-  EXPECT_TRUE(bpf_links_of_programs("trace_").empty());
+  EXPECT_TRUE(links_released("trace_"));
 }
 
 TEST(go_stat, attached_to_a_busy_program_reads_its_live_goroutines) {

@@ -14,7 +14,7 @@
 namespace uscope::e2e {
 namespace {
 
-const std::vector<std::string> kCommands = {"trace", "count", "latency", "hist", "list", "profile",
+const std::vector<std::string> kCommands = {"trace", "count", "latency", "hist", "list",  "profile",
                                             "top",   "http",  "tls",     "stat", "check", "dump"};
 
 std::vector<std::string> split_lines(const std::string& text) {

@@ -87,7 +87,7 @@ TEST(http_prometheus, paths_as_requested_and_routes_from_what_varies) {
   prometheus.signal(SIGKILL);
   prometheus.finish();
   std::filesystem::remove_all(dir);
-  EXPECT_TRUE(bpf_links_of_programs("trace_").empty());
+  EXPECT_TRUE(links_released("trace_"));
 }
 
 }  // namespace

@@ -63,7 +63,7 @@ void serves_red_per_route(const std::string& server_name) {
       << r.out;
   EXPECT_TRUE(std::regex_search(r.out, std::regex("server GET +20 +0 .*  /items/nope\n"))) << r.out;
   EXPECT_TRUE(std::regex_search(r.out, std::regex("server GET +20 +20 .*  /fail\n"))) << r.out;
-  EXPECT_TRUE(bpf_links_of_programs("trace_").empty());
+  EXPECT_TRUE(links_released("trace_"));
 }
 
 TEST(http, server_red_per_route) {
@@ -128,7 +128,7 @@ void client_under_load(const std::string& client_name) {
   EXPECT_TRUE(
       std::regex_search(r.out, std::regex("client GET +[0-9]+ +0 .*  " + base + "/hello\n")))
       << r.out;
-  EXPECT_TRUE(bpf_links_of_programs("trace_").empty());
+  EXPECT_TRUE(links_released("trace_"));
 }
 
 TEST(http, client_under_load) {
@@ -166,7 +166,7 @@ TEST(http, refuses_what_is_not_a_go_http_program) {
   EXPECT_EQ(plain_go.exit_code, 1);
   EXPECT_NE(plain_go.err.find("does not use net/http's server or client"), std::string::npos)
       << plain_go.err;
-  EXPECT_TRUE(bpf_links_of_programs("trace_").empty());
+  EXPECT_TRUE(links_released("trace_"));
 }
 
 }  // namespace

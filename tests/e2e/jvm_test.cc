@@ -19,7 +19,7 @@ TEST(jvm, thread_start_probe_names_every_jvm_thread) {
   EXPECT_NE(r.out.find("Signal Dispatcher"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("C2 CompilerThread0"), std::string::npos) << r.out;
   EXPECT_EQ(summary_count(r.err, " lost"), 0) << r.err;
-  EXPECT_TRUE(bpf_links_of_programs("trace_").empty());
+  EXPECT_TRUE(links_released("trace_"));
 }
 
 }  // namespace

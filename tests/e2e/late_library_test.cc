@@ -101,7 +101,7 @@ TEST(late_library, count_p_counts_functions_and_semaphore_probes_of_a_library_ma
   EXPECT_EQ(counts["usdt_lib:guarded"], static_cast<uint64_t>(f.raised)) << r.out;
   EXPECT_EQ(lines_with(r.err, "does not map " + lib + " yet: its probes wait for it").size(), 1u)
       << r.err;
-  EXPECT_TRUE(bpf_links_of_programs("count_hit").empty());
+  EXPECT_TRUE(links_released("count_hit"));
 }
 
 TEST(late_library, trace_p_prints_every_call_of_a_library_mapped_later) {

@@ -106,7 +106,7 @@ TEST(latency_times, c_function_lands_in_the_bucket_of_the_time_it_took) {
   auto row = latency_row(r.out);
   expect_times_match(row, fixture_times(r.out));
   EXPECT_EQ(row["entries_without_return"], 0) << row.dump();
-  EXPECT_TRUE(bpf_links_of_programs("trace_").empty());
+  EXPECT_TRUE(links_released("trace_"));
 }
 
 TEST(latency_times, go_function_lands_in_the_bucket_of_the_time_it_took) {
@@ -118,7 +118,7 @@ TEST(latency_times, go_function_lands_in_the_bucket_of_the_time_it_took) {
   expect_times_match(row, fixture_times(r.out));
   EXPECT_EQ(row["entries_without_return"], 0) << row.dump();
   EXPECT_EQ(row["entries_not_recorded"], 0) << row.dump();
-  EXPECT_TRUE(bpf_links_of_programs("trace_").empty());
+  EXPECT_TRUE(links_released("trace_"));
 }
 
 }  // namespace

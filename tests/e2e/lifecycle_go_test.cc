@@ -29,7 +29,7 @@ TEST(lifecycle, target_exec_ends_the_session) {
   EXPECT_NE(r.err.find("exec'd"), std::string::npos) << r.err;
   // Ended at the exec, not at the exit: the exec'd `sleep 30` still runs.
   EXPECT_EQ(waitpid(target.pid(), nullptr, WNOHANG), 0) << "the target exited before uscope ended";
-  EXPECT_TRUE(bpf_links_of_programs("trace_").empty());
+  EXPECT_TRUE(links_released("trace_"));
 }
 
 TEST(lifecycle, unprivileged_user_is_told_which_capabilities) {
@@ -68,7 +68,7 @@ TEST(go, return_probes_use_ret_instructions) {
   auto l = uscope({"latency", "--json", "-c", fixture("go/gowork") + " 7", "main.work"});
   ASSERT_EQ(l.exit_code, 0) << l.err;
   EXPECT_NE(l.out.find("\"calls\":7,"), std::string::npos) << l.out;
-  EXPECT_TRUE(bpf_links_of_programs("trace_").empty());
+  EXPECT_TRUE(links_released("trace_"));
 }
 
 TEST(go, count_counts_go_functions) {
@@ -123,7 +123,7 @@ TEST(go, inlined_functions_are_probed_at_every_copy) {
   auto ret = uscope({"latency", "-c", fixture("go/gohi") + " 1", "fmt.Println"});
   EXPECT_EQ(ret.exit_code, 1);
   EXPECT_NE(ret.err.find("probe the return of main.main"), std::string::npos) << ret.err;
-  EXPECT_TRUE(bpf_links_of_programs("trace_").empty());
+  EXPECT_TRUE(links_released("trace_"));
 }
 
 // net/http.Get is inlined into main.fetch: its `url` is read at the copy where DWARF's inlined
@@ -148,7 +148,7 @@ TEST(go, parameters_of_inlined_copies_come_from_dwarf) {
   EXPECT_NE(stripped.err.find("only DWARF says where a copy's parameters are"), std::string::npos)
       << stripped.err;
   EXPECT_NE(stripped.err.find("net/http.(*Client).Get"), std::string::npos) << stripped.err;
-  EXPECT_TRUE(bpf_links_of_programs("trace_").empty());
+  EXPECT_TRUE(links_released("trace_"));
 }
 
 // A stripped Go program's profile names its frames from .gopclntab and expands inlined calls
@@ -180,7 +180,7 @@ TEST(go, attach_refuses_a_uretprobe_in_go_code) {
   ASSERT_FALSE(r.has_value());
   EXPECT_NE(r.error().message.find("refusing a return probe (uretprobe)"), std::string::npos)
       << r.error().message;
-  EXPECT_TRUE(bpf_links_of_programs("trace_").empty());
+  EXPECT_TRUE(links_released("trace_"));
 }
 
 }  // namespace

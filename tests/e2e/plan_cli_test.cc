@@ -30,7 +30,7 @@ TEST(plan_cli, trace_glob_prints_each_function_as_its_own_probe) {
   // The function the kernel cannot probe is named and counted, not silently dropped.
   EXPECT_NE(r.err.find("glob_unprobeable"), std::string::npos) << r.err;
   EXPECT_EQ(summary_count(r.err, " function(s) matched by a glob not probed"), 1) << r.err;
-  EXPECT_TRUE(bpf_links_of_programs("trace_").empty());
+  EXPECT_TRUE(links_released("trace_"));
 }
 
 struct VerboseSite {

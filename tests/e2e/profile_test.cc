@@ -38,7 +38,7 @@ TEST(profile, hot_path_of_a_command_holds_most_samples) {
   ASSERT_GT(total(lines), 0u) << r.out;
   EXPECT_GT(share_with(lines, ";main;outer;inner;"), 0.5) << r.out;
   EXPECT_NE(r.err.find("samples"), std::string::npos) << r.err;  // the summary line
-  EXPECT_TRUE(bpf_links_of_programs("profile_sample").empty());
+  EXPECT_TRUE(links_released("profile_sample"));
 }
 
 TEST(profile, process_that_exits_mid_profile_stays_named) {
@@ -195,7 +195,7 @@ TEST(profile, bad_input_fails_with_its_reason) {
     EXPECT_NE(r.exit_code, 0) << c.message;
     EXPECT_NE(r.err.find(c.message), std::string::npos) << r.err;
   }
-  EXPECT_TRUE(bpf_links_of_programs("profile_sample").empty());
+  EXPECT_TRUE(links_released("profile_sample"));
 }
 
 }  // namespace

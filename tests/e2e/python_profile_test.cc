@@ -123,13 +123,20 @@ TEST(python_profile, c_calling_back_into_python_interleaves) {
 TEST(python_profile, command_from_its_first_instruction_stays_named_after_exit) {
   USCOPE_REQUIRE_ROOT();
   auto r = uscope({"profile", "-F", "199", "--format", "folded", "-c",
-                   std::string(kPython) + " " + script() + " nested 300"});
+                   std::string(kPython) + " " + script() + " nested 1500"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto lines = parse_folded(r.out);
   ASSERT_GT(total(lines), 0u) << r.err;
-  EXPECT_GT(share_with(lines, py_frame("outer", "CALL-MIDDLE") + ";" +
-                                  py_frame("middle", "CALL-LEAF") + ";"),
-            0.6);
+  // Of the samples that run the script (not the interpreter's start-up before it), most are in
+  // its known path, named after the process exited.
+  std::vector<FoldedLine> running;
+  for (const auto& l : lines)
+    if (joined(l).find("PyEval_EvalCode;") != std::string::npos) running.push_back(l);
+  ASSERT_GT(total(running), 0u) << r.out;
+  EXPECT_GT(share_with(running, py_frame("outer", "CALL-MIDDLE") + ";" +
+                                    py_frame("middle", "CALL-LEAF") + ";"),
+            0.6)
+      << r.out;
   EXPECT_EQ(share_with(lines, "[unknown: process gone]"), 0.0);
 }
 
@@ -214,7 +221,7 @@ TEST(python_dump, every_thread_with_its_python_and_native_frames_and_nothing_lef
   EXPECT_NE(m.find(py_frame("spin_main", "SPIN-MAIN")), std::string::npos) << r.out;
   EXPECT_NE(m.find(py_frame("main", "CALL-SPIN")), std::string::npos) << r.out;
   // Read once: no iterator link outlives the command.
-  EXPECT_TRUE(bpf_links_of_programs("dump_task").empty());
+  EXPECT_TRUE(links_released("dump_task"));
 }
 
 TEST(python_dump, a_process_that_is_gone_or_not_given_is_a_clear_error) {

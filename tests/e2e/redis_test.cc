@@ -30,7 +30,7 @@ TEST(redis, create_string_object_shows_commands) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("createStringObject uscope-key"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("festival"), std::string::npos) << r.out;
-  EXPECT_TRUE(bpf_links_of_programs("trace_").empty());
+  EXPECT_TRUE(links_released("trace_"));
 }
 
 }  // namespace

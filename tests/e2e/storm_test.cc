@@ -179,8 +179,8 @@ TEST(storm, count_and_latency_tables_into_a_full_pipe_do_not_block_sigterm) {
     EXPECT_NE(err.find("interrupted"), std::string::npos) << err;
     EXPECT_NE(err.find("not written"), std::string::npos) << err;
   }
-  EXPECT_TRUE(bpf_links_of_programs("count_hit").empty());
-  EXPECT_TRUE(bpf_links_of_programs("trace_").empty());
+  EXPECT_TRUE(links_released("count_hit"));
+  EXPECT_TRUE(links_released("trace_"));
 }
 
 TEST(storm, sigterm_with_a_full_stdout_pipe_stops_and_detaches) {
@@ -195,7 +195,7 @@ TEST(storm, sigterm_with_a_full_stdout_pipe_stops_and_detaches) {
   EXPECT_EQ(u.wait_exit(&err), 0) << err;
   EXPECT_NE(err.find("interrupted;"), std::string::npos) << err;
   EXPECT_GE(summary_count(err, " events printed"), 0) << err;
-  EXPECT_TRUE(bpf_links_of_programs("trace_").empty());
+  EXPECT_TRUE(links_released("trace_"));
 }
 
 TEST(storm, max_events_stops_with_a_blocked_stdout_and_counts_what_was_not_written) {

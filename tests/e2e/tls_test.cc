@@ -123,7 +123,7 @@ TEST_F(tls_www, curl_to_s_server_request_then_response_redacted) {
   ASSERT_FALSE(objs.empty());
   EXPECT_EQ(objs.back()["losses"]["cut_bytes"], not_captured);
   expect_nothing_lost(objs.back(), true);
-  EXPECT_TRUE(bpf_links_of_programs("trace_").empty());
+  EXPECT_TRUE(links_released("trace_"));
 }
 
 // s_server without -www reads and writes with SSL_read and SSL_write (with -www it goes through

@@ -79,7 +79,7 @@ TEST(top, pipe_prints_tables_whose_rows_hold_the_fixtures_shares) {
   // The summary line of every profile, with the losses.
   EXPECT_NE(r.out.find("since start: "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("; lost: "), std::string::npos) << r.out;
-  EXPECT_TRUE(bpf_links_of_programs("profile_sample").empty());
+  EXPECT_TRUE(links_released("profile_sample"));
 }
 
 TEST(top, sort_total_puts_the_caller_first) {

@@ -29,7 +29,7 @@ TEST(trace, entry_probe_with_predicate_and_string_arg) {
   EXPECT_NE(hits[9].find("i=907 tag=xyz"), std::string::npos) << hits[9];
   EXPECT_NE(r.err.find("target exited"), std::string::npos) << r.err;
   EXPECT_EQ(summary_count(r.err, " lost"), 0) << r.err;
-  EXPECT_TRUE(bpf_links_of_programs("trace_").empty());
+  EXPECT_TRUE(links_released("trace_"));
 }
 
 TEST(trace, string_on_untouched_page_is_read_from_the_live_process) {
@@ -94,7 +94,7 @@ TEST(trace, libc_function_in_running_process) {
     }
   }
   EXPECT_EQ(events, 5);
-  EXPECT_TRUE(bpf_links_of_programs("trace_").empty());
+  EXPECT_TRUE(links_released("trace_"));
 }
 
 TEST(trace, system_wide_probe_never_traces_uscope_itself) {
@@ -176,7 +176,7 @@ TEST(trace, stops_cleanly_on_sigterm_and_detaches) {
   auto r = tracer.finish();
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("interrupted"), std::string::npos) << r.err;
-  EXPECT_TRUE(bpf_links_of_programs("trace_").empty());
+  EXPECT_TRUE(links_released("trace_"));
 }
 
 TEST(trace, target_killed_mid_trace_ends_session) {
@@ -191,7 +191,7 @@ TEST(trace, target_killed_mid_trace_ends_session) {
   auto r = tracer.finish();
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("target exited"), std::string::npos) << r.err;
-  EXPECT_TRUE(bpf_links_of_programs("trace_").empty());
+  EXPECT_TRUE(links_released("trace_"));
 }
 
 TEST(trace, bad_specs_name_the_problem) {
@@ -208,7 +208,7 @@ TEST(trace, bad_specs_name_the_problem) {
   auto mismatch = uscope({"trace", "-c", loop_cmd(1), "p::work \"%d %d\", arg1"});
   EXPECT_EQ(mismatch.exit_code, 2);
   EXPECT_EQ(summary_count(mismatch.err, " conversions"), 2) << mismatch.err;
-  EXPECT_TRUE(bpf_links_of_programs("trace_").empty());
+  EXPECT_TRUE(links_released("trace_"));
 }
 
 TEST(trace, python_usdt_raises_semaphore_only_while_attached) {
@@ -240,7 +240,7 @@ TEST(trace, python_usdt_raises_semaphore_only_while_attached) {
   // then the kernel drops and counts (lost_events_are_counted_not_dropped_silently checks that).
   EXPECT_NE(r.out.find("\"lost\":"), std::string::npos)
       << r.out.substr(r.out.rfind('\n', r.out.size() - 2) + 1);
-  EXPECT_TRUE(bpf_links_of_programs("trace_").empty());
+  EXPECT_TRUE(links_released("trace_"));
 }
 
 }  // namespace

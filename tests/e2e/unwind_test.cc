@@ -67,7 +67,7 @@ TEST(unwind, no_frame_pointer_fixture_reaches_every_thread_entry) {
   // Across the PLT into the no-frame-pointer library.
   EXPECT_GT(share_with(lines, "spin_level5;nofp_lib_entry;nofp_lib_leaf;"), 0.1) << r.out;
   EXPECT_NE(r.err.find("unwind tables: "), std::string::npos) << r.err;  // -v's table line
-  EXPECT_TRUE(bpf_links_of_programs("unwind_on_exec").empty());
+  EXPECT_TRUE(links_released("unwind_on_exec"));
 }
 
 TEST(unwind, signal_handler_stacks_cross_the_signal_frame) {
