@@ -352,10 +352,17 @@ pid_t sleep_as(const std::string& argv0, const std::string& cwd) {
   return child;
 }
 
-// Until the child has exec'd: its exe is no longer ours.
+// Until the child has exec'd and its program is mapped: its exe is no longer ours, and its maps
+// show that exe's code. The exe changes early in exec, before the loader maps the program's
+// segments: a read in between finds no main object (it failed once in a fresh root).
 bool wait_for_exec(pid_t pid) {
-  for (int i = 0; i < 2000; ++i) {
-    if (read_link(fmt::format("/proc/{}/exe", pid)) != read_link("/proc/self/exe")) return true;
+  for (int i = 0; i < 5000; ++i) {
+    const std::string exe = read_link(fmt::format("/proc/{}/exe", pid));
+    if (exe != read_link("/proc/self/exe")) {
+      std::ifstream maps(fmt::format("/proc/{}/maps", pid));
+      for (std::string line; std::getline(maps, line);)
+        if (line.find(" r-xp ") != std::string::npos && line.ends_with(" " + exe)) return true;
+    }
     usleep(1000);
   }
   return false;
