@@ -443,13 +443,12 @@ void Symbolizer::forget(pid_t pid) {
   python_codes_.forget(pid);
 }
 
-const PythonRuntime* Symbolizer::python_runtime(pid_t pid, ProcessState* state) {
+const PythonRuntime* Symbolizer::python_runtime(ProcessState* state) {
   if (state == nullptr) return nullptr;
   if (!state->python_looked) {
     state->python_looked = true;
     if (auto rt = find_python_runtime(state->maps); rt && *rt) state->python = std::move(**rt);
   }
-  (void)pid;
   return state->python ? &*state->python : nullptr;
 }
 
@@ -460,7 +459,7 @@ Frame Symbolizer::python_frame(pid_t pid, ProcessState* state, uint64_t value) {
   const uint64_t code = PY_FRAME_CODE(value);
   const PythonCode* c = python_codes_.find(pid, code);
   if (c == nullptr) {
-    if (const PythonRuntime* rt = python_runtime(pid, state); rt && !state->exited) {
+    if (const PythonRuntime* rt = python_runtime(state); rt && !state->exited) {
       if (auto got = python_codes_.get(*rt, process_target_memory(pid), code)) c = *got;
     }
   }
@@ -489,7 +488,7 @@ void Symbolizer::read_python_code(pid_t pid, std::span<const uint64_t> addresses
         state = cached(pid);
       }
     }
-    const PythonRuntime* rt = python_runtime(pid, state);
+    const PythonRuntime* rt = python_runtime(state);
     if (rt == nullptr) return;
     (void)python_codes_.get(*rt, process_target_memory(pid), PY_FRAME_CODE(a));
   }

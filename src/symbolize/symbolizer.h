@@ -168,7 +168,7 @@ class Symbolizer {
   // An interpreter frame of `pid` (PY_FRAME), named through the code cache.
   Frame python_frame(pid_t pid, ProcessState* state, uint64_t value);
   // The process's interpreter (found once per process state); null when it has none readable.
-  const PythonRuntime* python_runtime(pid_t pid, ProcessState* state);
+  const PythonRuntime* python_runtime(ProcessState* state);
   ProcessState* cached(pid_t pid);
   // The state of a process /proc no longer shows, if catch_up() delivers it.
   ProcessState* caught_up(pid_t pid);
