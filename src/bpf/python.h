@@ -13,6 +13,8 @@
 #include <linux/types.h>
 #endif
 
+#include "unwind.h"
+
 #define PY_NO_OFFSET 0xffffffffu /* a field this version does not have */
 #define PY_MAX_THREADS 256       /* PyThreadStates searched for a thread's own */
 #define PY_EVAL_RANGES 2         /* the eval function, and its .cold part where symbols show it */
@@ -65,8 +67,6 @@ struct py_proc {
  * The index counts code units (2 bytes) in every version: 3.11+ (instr - code - code_adaptive) / 2,
  * 3.10 f_lasti as is, <= 3.9 f_lasti / 2 (symbolize/python_code.h decodes its line).
  */
-#define UNWIND_FRAME_TAG_SHIFT 60
-#define UNWIND_FRAME_TAG_PYTHON 0x1ull
 #define PY_INSTR_BITS 16
 #define PY_INSTR_UNKNOWN 0xffffu
 #define PY_FRAME(code, instr)                                                                      \
@@ -74,6 +74,5 @@ struct py_proc {
    ((__u64)(instr)&0xffffu))
 #define PY_FRAME_CODE(v) ((((v) << 4) >> (4 + PY_INSTR_BITS)) << 3)
 #define PY_FRAME_INSTR(v) ((__u32)((v)&0xffffu))
-#define UNWIND_FRAME_TAG(v) ((__u64)(v) >> UNWIND_FRAME_TAG_SHIFT)
 
 #endif

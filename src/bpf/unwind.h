@@ -27,6 +27,17 @@
 #define UNWIND_MAX_TABLES 8192 /* objects with a table loaded at once */
 #define UNWIND_MAX_RULES 65536
 
+/* A walked stack's value is a pc, or a runtime's frame tagged in its top nibble (a user pc is
+ * below 2^47): each runtime's header says how the other 60 bits read. */
+#define UNWIND_FRAME_TAG_SHIFT 60
+#define UNWIND_FRAME_TAG(v) ((__u64)(v) >> UNWIND_FRAME_TAG_SHIFT)
+#define UNWIND_FRAME_TAG_PYTHON 0x1ull    /* bpf/python.h: PY_FRAME */
+#define UNWIND_FRAME_TAG_HS_RETURN 0x2ull /* bpf/hotspot.h: a code blob's frame, a return address \
+                                           */
+#define UNWIND_FRAME_TAG_HS_PC 0x3ull     /* bpf/hotspot.h: the same where the thread was */
+#define UNWIND_FRAME_TAG_HS_INTERP 0x4ull /* bpf/hotspot.h: an interpreted Java frame */
+#define UNWIND_FRAME_TAG_V8 0x5ull        /* bpf/v8.h: a V8 JavaScript frame */
+
 /* How to find the canonical frame address (the caller's rsp) at a pc. */
 enum unwind_cfa_kind {
   UNWIND_CFA_RSP = 0,     /* CFA = rsp + cfa_offset */
