@@ -26,9 +26,9 @@ namespace {
 
 constexpr size_t kMaxErrorsKept = 8;
 // The maps every walking object shares (unwind_maps.bpf.h); unwind_scratch stays its own.
-constexpr const char* kSharedMaps[] = {"unwind_tables",     "unwind_rules",    "unwind_mappings",
-                                       "unwind_procs",      "unwind_requests", "unwind_stats",
-                                       "unwind_generation", "python_procs",    "python_threads"};
+constexpr const char* kSharedMaps[] = {
+    "unwind_tables", "unwind_rules",      "unwind_mappings", "unwind_procs",   "unwind_requests",
+    "unwind_stats",  "unwind_generation", "python_procs",    "python_threads", "hotspot_procs"};
 
 // The vDSO as this process has it: the kernel maps the same image into every process.
 Result<ElfFile> own_vdso() {
@@ -107,7 +107,7 @@ Result<void> UnwindMaps::share_with(BpfObject& object) const {
 
 Result<void> UnwindMaps::leave_unused(BpfObject& object) {
   for (const char* name : {"unwind_tables", "unwind_rules", "unwind_mappings", "unwind_procs",
-                           "python_procs", "python_threads"})
+                           "python_procs", "python_threads", "hotspot_procs"})
     if (auto r = object.set_max_entries(name, 1); !r) return r;
   return {};
 }

@@ -153,11 +153,12 @@ static __always_inline __s32 collect_user_stack(struct bpf_perf_event_data* ctx,
                                                 struct task_struct* task, __u32 tgid, __u64* hash) {
   if (!user_stacks) return PROFILE_STACK_NONE;
   if (!BPF_CORE_READ(task, mm)) return PROFILE_STACK_NONE; /* a kernel thread */
-  __u64 pc, sp, bp;
+  __u64 pc, sp, bp, r13;
   if (*(volatile __u64*)&ctx->regs.cs & 3) {
     pc = ctx->regs.ip;
     sp = ctx->regs.sp;
     bp = ctx->regs.bp;
+    r13 = ctx->regs.r13;
   } else {
     /* In the kernel: where user space entered it, saved at the top of the task's stack. */
     struct pt_regs* regs = (struct pt_regs*)bpf_task_pt_regs(task);
@@ -168,8 +169,9 @@ static __always_inline __s32 collect_user_stack(struct bpf_perf_event_data* ctx,
     pc = BPF_CORE_READ(regs, ip);
     sp = BPF_CORE_READ(regs, sp);
     bp = BPF_CORE_READ(regs, bp);
+    r13 = BPF_CORE_READ(regs, r13);
   }
-  struct unwind_scratch* s = unwind_user_stack(tgid, pc, sp, bp);
+  struct unwind_scratch* s = unwind_user_stack(tgid, pc, sp, bp, r13);
   if (!s || s->stack.len == 0) {
     bump(PC_USER_FAILED);
     return PROFILE_STACK_FAILED;

@@ -566,7 +566,8 @@ static __always_inline int goroutine_key(struct scratch* s, __s32 sp_delta, __u3
  * stacks non-sleepable; here a walk would count as failed). */
 static __always_inline struct unwind_scratch* user_stack(struct scratch* s, int sleepable) {
   if (sleepable) return NULL;
-  return unwind_user_stack(s->ev.tgid, s->regs[UREG_RIP], s->regs[UREG_RSP], s->regs[UREG_RBP]);
+  return unwind_user_stack(s->ev.tgid, s->regs[UREG_RIP], s->regs[UREG_RSP], s->regs[UREG_RBP],
+                           s->regs[UREG_R13]);
 }
 
 /* Bucket b holds durations in [2^b, 2^(b+1)) ns; bucket 0 also holds 0. */

@@ -79,6 +79,13 @@ struct unwind_scratch {
   __u32 py_win_len, py_cur_in_win;
   __u8 py_buf[PY_FRAME_BUF];
   __u8 py_win[PY_WINDOW];
+  /* HotSpot (bpf/hotspot.h): the process's JVM, r13 where the thread was (the interpreter keeps
+   * its bytecode pointer there), and the code blob read last. */
+  __u32 hs;
+  __u32 hs_emitted;
+  __u64 r13;
+  struct hs_proc hs_proc;
+  __u8 hs_blob[HS_BLOB_READ];
 };
 
 struct {
@@ -362,6 +369,161 @@ static __always_inline long unwind_end(struct unwind_scratch* s, __u32 why) {
   return 1;
 }
 
+/* ---- HotSpot (bpf/hotspot.h) ---- */
+
+/* The code blob that holds `pc`, through its heap's segment map: each used segment's byte says
+ * how many segments back to go, 0 at a blob's first. 0 when the pc is in no heap or a free one. */
+static __always_inline __u64 hs_find_blob(struct unwind_scratch* s, __u64 pc) {
+  for (int h = 0; h < HS_MAX_HEAPS; ++h) {
+    const struct hs_heap* heap = &s->hs_proc.heaps[h];
+    if (pc < heap->low || pc >= heap->high) continue;
+    __u32 shift = heap->shift & 31;
+    __u64 segment = (pc - heap->low) >> shift;
+    __u8 hop = HS_SEGMAP_FREE;
+    for (int i = 0; i < HS_SEGMAP_STEPS; ++i) {
+      if (bpf_probe_read_user(&hop, 1, (const void*)(heap->segmap + segment))) return 0;
+      if (hop == 0 || hop == HS_SEGMAP_FREE || hop > segment) break;
+      segment -= hop;
+    }
+    if (hop != 0) return 0;
+    return heap->low + (segment << shift) + s->hs_proc.off.heapblock_size;
+  }
+  return 0;
+}
+
+static __always_inline __s64 hs_blob_s32(struct unwind_scratch* s, __u32 offset) {
+  if (offset > HS_BLOB_READ - 4) return 0;
+  return *(__s32*)&s->hs_blob[offset];
+}
+static __always_inline __u64 hs_blob_u64(struct unwind_scratch* s, __u32 offset) {
+  if (offset > HS_BLOB_READ - 8) return 0;
+  return *(__u64*)&s->hs_blob[offset];
+}
+
+static __always_inline int hs_in_code(struct unwind_scratch* s, __u64 pc) {
+  return pc >= s->hs_proc.code_start && pc < s->hs_proc.code_end;
+}
+
+/* An interpreted frame: rbp-based, its Method* and bytecode pointer in slots below rbp. */
+static __always_inline long hs_interpreted(struct unwind_scratch* s, __u32 len, __u64 sp, __u64 bp,
+                                           int top) {
+  const struct hs_offsets* o = &s->hs_proc.off;
+  __u64 method = 0, bcp = 0, sender_sp = 0, pair[2], constmethod = 0;
+  if (bp < sp || bp - sp > (1u << 20) || unwind_read(&method, bp + 8 * (__s64)o->interp_method) ||
+      unwind_read(&sender_sp, bp + 8 * (__s64)o->interp_sender_sp) ||
+      bpf_probe_read_user(pair, sizeof(pair), (const void*)bp)) {
+    unwind_count(UNWIND_STAT_HS_BAD_INTERP);
+    return unwind_end(s, UNWIND_END_READ_FAILED);
+  }
+  /* Where the thread was, the bytecode pointer is live in r13; a caller's is saved in its slot. */
+  if (top)
+    bcp = s->r13;
+  else if (unwind_read(&bcp, bp + 8 * (__s64)o->interp_bcp))
+    bcp = 0;
+  __u32 bci = HS_BCI_UNKNOWN;
+  if (!unwind_read(&constmethod, method + o->method_const)) {
+    __u64 first = constmethod + o->constmethod_size;
+    if (bcp >= first && bcp - first < HS_BCI_UNKNOWN) bci = (__u32)(bcp - first);
+  }
+  unwind_record(s, len, HS_FRAME_INTERP(method, bci));
+  s->hs_emitted++;
+  if (sender_sp <= sp) return unwind_end(s, UNWIND_END_BAD_FRAME);
+  s->pc = pair[1];
+  s->sp = sender_sp; /* the caller's sp before this frame extended it (locals) */
+  s->bp = pair[0];
+  s->exact_pc = 0;
+  return 0;
+}
+
+/* Where a compiled frame's caller's sp is when the thread is inside the frame's prologue or
+ * epilogue, where the frame is only partly built: 8 (only the return address is pushed) or 16
+ * (rbp too, which is then at sp); 0 when the frame is whole. x86_64 nmethods build their frame
+ * as [stack bang] push rbp; sub rsp, N and take it down as add rsp, N; pop rbp; [return poll:
+ * cmp rsp, [r15 + d]; ja slow]; ret (MachPrologNode/MachEpilogNode, C1's build_frame). */
+static __always_inline __u32 hs_partial_frame(struct unwind_scratch* s, __u64 pc, __u64 code_begin,
+                                              __s64 frame_complete) {
+  __u8 c[24]; /* c[8] is at pc */
+  if (bpf_probe_read_user(c, sizeof(c), (const void*)(pc - 8))) return 0;
+  if (frame_complete > 0 && pc < code_begin + (__u64)frame_complete) {
+    /* sub rsp, imm8/imm32 or mov rbp, rsp: rbp is pushed; before them it is not */
+    if (c[8] == 0x48 && (c[9] == 0x83 || c[9] == 0x81) && c[10] == 0xec) return 16;
+    if (c[8] == 0x48 && c[9] == 0x89 && c[10] == 0xe5) return 16;
+    return 8;
+  }
+  if (c[8] == 0xc3) return 8;                                                     /* ret */
+  if (c[8] == 0x5d && (c[9] == 0xc3 || c[16] == 0x0f || c[9] == 0x49)) return 16; /* pop rbp */
+  if (c[7] == 0x5d && (c[8] == 0x49 || c[8] == 0xc3)) return 8; /* after pop: the poll */
+  if (c[0] == 0x5d && c[8] == 0x0f && c[9] == 0x87 && c[14] == 0xc3) return 8; /* its ja */
+  return 0;
+}
+
+/* One frame of JIT code: recorded as its code blob and pc, then unwound by the blob's frame
+ * size (compiled code keeps no frame pointer), or by rbp for the blobs that keep one. Returns
+ * 0 to go on, 1 to end, 2 when the blob was not found (the native walk goes on by frame
+ * pointer). */
+static __always_inline long hs_step(struct unwind_scratch* s, __u32 len, __u64 pc, __u64 sp,
+                                    __u64 bp) {
+  int top = s->exact_pc;
+  if (pc >= s->hs_proc.interp_start && pc < s->hs_proc.interp_end)
+    return hs_interpreted(s, len, sp, bp, top);
+  __u64 blob = hs_find_blob(s, pc);
+  if (!blob || bpf_probe_read_user(s->hs_blob, HS_BLOB_READ, (const void*)blob)) {
+    unwind_count(UNWIND_STAT_HS_NO_BLOB);
+    return 2;
+  }
+  const struct hs_offsets* o = &s->hs_proc.off;
+  __u32 name = 0;
+  bpf_probe_read_user(&name, sizeof(name), (const void*)hs_blob_u64(s, o->blob_name));
+  if (name == HS_NAME_INTERPRETER) return hs_interpreted(s, len, sp, bp, top);
+  __u64 code_begin = o->code_begin_is_offset ? blob + (__u64)hs_blob_s32(s, o->blob_code_begin)
+                                             : hs_blob_u64(s, o->blob_code_begin);
+  __s64 words = hs_blob_s32(s, o->blob_frame_size);
+  __s64 complete = hs_blob_s32(s, o->blob_frame_complete);
+  unwind_record(
+      s, len,
+      HS_FRAME_CODE(top ? UNWIND_FRAME_TAG_HS_PC : UNWIND_FRAME_TAG_HS_RETURN, blob, pc - blob));
+  s->hs_emitted++;
+
+  __u64 cfa = 0, pair[2], caller_bp = bp;
+  __u32 partial = top ? hs_partial_frame(s, pc, code_begin, complete) : 0;
+  if (name == HS_NAME_VTABLE) partial = 8;
+  if (partial) {
+    cfa = sp + partial;
+  } else if (words <= 0 || name == HS_NAME_NATIVE) {
+    /* No frame size (StubRoutines, the call stub) or a JNI wrapper: they keep rbp. */
+    if (bp < sp) return unwind_end(s, UNWIND_END_BAD_FRAME);
+    cfa = bp + 16;
+  } else {
+    cfa = sp + 8 * (__u64)words;
+    /* The return address should lead back into JIT code: compiled Java code is only called from
+     * it (stubs, the interpreter, other nmethods). A frame that pushed words beyond its size
+     * has it higher up: search a few. */
+    __u64 ra = 0;
+    int found = 0;
+    for (int i = 0; i < HS_RA_SEARCH_SLOTS; ++i) {
+      if (unwind_read(&ra, cfa - 8)) break;
+      if (hs_in_code(s, ra)) {
+        found = 1;
+        break;
+      }
+      cfa += 8;
+    }
+    if (!found) {
+      unwind_count(UNWIND_STAT_HS_NO_RETURN);
+      return unwind_end(s, UNWIND_END_BAD_FRAME);
+    }
+  }
+  if (cfa <= sp || bpf_probe_read_user(pair, sizeof(pair), (const void*)(cfa - 16)))
+    return unwind_end(s, UNWIND_END_READ_FAILED);
+  /* rbp is saved next to the return address, except where only the return address is pushed */
+  if (partial != 8) caller_bp = pair[0];
+  s->pc = pair[1];
+  s->sp = cfa;
+  s->bp = caller_bp;
+  s->exact_pc = 0;
+  return 0;
+}
+
 /* One frame: records s->pc, then finds its caller's pc, sp and bp. bpf_loop's callback. */
 static long unwind_step(__u64 index, void* unused) {
   __u32 zero = 0;
@@ -384,6 +546,12 @@ static long unwind_step(__u64 index, void* unused) {
     if (done || !s->py_frame)
       s->py_state = s->py_emitted_here ? UNWIND_PY_REPLACED : UNWIND_PY_NATIVE;
     if (s->py_state != UNWIND_PY_NATIVE) return 0;
+  }
+  /* JIT code of a JVM: its Java frames, unwound by the JVM's own description of them. */
+  if (s->hs && s->py_state == UNWIND_PY_NATIVE && pc >= s->hs_proc.code_start &&
+      pc < s->hs_proc.code_end) {
+    long done = hs_step(s, len, pc, sp, bp);
+    if (done != 2) return done;
   }
   if (s->py_state == UNWIND_PY_REPLACED)
     s->py_state = UNWIND_PY_NATIVE;
@@ -485,7 +653,7 @@ static long py_drain_step(__u64 index, void* unused) {
  * interrupted. The result is in the returned scratch: its stack (frames, end reason) and its
  * hash (of the frames and the end, for keying). Null only when the scratch map is missing. */
 static __always_inline struct unwind_scratch* unwind_user_stack(__u32 tgid, __u64 pc, __u64 sp,
-                                                                __u64 bp) {
+                                                                __u64 bp, __u64 r13) {
   __u32 zero = 0;
   struct unwind_scratch* s = bpf_map_lookup_elem(&unwind_scratch, &zero);
   if (!s) return 0;
@@ -505,6 +673,8 @@ static __always_inline struct unwind_scratch* unwind_user_stack(__u32 tgid, __u6
   s->py_frame = 0;
   s->py_emitted = s->py_failed = 0;
   s->py_win_len = 0; /* the process's memory has moved on since the last walk */
+  s->r13 = r13;
+  s->hs_emitted = 0;
 
   /* A process whose tables are not loaded (never seen, or exec'd: its old ones no longer apply)
    * is walked by frame pointer while user space loads them. */
@@ -522,6 +692,10 @@ static __always_inline struct unwind_scratch* unwind_user_stack(__u32 tgid, __u6
     struct py_proc* py = bpf_map_lookup_elem(&python_procs, &tgid);
     s->py = py != 0;
     if (py) s->py_proc = *py;
+    /* A HotSpot JVM: its code heaps and offsets (bpf/hotspot.h). */
+    struct hs_proc* hs = bpf_map_lookup_elem(&hotspot_procs, &tgid);
+    s->hs = hs != 0;
+    if (hs) s->hs_proc = *hs;
   }
   if (s->py) s->py_frame = py_current_frame(s);
   bpf_loop(UNWIND_MAX_FRAMES + 1, unwind_step, 0, 0);
@@ -533,6 +707,7 @@ static __always_inline struct unwind_scratch* unwind_user_stack(__u32 tgid, __u6
     unwind_count_n(UNWIND_STAT_PY_UNMATCHED, s->py_emitted - before);
   }
   if (s->py_emitted) unwind_count_n(UNWIND_STAT_PY_FRAMES, s->py_emitted);
+  if (s->hs_emitted) unwind_count_n(UNWIND_STAT_HS_FRAMES, s->hs_emitted);
   if (s->py_failed) unwind_count(UNWIND_STAT_PY_READ_FAILED);
   /* A walk cut short after guessing by frame pointer says so, not how the guess failed. */
   if (s->unloaded && s->stack.end != UNWIND_END_ENTRY && s->stack.end != UNWIND_END_FP_ZERO)

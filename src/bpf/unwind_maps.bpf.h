@@ -5,6 +5,7 @@
  * many programs walk stacks. BPF only. */
 #pragma once
 
+#include "hotspot.h"
 #include "python.h"
 #include "unwind.h"
 
@@ -67,6 +68,15 @@ struct {
   __type(key, __u32);
   __type(value, __u64);
 } python_threads SEC(".maps");
+
+/* Processes running a HotSpot JVM (bpf/hotspot.h), filled when their mappings are loaded. */
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 1 << 10);
+  __uint(map_flags, BPF_F_NO_PREALLOC);
+  __type(key, __u32);
+  __type(value, struct hs_proc);
+} hotspot_procs SEC(".maps");
 
 struct {
   __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);

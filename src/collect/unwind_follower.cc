@@ -16,6 +16,10 @@ constexpr std::pair<unwind_stat, const char*> kStatNames[] = {
     {UNWIND_STAT_PY_NO_THREAD, "python_no_thread"},
     {UNWIND_STAT_PY_READ_FAILED, "python_read_failed"},
     {UNWIND_STAT_PY_UNMATCHED, "python_unmatched"},
+    {UNWIND_STAT_HS_FRAMES, "frames_java"},
+    {UNWIND_STAT_HS_NO_BLOB, "java_no_blob"},
+    {UNWIND_STAT_HS_NO_RETURN, "java_no_return"},
+    {UNWIND_STAT_HS_BAD_INTERP, "java_bad_interpreter_frame"},
 };
 
 }  // namespace

@@ -37,6 +37,12 @@ std::string loss_text(std::string_view cause, uint64_t n) {
        "a frame unreadable: cut short there"},
       {"walk_python_unmatched", "Python frame", "Python frames",
        "their eval call not met: put at the stack's outer end"},
+      {"walk_java_no_blob", "Java frame", "Java frames",
+       "no code blob found for the pc: walked by frame pointer"},
+      {"walk_java_no_return", "Java stack", "Java stacks",
+       "a compiled frame's return address not found: cut short there"},
+      {"walk_java_bad_interpreter_frame", "Java stack", "Java stacks",
+       "an interpreted frame unreadable: cut short there"},
   };
   // How user-stack walks that did not reach the thread's entry stopped (unwind.bpf.h).
   if (cause.starts_with("walk_"))
