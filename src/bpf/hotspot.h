@@ -54,10 +54,11 @@ struct hs_offsets {
   __u32 method_const;     /* Method::_constMethod */
   __u32 constmethod_size; /* sizeof(ConstMethod): its bytecodes follow it */
   /* Interpreter frame slots, in words from rbp (negative: below it; frame_x86.hpp) */
-  __s32 interp_method;    /* interpreter_frame_method_offset: -3 */
-  __s32 interp_sender_sp; /* interpreter_frame_sender_sp_offset: -1 */
-  __s32 interp_bcp;       /* interpreter_frame_bcp_offset: -8 (JDK 9+), -7 before */
-  __u32 reserved;
+  __s32 interp_method;        /* interpreter_frame_method_offset: -3 */
+  __s32 interp_sender_sp;     /* interpreter_frame_sender_sp_offset: -1 */
+  __s32 interp_bcp;           /* interpreter_frame_bcp_offset: -8 (JDK 9+), -7 before */
+  __u32 frame_complete_bytes; /* of CodeBlob::_frame_complete_offset: 4 (int) to JDK 22, 2
+                               * (int16_t) from JDK 23 */
 };
 
 /* A process running a HotSpot JVM (hotspot_procs, by tgid). Addresses are the process's own. */

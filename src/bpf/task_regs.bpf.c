@@ -26,6 +26,7 @@ int dump_task(struct bpf_iter__task* ctx) {
     r.ip = BPF_CORE_READ(regs, ip);
     r.sp = BPF_CORE_READ(regs, sp);
     r.bp = BPF_CORE_READ(regs, bp);
+    r.r13 = BPF_CORE_READ(regs, r13);
     r.have_regs = 1;
   }
   bpf_seq_write(ctx->meta->seq, &r, sizeof(r));

@@ -15,6 +15,7 @@ struct task_regs_record {
   __u32 on_cpu; /* running on a CPU now: its registers below are of its last kernel entry */
   __u32 have_regs;
   __u64 ip, sp, bp; /* the user registers it entered the kernel with */
+  __u64 r13;        /* HotSpot's interpreter keeps its bytecode pointer there */
   char comm[TASK_REGS_COMM_LEN];
 };
 

@@ -479,6 +479,7 @@ static __always_inline long hs_step(struct unwind_scratch* s, __u32 len, __u64 p
                                              : hs_blob_u64(s, o->blob_code_begin);
   __s64 words = hs_blob_s32(s, o->blob_frame_size);
   __s64 complete = hs_blob_s32(s, o->blob_frame_complete);
+  if (o->frame_complete_bytes == 2) complete = (__s16)complete;
   unwind_record(
       s, len,
       HS_FRAME_CODE(top ? UNWIND_FRAME_TAG_HS_PC : UNWIND_FRAME_TAG_HS_RETURN, blob, pc - blob));

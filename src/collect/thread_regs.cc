@@ -51,6 +51,7 @@ Result<std::vector<ThreadRegs>> read_thread_regs(pid_t pid) {
     t.ip = r.ip;
     t.sp = r.sp;
     t.bp = r.bp;
+    t.r13 = r.r13;
     out.push_back(std::move(t));
   }
   std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.tid < b.tid; });

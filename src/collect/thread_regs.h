@@ -20,6 +20,7 @@ struct ThreadRegs {
   bool on_cpu = false;  // running now: the registers are of its last kernel entry, not now
   bool have_regs = false;
   uint64_t ip = 0, sp = 0, bp = 0;
+  uint64_t r13 = 0;  // HotSpot's interpreter's bytecode pointer, where it is interpreted
 };
 
 // The threads of `pid`, by tid. Fails naming what the kernel refused (no BTF, no iterators).

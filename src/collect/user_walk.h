@@ -2,7 +2,8 @@
 // A thread's user stack walked in user space, from registers and the process's memory
 // (process_vm_readv), by the same rules as the BPF walker (bpf/unwind.bpf.h): CFI rows where the
 // object has them, frame pointers where it has none, and the thread's Python frames in place of
-// each eval call that runs them (bpf/python.h's PY_FRAME values, which the Symbolizer names).
+// each eval call that runs them (bpf/python.h's PY_FRAME values, which the Symbolizer names), and
+// a JVM's Java frames where the pc is in its code cache (bpf/hotspot.h).
 // For `uscope dump`, which reads each thread once: the BPF walker serves samples, which must be
 // taken in the thread's own context; a dump reads threads that sleep.
 #include <cstdint>
@@ -12,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "bpf/hotspot.h"
 #include "bpf/unwind.h"
 #include "discover/process.h"
 #include "discover/python_runtime.h"
@@ -35,10 +37,12 @@ class UserWalker {
 
   // Walks from (ip, sp, bp) through `process`'s memory `mem`. `python`: the thread's Python
   // frames, innermost first (python_thread_frames), and the interpreter whose eval calls they
-  // replace; empty when it runs none.
+  // replace; empty when it runs none. `java`: the process's JVM (bpf/hotspot.h), whose code cache
+  // frames become Java frames; r13 is the thread's (its bytecode pointer where it is interpreted).
   UserWalk walk(const Process& process, const TargetMemory& mem, uint64_t ip, uint64_t sp,
                 uint64_t bp, const PythonRuntime* python,
-                std::span<const PythonRawFrame> python_frames);
+                std::span<const PythonRawFrame> python_frames, const hs_proc* java = nullptr,
+                uint64_t r13 = 0);
 
  private:
   struct Table {
