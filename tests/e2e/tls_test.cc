@@ -167,6 +167,8 @@ TEST_F(tls_www, s_client_request_then_response) {
   // -quiet implies -ign_eof: s_client sends what its stdin gives and ends when the server closes.
   GatedProcess client({kOpenssl, "s_client", "-quiet", "-connect",
                        "127.0.0.1:" + std::to_string(port), "-CAfile", c.cert});
+  // Exec'd is not yet linked: uscope -p finds no libssl until the loader has mapped it.
+  ASSERT_TRUE(wait_for_mapping(client.pid(), "libssl.so"));
   auto tracer = RunningCommand::uscope({"tls", "--json", "-p", std::to_string(client.pid())});
   ASSERT_TRUE(wait_for_links(tracer.pid(), "trace_"));
   client.send("GET /s_client HTTP/1.0\r\n\r\n");
