@@ -41,14 +41,16 @@ struct PrintedThread {
 };
 
 // Only JavaThreads: their lines carry a Java thread number ("#7"); VM threads' do not.
+// "main" #1 prio=5 os_prio=0 cpu=75145.01ms elapsed=110.57s tid=0x00007fa3ec017ed0 nid=0x5793 ...
 std::vector<PrintedThread> printed_java_threads(pid_t pid) {
-  static const std::regex re(R"re(^"(.*)" #\d+ .* tid=0x([0-9a-f]+) nid=0x([0-9a-f]+) )re");
+  // nid=0x5793 in JDK 17, nid=8354 from JDK 19.
+  static const std::regex re(R"re(^"(.*)" #\d+ .* tid=0x([0-9a-f]+) nid=(0x[0-9a-f]+|\d+) )re");
   std::vector<PrintedThread> out;
   std::istringstream in(jcmd(pid, {"Thread.print"}));
   for (std::string line; std::getline(in, line);) {
     std::smatch m;
     if (std::regex_search(line, m, re))
-      out.push_back({m[1], hex(m[2]), static_cast<pid_t>(hex(m[3]))});
+      out.push_back({m[1], hex(m[2]), static_cast<pid_t>(std::stoull(m[3], nullptr, 0))});
   }
   std::sort(out.begin(), out.end());
   return out;
