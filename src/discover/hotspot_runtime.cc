@@ -206,6 +206,95 @@ void read_version(HotspotRuntime& rt, const TargetMemory& mem) {
   rt.version_source = "none";
 }
 
+// UTF-8 of a java.lang.String's bytes: Latin-1 (coder 0) or UTF-16LE (coder 1).
+std::string java_string_utf8(std::span<const uint8_t> bytes, uint8_t coder) {
+  std::string s;
+  auto put = [&](uint32_t c) {
+    if (c < 0x80) {
+      s.push_back(static_cast<char>(c));
+    } else if (c < 0x800) {
+      s.push_back(static_cast<char>(0xc0 | c >> 6));
+      s.push_back(static_cast<char>(0x80 | (c & 0x3f)));
+    } else {
+      s.push_back(static_cast<char>(0xe0 | c >> 12));
+      s.push_back(static_cast<char>(0x80 | (c >> 6 & 0x3f)));
+      s.push_back(static_cast<char>(0x80 | (c & 0x3f)));
+    }
+  };
+  if (coder == 0) {
+    for (uint8_t b : bytes) put(b);
+    return s;
+  }
+  for (size_t i = 0; i + 1 < bytes.size(); i += 2) {
+    uint32_t c = bytes[i] | bytes[i + 1] << 8;
+    put(c >= 0xd800 && c < 0xe000 ? '?' : c);  // a surrogate half: not worth pairing for a name
+  }
+  return s;
+}
+
+// The name of the java.lang.Thread a JavaThread runs (JavaThread::_threadObj -> the Thread's
+// name -> its String's value bytes), or nullopt when any step cannot be read: the caller names
+// the thread by its task instead. Object headers as HotSpot lays them out on x86_64: an array's
+// length after the mark word and a compressed class pointer (12), its bytes from 16; with compact
+// headers (JDK 24+), after the mark word alone (8) and from 12.
+std::optional<std::string> java_thread_name(const HotspotRuntime& rt, const TargetMemory& mem,
+                                            uint64_t java_thread) {
+  const auto& n = rt.java_names;
+  if (!n.thread_name_offset || !n.string_value_offset || !n.string_coder_offset ||
+      !n.compressed_oops || !n.compressed_klass)
+    return std::nullopt;
+  auto thread_obj = rt.vm.offset("JavaThread", "_threadObj");
+  auto handle_obj = rt.vm.offset("OopHandle", "_obj");
+  // CompressedOops::_narrow_oop._base in JDK 17, CompressedOops::_base from JDK 21.
+  auto base_addr = rt.vm.address("CompressedOops", "_narrow_oop._base");
+  if (!base_addr) base_addr = rt.vm.address("CompressedOops", "_base");
+  auto shift_addr = rt.vm.address("CompressedOops", "_narrow_oop._shift");
+  if (!shift_addr) shift_addr = rt.vm.address("CompressedOops", "_shift");
+  if (!thread_obj || !handle_obj || !base_addr || !shift_addr) return std::nullopt;
+  auto name_off = read_value<int32_t>(mem, n.thread_name_offset);
+  auto value_off = read_value<int32_t>(mem, n.string_value_offset);
+  auto coder_off = read_value<int32_t>(mem, n.string_coder_offset);
+  auto coops = read_value<uint8_t>(mem, n.compressed_oops);
+  auto cklass = read_value<uint8_t>(mem, n.compressed_klass);
+  auto compact = n.compact_headers ? read_value<uint8_t>(mem, n.compact_headers) : uint8_t{0};
+  auto base = read_value<uint64_t>(mem, *base_addr);
+  auto shift = read_value<int32_t>(mem, *shift_addr);
+  if (!name_off || !value_off || !coder_off || !coops || !cklass || !compact || !base || !shift)
+    return std::nullopt;
+  for (int32_t off : {*name_off, *value_off, *coder_off})
+    if (off < 8 || off > 4096) return std::nullopt;  // 0 before the JVM computed it
+  if (*shift < 0 || *shift > 31) return std::nullopt;
+  int length_at = 0, bytes_at = 0;
+  if (*compact) {
+    length_at = 8, bytes_at = 12;
+  } else if (*cklass) {
+    length_at = 12, bytes_at = 16;
+  } else {
+    return std::nullopt;  // not the default layout: not worth a guess for a name
+  }
+  // A reference field: a narrow oop (base + n << shift) with compressed oops, else a pointer.
+  auto ref = [&](uint64_t at) -> std::optional<uint64_t> {
+    if (!*coops) return read_value<uint64_t>(mem, at);
+    auto narrow = read_value<uint32_t>(mem, at);
+    if (!narrow) return std::nullopt;
+    return *narrow ? *base + (uint64_t{*narrow} << *shift) : 0;
+  };
+  auto handle = read_value<uint64_t>(mem, java_thread + *thread_obj + *handle_obj);
+  if (!handle || !plausible_pointer(*handle)) return std::nullopt;
+  auto thread = read_value<uint64_t>(mem, *handle);
+  if (!thread || !plausible_pointer(*thread)) return std::nullopt;
+  auto string = ref(*thread + *name_off);
+  if (!string || !plausible_pointer(*string)) return std::nullopt;
+  auto value = ref(*string + *value_off);
+  auto coder = read_value<uint8_t>(mem, *string + *coder_off);
+  if (!value || !plausible_pointer(*value) || !coder || *coder > 1) return std::nullopt;
+  auto length = read_value<int32_t>(mem, *value + length_at);
+  if (!length || *length < 0 || *length > 4096) return std::nullopt;
+  std::vector<uint8_t> bytes(*length);
+  if (!bytes.empty() && !mem(*value + bytes_at, bytes)) return std::nullopt;
+  return java_string_utf8(bytes, *coder);
+}
+
 }  // namespace
 
 std::string HotspotRuntime::name() const {
@@ -327,13 +416,24 @@ Result<std::optional<HotspotRuntime>> find_hotspot_runtime(const Process& proces
     auto rt = read_hotspot_runtime(process.pid(), o.path, *bias, *symbols,
                                    process_target_memory(process.pid()));
     if (!rt) return tl::unexpected(rt.error());
-    // The vtables that tell a JavaThread's kind are local symbols (.symtab).
+    // The vtables that tell a JavaThread's kind and what reading a Java thread's name takes are
+    // local symbols (.symtab).
+    using Names = HotspotRuntime::JavaNameSymbols;
+    static const std::map<std::string_view, uint64_t Names::*> java_name_symbols{
+        {"_ZN16java_lang_Thread12_name_offsetE", &Names::thread_name_offset},
+        {"_ZN16java_lang_String13_value_offsetE", &Names::string_value_offset},
+        {"_ZN16java_lang_String13_coder_offsetE", &Names::string_coder_offset},
+        {"UseCompressedOops", &Names::compressed_oops},
+        {"UseCompressedClassPointers", &Names::compressed_klass},
+        {"UseCompactObjectHeaders", &Names::compact_headers}};
     if (auto syms = elf.symbols())
       for (const auto& s : *syms) {
         if (s.name == "_ZTV10JavaThread")
           rt->vtable_java_thread = s.addr + *bias + kVtableAddressPoint;
         else if (s.name == "_ZTV14CompilerThread")
           rt->vtable_compiler_thread = s.addr + *bias + kVtableAddressPoint;
+        else if (auto it = java_name_symbols.find(s.name); it != java_name_symbols.end())
+          rt->java_names.*(it->second) = s.addr + *bias;
       }
     return std::optional<HotspotRuntime>(std::move(*rt));
   }
@@ -414,7 +514,12 @@ Result<std::vector<HotspotThread>> hotspot_threads(const HotspotRuntime& rt,
     auto tid = read_int(rt, mem, *os + *thread_id, "OSThread::_thread_id");
     if (!tid) return tl::unexpected(tid.error());
     t.tid = *tid;
-    t.name = task_comm(rt.pid, t.tid);
+    if (auto name = java_thread_name(rt, mem, jt)) {
+      t.name = std::move(*name);
+      t.java_name = true;
+    } else {
+      t.name = task_comm(rt.pid, t.tid);
+    }
     if (rt.vtable_java_thread != 0) {
       auto vptr = read_word(rt, mem, jt, "a JavaThread's vtable");
       if (!vptr) return tl::unexpected(vptr.error());

@@ -27,6 +27,17 @@ struct HotspotRuntime {
   // Vtables (their address points, as an object's first word holds them) that tell a
   // JavaThread's kind; 0 when libjvm.so's .symtab does not name them.
   uint64_t vtable_java_thread = 0, vtable_compiler_thread = 0;
+  // Where libjvm.so keeps what reading a java.lang.Thread's name takes (.symtab: the field
+  // offsets HotSpot computes at start, and the flags that say how references are stored); 0: not
+  // named there, and threads are named by their tasks.
+  struct JavaNameSymbols {
+    uint64_t thread_name_offset = 0;   // java_lang_Thread::_name_offset (int)
+    uint64_t string_value_offset = 0;  // java_lang_String::_value_offset (int)
+    uint64_t string_coder_offset = 0;  // java_lang_String::_coder_offset (int)
+    uint64_t compressed_oops = 0;      // UseCompressedOops (bool)
+    uint64_t compressed_klass = 0;     // UseCompressedClassPointers (bool)
+    uint64_t compact_headers = 0;      // UseCompactObjectHeaders (bool, JDK 24+; 0: none)
+  } java_names;
   hs_proc proc{};  // for hotspot_procs
   // Bytes of CodeBlob::_frame_complete_offset: 4 (int) to JDK 22, 2 (int16_t) from JDK 23, whose
   // next byte is CodeBlob::_kind. hs_offsets has no room to say so.
@@ -78,9 +89,12 @@ const char* hotspot_thread_kind_name(HotspotThreadKind kind);  // "java", "compi
 struct HotspotThread {
   uint64_t java_thread = 0;  // JavaThread*
   pid_t tid = 0;             // kernel tid (OSThread::_thread_id)
-  // /proc/PID/task/TID/comm: HotSpot names a thread's task after its Java name, cut to 15
-  // characters ("C2 CompilerThre"); the launcher's main thread keeps "java". "" when gone.
+  // Its java.lang.Thread's name ("C2 CompilerThread0", "main"), read from the Java heap; else
+  // its task's name (/proc/PID/task/TID/comm): HotSpot names a thread's task after its Java name
+  // cut to 15 characters ("C2 CompilerThre"), the launcher's main thread keeps "java". "" when
+  // gone.
   std::string name;
+  bool java_name = false;  // `name` is the java.lang.Thread's
   HotspotThreadKind kind = HotspotThreadKind::Unknown;
 };
 // Every JavaThread of ThreadsSMRSupport::_java_thread_list, in list order. GC and other VM

@@ -19,12 +19,15 @@ constexpr uint64_t kSegmap = 0x7f0030000000, kSegmap2 = 0x7f0031000000;
 constexpr uint64_t kInterp = kHeapLow + 0x100;  // inside the first block (40 segments of 128)
 constexpr uint64_t kData = 0x7f0040000000;      // the JVM's C heap: its objects
 constexpr uint64_t kVtableJavaThread = 0x7f0050000010;
+constexpr uint64_t kJavaHeap = 0x7f0060000000;
 
 struct Image {
   test::FakeJvm jvm;
   std::string interpreter_name = "Interpreter";
   int shift = 7;
-  bool code_offset = false;  // JDK 23+: CodeBlob::_code_offset, not _code_begin
+  bool code_offset = false;        // JDK 23+: CodeBlob::_code_offset, not _code_begin
+  std::string java_name = "main";  // of the java.lang.Thread, Latin-1 (or UTF-16)
+  bool java_name_utf16 = false;
 
   void build() {
     auto& j = jvm;
@@ -54,6 +57,10 @@ struct Image {
     j.field("Thread", "_osthread", 560);
     j.field("OSThread", "_thread_id", 208);
     j.static_field("Abstract_VM_Version", "_s_vm_release", kData + 0x300);
+    j.field("JavaThread", "_threadObj", 648, "OopHandle");
+    j.field("OopHandle", "_obj", 0, "oop*");
+    j.static_field("CompressedOops", "_narrow_oop._base", kData + 0x820);
+    j.static_field("CompressedOops", "_narrow_oop._shift", kData + 0x828);
     j.type("HeapBlock", 16);
     j.type("ConstMethod", 48);
     j.type("Thread", 1024);
@@ -106,6 +113,29 @@ struct Image {
     m.word(jt, kVtableJavaThread);
     m.word(jt + 560, os);
     m.word(os + 208, static_cast<uint64_t>(gettid()), 4);
+    // The java.lang.Thread: JavaThread::_threadObj -> its OopHandle's slot -> the Thread, whose
+    // name (a narrow oop: compressed oops, base kJavaHeap, shift 3) is a String of bytes.
+    m.word(kData + 0x800, 20, 4);  // java_lang_Thread::_name_offset
+    m.word(kData + 0x804, 12, 4);  // java_lang_String::_value_offset
+    m.word(kData + 0x808, 16, 4);  // java_lang_String::_coder_offset
+    m.word(kData + 0x810, 1, 1);   // UseCompressedOops
+    m.word(kData + 0x811, 1, 1);   // UseCompressedClassPointers
+    m.word(kData + 0x820, kJavaHeap);
+    m.word(kData + 0x828, 3, 4);
+    m.word(jt + 648, kData + 0x900);
+    m.word(kData + 0x900, kJavaHeap + 0x100);
+    m.zeros(kJavaHeap, 0x1000);
+    m.word(kJavaHeap + 0x100 + 20, 0x200 >> 3, 4);
+    m.word(kJavaHeap + 0x200 + 12, 0x300 >> 3, 4);
+    m.word(kJavaHeap + 0x200 + 16, java_name_utf16 ? 1 : 0, 1);
+    std::vector<uint8_t> bytes;
+    for (unsigned char c : java_name) {
+      bytes.push_back(c);
+      if (java_name_utf16) bytes.push_back(0);
+    }
+    if (java_name_utf16) bytes.insert(bytes.end(), {0x3b, 0x04});  // U+043B, CYRILLIC SMALL EL
+    m.word(kJavaHeap + 0x300 + 12, bytes.size(), 4);
+    for (size_t i = 0; i < bytes.size(); ++i) m.word(kJavaHeap + 0x300 + 16 + i, bytes[i], 1);
     // Abstract_VM_Version::_s_vm_release
     m.word(kData + 0x300, kData + 0x500);
     text(kData + 0x500, "17.0.15+6-test");
@@ -204,9 +234,55 @@ TEST(hotspot_runtime, lists_java_threads_with_their_task_names) {
   ASSERT_EQ(threads->size(), 1u);
   EXPECT_EQ((*threads)[0].java_thread, kData + 0x6000);
   EXPECT_EQ((*threads)[0].tid, gettid());
+  // No symbols to read its java.lang.Thread with: the task's name.
   EXPECT_EQ((*threads)[0].name, own_comm());
+  EXPECT_FALSE((*threads)[0].java_name);
   EXPECT_EQ((*threads)[0].kind, HotspotThreadKind::Java);
   EXPECT_STREQ(hotspot_thread_kind_name((*threads)[0].kind), "java");
+}
+
+HotspotRuntime::JavaNameSymbols java_name_symbols() {
+  return {kData + 0x800, kData + 0x804, kData + 0x808, kData + 0x810, kData + 0x811, 0};
+}
+
+TEST(hotspot_runtime, names_a_thread_by_its_java_thread) {
+  Image image;
+  image.java_name = "Reference Handler";
+  auto rt = image.read();
+  ASSERT_TRUE(rt) << rt.error().message;
+  rt->java_names = java_name_symbols();
+  auto threads = hotspot_threads(*rt, image.jvm.mem.memory());
+  ASSERT_TRUE(threads) << threads.error().message;
+  ASSERT_EQ(threads->size(), 1u);
+  EXPECT_EQ((*threads)[0].name, "Reference Handler");
+  EXPECT_TRUE((*threads)[0].java_name);
+}
+
+TEST(hotspot_runtime, names_a_thread_whose_name_is_utf16) {
+  Image image;
+  image.java_name = "worker-";
+  image.java_name_utf16 = true;
+  auto rt = image.read();
+  ASSERT_TRUE(rt) << rt.error().message;
+  rt->java_names = java_name_symbols();
+  auto threads = hotspot_threads(*rt, image.jvm.mem.memory());
+  ASSERT_TRUE(threads) << threads.error().message;
+  ASSERT_EQ(threads->size(), 1u);
+  EXPECT_EQ((*threads)[0].name, "worker-\u043b");
+}
+
+TEST(hotspot_runtime, names_a_thread_by_its_task_when_its_java_name_is_unreadable) {
+  Image image;
+  auto rt = image.read();
+  ASSERT_TRUE(rt) << rt.error().message;
+  rt->java_names = java_name_symbols();
+  // The Thread's name field reads as a reference to nowhere.
+  image.jvm.mem.word(kJavaHeap + 0x100 + 20, 0x10000000, 4);
+  auto threads = hotspot_threads(*rt, image.jvm.mem.memory());
+  ASSERT_TRUE(threads) << threads.error().message;
+  ASSERT_EQ(threads->size(), 1u);
+  EXPECT_EQ((*threads)[0].name, own_comm());
+  EXPECT_FALSE((*threads)[0].java_name);
 }
 
 TEST(hotspot_runtime, refuses_a_segment_size_out_of_range) {
