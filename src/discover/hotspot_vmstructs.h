@@ -44,7 +44,9 @@ class HotspotVmStructs {
                    std::map<std::string, int64_t> int_constants,
                    std::map<std::string, int64_t> long_constants);
 
-  // Offset of a non-static field; nullopt when the JVM does not list it (or lists it static).
+  // Offset of a non-static field; nullopt when the JVM does not list it (or lists it static). A
+  // field is listed under the class that declares it, so a type's superclasses are looked in too
+  // (JavaThread's _osthread is Thread's in JDK 17).
   std::optional<uint64_t> offset(std::string_view type, std::string_view field) const;
   // Address of a static field; nullopt when not listed (or not static).
   std::optional<uint64_t> address(std::string_view type, std::string_view field) const;
@@ -59,12 +61,18 @@ class HotspotVmStructs {
 
   const std::vector<VmStructField>& fields() const { return fields_; }
   const std::vector<VmStructType>& types() const { return types_; }
+  const std::map<std::string, int64_t>& int_constants() const { return ints_; }
+  const std::map<std::string, int64_t>& long_constants() const { return longs_; }
 
  private:
   std::vector<VmStructField> fields_;
   std::vector<VmStructType> types_;
   std::map<std::string, int64_t> ints_, longs_;
   std::map<std::pair<std::string, std::string>, size_t, std::less<>> by_name_;
+  std::map<std::string, size_t, std::less<>> types_by_name_;
+
+  const VmStructField* find_field(std::string_view type, std::string_view field) const;
+  const VmStructType* find_type(std::string_view type) const;
 };
 
 // The addresses of the exported gHotSpotVM* globals in the process (libjvm.so's .dynsym plus its
