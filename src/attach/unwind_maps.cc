@@ -14,6 +14,7 @@
 #include <set>
 
 #include "attach/unwind_encoding.h"
+#include "discover/hotspot_runtime.h"
 #include "discover/object_store.h"
 #include "discover/object_unwind_table.h"
 #include "discover/process.h"
@@ -25,6 +26,9 @@ namespace uscope {
 namespace {
 
 constexpr size_t kMaxErrorsKept = 8;
+// A JVM found while it starts has no code heaps yet: looked for again this often, this many times.
+constexpr auto kRuntimeRetry = std::chrono::milliseconds(100);
+constexpr int kRuntimeTries = 100;
 // The maps every walking object shares (unwind_maps.bpf.h); unwind_scratch stays its own.
 constexpr const char* kSharedMaps[] = {
     "unwind_tables", "unwind_rules",      "unwind_mappings", "unwind_procs",   "unwind_requests",
@@ -288,6 +292,7 @@ Result<void> UnwindMaps::load_process(pid_t pid) {
                       std::strerror(err));
   stats_.processes = keys_.size();
   load_python(*proc);
+  load_hotspot(*proc);
   return {};
 }
 
@@ -312,7 +317,7 @@ void UnwindMaps::load_python(const Process& process) {
   bpf_map_delete_elem(map, &tgid);
   if (named == nullptr) return;
   auto note = [&](const std::string& line) {
-    if (on_python_) on_python_(pid, line);
+    if (on_runtime_) on_runtime_(pid, line);
   };
   auto rt = find_python_runtime(process);
   if (!rt) return note(fmt::format("{}: native frames only", rt.error().message));
@@ -327,6 +332,74 @@ void UnwindMaps::load_python(const Process& process) {
   const auto& v = (*rt)->object.version;
   note(fmt::format("{}: Python {}.{}.{} frames ({})", (*rt)->name(), v.major, v.minor, v.micro,
                    (*rt)->object_path));
+}
+
+void UnwindMaps::load_hotspot(const Process& process) {
+  const pid_t pid = process.pid();
+  // USCOPE_NO_JAVA=1: JIT code walked by frame pointer, the baseline bench/jvm_profile.py
+  // compares with.
+  static const bool disabled = std::getenv("USCOPE_NO_JAVA") != nullptr;
+  if (disabled) return;
+  const MappedObject* jvm = nullptr;
+  for (const MappedObject& o : process.objects())
+    if (std::filesystem::path(o.path).filename() == "libjvm.so") {
+      jvm = &o;
+      break;
+    }
+  const uint64_t where = jvm && !jvm->mappings.empty() ? jvm->mappings.front().start : 0;
+  if (auto it = hotspot_looked_.find(pid); it != hotspot_looked_.end() && it->second == where)
+    return;
+  auto tgid = static_cast<uint32_t>(pid);
+  int map = object_.map_fd("hotspot_procs");
+  auto settle = [&] {
+    hotspot_looked_[pid] = where;
+    hotspot_retry_.erase(pid);
+  };
+  if (jvm == nullptr) {
+    bpf_map_delete_elem(map, &tgid);
+    return settle();
+  }
+  auto note = [&](const std::string& line) {
+    if (on_runtime_) on_runtime_(pid, line);
+  };
+  // A JVM early in its start has mapped libjvm.so before it made its code heaps: not an answer
+  // yet. Asked again (retry_runtimes) until it is, or for ~kRuntimeTries * kRuntimeRetry.
+  auto not_yet = [&](const std::string& why) {
+    RuntimeRetry& r = hotspot_retry_[pid];
+    if (++r.tries < kRuntimeTries) {
+      r.next = std::chrono::steady_clock::now() + kRuntimeRetry;
+      return;
+    }
+    settle();
+    note(fmt::format("{}: native frames only", why));
+  };
+  auto rt = find_hotspot_runtime(process);
+  if (!rt) return not_yet(rt.error().message);
+  if (!*rt) return settle();  // a libjvm.so that is no HotSpot
+  if (auto ok = validate_hotspot_runtime(**rt); !ok) return not_yet(ok.error().message);
+  settle();
+  if (bpf_map_update_elem(map, &tgid, &(*rt)->proc, BPF_ANY))
+    return note(fmt::format("{}: cannot load its JVM for the walker: {}", (*rt)->name(),
+                            std::strerror(errno)));
+  changed();
+  ++stats_.java_processes;
+  note(fmt::format("{}: Java frames (HotSpot {}, {})", (*rt)->name(), (*rt)->version,
+                   (*rt)->object_path));
+}
+
+void UnwindMaps::retry_runtimes() {
+  const auto now = std::chrono::steady_clock::now();
+  std::vector<pid_t> due;
+  for (const auto& [pid, r] : hotspot_retry_)
+    if (now >= r.next) due.push_back(pid);
+  for (pid_t pid : due) {
+    auto p = Process::open(pid);
+    if (!p) {
+      hotspot_retry_.erase(pid);  // gone: its exit forgets the rest
+      continue;
+    }
+    load_hotspot(*p);
+  }
 }
 
 Result<void> UnwindMaps::expect_exec(pid_t pid) {
@@ -345,7 +418,10 @@ void UnwindMaps::forget(pid_t pid) {
   auto tgid = static_cast<uint32_t>(pid);
   bpf_map_delete_elem(object_.map_fd("unwind_procs"), &tgid);
   bpf_map_delete_elem(object_.map_fd("python_procs"), &tgid);
+  bpf_map_delete_elem(object_.map_fd("hotspot_procs"), &tgid);
   python_looked_.erase(pid);
+  hotspot_looked_.erase(pid);
+  hotspot_retry_.erase(pid);
   changed();
   stats_.processes = keys_.size();
 }

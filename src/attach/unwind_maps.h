@@ -51,11 +51,13 @@ struct UnwindLoadStats {
   size_t mapping_keys = 0;          // LPM entries
   std::vector<std::string> errors;  // one line per object that failed, first few
   size_t python_processes = 0;      // processes whose Python frames were read, this session
+  size_t java_processes = 0;        // processes whose Java frames were read, this session
 };
 
-// What became of a process's Python interpreter when its mappings were loaded: found and checked
-// (its frames are read), or found and refused (why; native frames only).
-using PythonNoteHandler = std::function<void(pid_t pid, const std::string& line)>;
+// What became of a process's managed runtime (a Python interpreter, a JVM) when its mappings were
+// loaded: found and checked (its frames are read), or found and refused (why; native frames
+// only).
+using RuntimeNoteHandler = std::function<void(pid_t pid, const std::string& line)>;
 
 class UnwindMaps {
  public:
@@ -74,9 +76,13 @@ class UnwindMaps {
   // Loads the tables of everything `pid` maps now, replacing what it had. A process that has
   // gone is forgotten and reported as such.
   Result<void> load_process(pid_t pid);
-  // Called once per process with a Python interpreter: "python3.11 (pid 5): Python 3.11.2
-  // frames" or why they are not read.
-  void on_python(PythonNoteHandler handler) { on_python_ = std::move(handler); }
+  // Called once per process with a Python interpreter or a JVM: "python3.11 (pid 5): Python
+  // 3.11.2 frames", "java (pid 7): Java frames (HotSpot 17.0.15+6-Debian-1deb12u1)", or why they
+  // are not read.
+  void on_runtime(RuntimeNoteHandler handler) { on_runtime_ = std::move(handler); }
+  // Looks again for the JVMs that were starting when their mappings were loaded (their tables
+  // not yet filled in): at most every kRuntimeRetry, for kRuntimeTries tries, then says why not.
+  void retry_runtimes();
 
   // A process about to exec (a -c command uscope forked): its exec asks for its tables at once,
   // rather than at its first walk.
@@ -108,6 +114,8 @@ class UnwindMaps {
   void remove_keys(pid_t pid);
   // Finds, checks and loads into python_procs the interpreter `process` runs, if any.
   void load_python(const Process& process);
+  // Finds, checks and loads into hotspot_procs the JVM `process` runs, if any.
+  void load_hotspot(const Process& process);
   // Tells every walker that unwind_procs or unwind_mappings changed (bpf/unwind_maps.bpf.h's
   // unwind_generation): what a CPU remembered of a process is looked up again.
   void changed();
@@ -124,7 +132,14 @@ class UnwindMaps {
   // Processes whose interpreter was looked for, by the start of the mapping it was looked for in
   // (0: none found): a reload after a dlopen does not look again unless it moved (an exec).
   std::map<pid_t, uint64_t> python_looked_;
-  PythonNoteHandler on_python_;
+  // The same for JVMs (libjvm.so's first mapping), once found and loaded or refused for good.
+  std::map<pid_t, uint64_t> hotspot_looked_;
+  struct RuntimeRetry {
+    std::chrono::steady_clock::time_point next;
+    int tries = 0;
+  };
+  std::map<pid_t, RuntimeRetry> hotspot_retry_;  // JVMs still starting
+  RuntimeNoteHandler on_runtime_;
   UnwindLoadStats stats_;
   volatile uint64_t* generation_ = nullptr;  // unwind_generation, mmapped
   size_t generation_bytes_ = 0;

@@ -1,8 +1,9 @@
-// `uscope dump`: every thread's stack of a process now, Python and native together (py-spy dump,
-// jstack): read once, with nothing attached to the process and nothing left behind. Threads come
-// from a BPF task iterator with the registers each last entered the kernel with
-// (collect/thread_regs.h); stacks are walked in user space through the process's memory by the
-// unwinder's rules (collect/user_walk.h), Python frames from the interpreter's own thread states.
+// `uscope dump`: every thread's stack of a process now, Python or Java and native together (py-spy
+// dump, jstack without a safepoint): read once, with nothing attached to the process and nothing
+// left behind. Threads come from a BPF task iterator with the registers each last entered the
+// kernel with (collect/thread_regs.h); stacks are walked in user space through the process's memory
+// by the unwinder's rules (collect/user_walk.h), Python frames from the interpreter's own thread
+// states.
 #include <fmt/core.h>
 #include <fmt/format.h>
 
@@ -14,6 +15,7 @@
 #include "cli/command.h"
 #include "collect/thread_regs.h"
 #include "collect/user_walk.h"
+#include "discover/hotspot_runtime.h"
 #include "discover/object_store.h"
 #include "discover/process.h"
 #include "discover/python_runtime.h"
@@ -69,10 +71,28 @@ int run_dump(const DumpOptions& o) {
     }
   }
 
+  // A JVM: its code cache's frames are Java frames, its threads named by their Java names.
+  std::optional<HotspotRuntime> java;
+  std::map<pid_t, HotspotThread> java_threads;
+  std::string java_line;
+  if (auto rt = find_hotspot_runtime(*process); !rt) {
+    java_line = fmt::format("{}: native frames only", rt.error().message);
+  } else if (*rt) {
+    if (auto ok = validate_hotspot_runtime(**rt, mem); !ok) {
+      java_line = fmt::format("{}: native frames only", ok.error().message);
+    } else {
+      java = std::move(**rt);
+      java_line = fmt::format("Java: HotSpot {} ({})", java->version, java->object_path);
+      if (auto list = hotspot_threads(*java, mem))
+        for (HotspotThread& t : *list) java_threads[t.tid] = std::move(t);
+    }
+  }
+
   std::string text;  // written at once: a dump is read whole
   auto out = std::back_inserter(text);
   fmt::format_to(out, "Process {}: {}\n", o.pid, process_command_line(o.pid).value_or("?"));
   if (!python_line.empty()) fmt::format_to(out, "{}\n", python_line);
+  if (!java_line.empty()) fmt::format_to(out, "{}\n", java_line);
   Symbolizer symbolizer;
   UnwindCache cache = UnwindCache::open_default();
   UserWalker walker(ObjectStore::shared(), &cache);
@@ -81,14 +101,28 @@ int run_dump(const DumpOptions& o) {
     auto ts = tstates.find(t.tid);
     if (python && ts != tstates.end())
       if (auto frames = python_thread_frames(*python, mem, ts->second)) py = std::move(*frames);
-    fmt::format_to(out, "\nThread {} ({}): {}{}\n", t.tid, t.comm, state_text(t),
-                   ts != tstates.end() && ts->second == gil && gil != 0 ? ", holds the GIL" : "");
+    // A JVM's thread: its Java name, and what kind of thread it is (a JavaThread of the
+    // application, a compiler thread, or one of the VM's own: GC, VM Thread).
+    std::string named, kind;
+    if (java) {
+      auto jt = java_threads.find(t.tid);
+      if (jt == java_threads.end()) {
+        kind = ", JVM internal (GC, VM or other non-Java thread)";
+      } else {
+        if (!jt->second.name.empty()) named = fmt::format(" \"{}\"", jt->second.name);
+        if (jt->second.kind == HotspotThreadKind::Compiler) kind = ", JIT compiler thread";
+      }
+    }
+    fmt::format_to(out, "\nThread {}{} ({}): {}{}{}\n", t.tid, named, t.comm, state_text(t),
+                   ts != tstates.end() && ts->second == gil && gil != 0 ? ", holds the GIL" : "",
+                   kind);
     std::vector<uint64_t> frames;
     // A thread on a CPU now has moved on from the registers of its last kernel entry: its
     // native stack cannot be read without stopping it; its Python frames can.
     const bool native = o.native && t.have_regs && !t.on_cpu;
     if (native) {
-      UserWalk w = walker.walk(*process, mem, t.ip, t.sp, t.bp, python ? &*python : nullptr, py);
+      UserWalk w = walker.walk(*process, mem, t.ip, t.sp, t.bp, python ? &*python : nullptr, py,
+                               java ? &java->proc : nullptr, t.r13);
       frames = std::move(w.frames);
     } else {
       for (const PythonRawFrame& f : py) frames.push_back(PY_FRAME(f.code, f.instr));

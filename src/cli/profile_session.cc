@@ -136,7 +136,7 @@ Result<std::unique_ptr<ProfileSession>> ProfileSession::open(const ProfileTarget
     self->symbolizer_->read_python_code(pid, frames);
   };
   if (s->unwind_)
-    s->unwind_->on_python([verbose = t.verbose](pid_t, const std::string& line) {
+    s->unwind_->on_runtime([verbose = t.verbose](pid_t, const std::string& line) {
       if (verbose || line.find("native frames only") != std::string::npos)
         fmt::print(stderr, "uscope: {}\n", line);
     });

@@ -74,6 +74,7 @@ void UnwindFollower::serve() {
   }
   load_.clear();
   execed_.clear();
+  maps_.retry_runtimes();
 }
 
 Result<std::vector<std::pair<std::string, uint64_t>>> UnwindFollower::walk_counts() const {

@@ -356,6 +356,7 @@ Result<HotspotRuntime> read_hotspot_runtime(pid_t pid, const std::string& object
     if (f.type == "CodeBlob" && f.field == "_frame_complete_offset" &&
         (f.type_string == "int16_t" || f.type_string == "short" || f.type_string == "u2"))
       rt.blob_frame_complete_bytes = 2;
+  rt.proc.off.frame_complete_bytes = rt.blob_frame_complete_bytes;
 
   auto heaps = code_heaps(rt, mem);
   if (!heaps) return tl::unexpected(heaps.error());

@@ -40,7 +40,7 @@ struct HotspotRuntime {
   } java_names;
   hs_proc proc{};  // for hotspot_procs
   // Bytes of CodeBlob::_frame_complete_offset: 4 (int) to JDK 22, 2 (int16_t) from JDK 23, whose
-  // next byte is CodeBlob::_kind. hs_offsets has no room to say so.
+  // next byte is CodeBlob::_kind (proc.off.frame_complete_bytes says the same to the walker).
   uint32_t blob_frame_complete_bytes = 4;
   // "java (pid 5)": how messages name it.
   std::string name() const;
