@@ -122,8 +122,11 @@ Result<std::vector<HotspotScope>> decode_hotspot_scopes(std::span<const uint8_t>
     if (!sender || !index || !bci) return fail("the scope at offset {} is truncated", at);
     if (*index == 0 || *index > metadata.size())
       return fail("the scope at offset {} names metadata {} of {}", at, *index, metadata.size());
-    // The bci is stored + 1 so that InvocationEntryBci (-1) is 0.
-    chain.push_back({metadata[*index - 1], static_cast<int>(*bci) - 1});
+    // The bci is stored + 1 so that InvocationEntryBci (-1) is 0; HotSpot's other special bcis
+    // (-2 to -5) are below it, real ones below 65536.
+    const int32_t b = static_cast<int32_t>(*bci - 1u);
+    if (b < -5 || b > 65535) return fail("the scope at offset {} has bci {}", at, b);
+    chain.push_back({metadata[*index - 1], b});
     at = static_cast<int32_t>(*sender);
   }
   return chain;
