@@ -28,11 +28,11 @@
 #include "symbolize/perf_map.h"
 #include "symbolize/vdso_image.h"
 
-// The other half of issue 22 finds a process's JVM; until it is in the tree, Java frames are named
-// only for a caller that says where the VMStructs come from (SymbolizerOptions::hotspot).
-#if __has_include("discover/hotspot_runtime.h")
+// The other half of issue 22 finds a process's JVM (discover/hotspot_runtime.h); until it is in the
+// tree (CMake defines USCOPE_HAVE_HOTSPOT_RUNTIME once it is), Java frames are named only for a
+// caller that says where the VMStructs come from (SymbolizerOptions::hotspot).
+#ifdef USCOPE_HAVE_HOTSPOT_RUNTIME
 #include "discover/hotspot_runtime.h"
-#define USCOPE_HAVE_HOTSPOT_RUNTIME 1
 #endif
 
 namespace uscope {
