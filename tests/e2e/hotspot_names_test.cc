@@ -171,6 +171,15 @@ TEST(hotspot_names, every_nmethod_of_the_codelist_is_named_with_its_method_and_t
       EXPECT_EQ(f.comp_level, 4);
       EXPECT_EQ(f.file, "HotLoop.java");
     }
+    // An interpreted frame of the same Method* (nmethod::_method) at each bci the class file's
+    // table starts a line at: named with that line.
+    for (auto [bci, line] : lines.at("HotLoop.hotMethod")) {
+      Frame f = symbolizer.symbolize(pid, HS_FRAME_INTERP(blob->method, bci));
+      EXPECT_EQ(f.miss, FrameMiss::None) << f.describe();
+      EXPECT_EQ(f.function, "HotLoop.hotMethod");
+      EXPECT_EQ(f.java_kind, HotspotCodeKind::Interpreted);
+      EXPECT_EQ(f.line, line) << "bci " << bci;
+    }
   }
   java.signal(SIGKILL);
   java.finish();
