@@ -96,6 +96,16 @@ Result<HotspotCodeLayout> hotspot_code_layout(const HotspotVmStructs& vm, const 
     return take(vm.need_offset(type, name));
   };
   auto size = [&](std::string_view type) { return take(vm.need_type_size(type)); };
+  // The width of an integer field: its type's size where the JVM lists it ("CompLevel": 1).
+  auto width_of = [&](std::string_view type, std::string_view name) -> uint64_t {
+    for (const VmStructField& f : vm.fields())
+      if ((f.type == type || f.type == "CompiledMethod") && f.field == name && !f.is_static) {
+        if (f.type_string == "int") return 4;
+        auto s = vm.type_size(f.type_string);
+        return s && (*s == 1 || *s == 2 || *s == 4) ? *s : 4;
+      }
+    return 4;
+  };
   // nmethod's fields were CompiledMethod's (its base class) before JDK 23.
   auto nm = [&](std::string_view name) {
     if (auto o = vm.offset("nmethod", name)) return *o;
@@ -141,16 +151,27 @@ Result<HotspotCodeLayout> hotspot_code_layout(const HotspotVmStructs& vm, const 
   }
   l.nm_method = nm("_method");
   l.nm_comp_level = nm("_comp_level");
+  l.comp_level_size = width_of("nmethod", "_comp_level");
   l.nm_compile_id = nm("_compile_id");
-  l.nm_metadata_offset = nm("_metadata_offset");
-  if (auto o = vm.offset("CompiledMethod", "_scopes_data_begin")) {
-    l.nm_scopes_data = *o;
-  } else {
-    l.nm_scopes_data = nm("_scopes_data_offset");
-    l.scopes_data_is_offset = true;
-  }
   l.nm_scopes_pcs_offset = nm("_scopes_pcs_offset");
-  l.nm_dependencies_offset = nm("_dependencies_offset");
+  if (auto o = vm.offset("nmethod", "_immutable_data")) {  // JDK 23+
+    l.immutable_data = true;
+    l.nm_immutable_data = *o;
+    l.nm_immutable_data_size = field("nmethod", "_immutable_data_size");
+    l.nm_scopes_data = nm("_scopes_data_offset");
+  } else {
+    l.nm_scopes_data = field("CompiledMethod", "_scopes_data_begin");
+    l.nm_dependencies_offset = nm("_dependencies_offset");
+  }
+  if (auto o = vm.offset("CodeBlob", "_mutable_data")) {  // JDK 25+
+    l.mutable_data = true;
+    l.blob_mutable_data = *o;
+    l.blob_mutable_data_size = field("CodeBlob", "_mutable_data_size");
+    l.blob_relocation_size = field("CodeBlob", "_relocation_size");
+  } else {
+    l.nm_metadata_offset = nm("_metadata_offset");
+    if (l.immutable_data) l.blob_size = field("CodeBlob", "_size");
+  }
   l.pc_desc_size = size("PcDesc");
   l.pc_desc_pc_offset = field("PcDesc", "_pc_offset");
   l.pc_desc_scope_decode_offset = field("PcDesc", "_scope_decode_offset");
@@ -270,38 +291,73 @@ Result<HotspotBlob> read_hotspot_blob(const HotspotCodeLayout& l, const TargetMe
   auto word = [&](uint64_t off, auto& out) {
     return read(mem, addr + off, {reinterpret_cast<uint8_t*>(&out), sizeof(out)});
   };
-  int32_t comp_level = 0, compile_id = 0, metadata_off = 0, pcs_off = 0, deps_off = 0;
-  uint64_t scopes_at = 0;
-  if (!word(l.nm_method, b.method) || !word(l.nm_comp_level, comp_level) ||
-      !word(l.nm_compile_id, compile_id) || !word(l.nm_metadata_offset, metadata_off) ||
-      !word(l.nm_scopes_pcs_offset, pcs_off) || !word(l.nm_dependencies_offset, deps_off))
+  auto int_at = [&](uint64_t off, int64_t& out) {
+    int32_t v = 0;
+    if (!word(off, v)) return false;
+    out = v;
+    return true;
+  };
+  uint8_t level[4] = {};
+  if (!word(l.nm_method, b.method) ||
+      !read(mem, addr + l.nm_comp_level, {level, std::min<uint64_t>(l.comp_level_size, 4)}) ||
+      !word(l.nm_compile_id, b.compile_id))
     return ctx(Error{"cannot read its nmethod fields"});
-  if (l.scopes_data_is_offset) {
-    int32_t off = 0;
-    if (!word(l.nm_scopes_data, off)) return ctx(Error{"cannot read its scopes data offset"});
-    scopes_at = addr + off;
-  } else if (!word(l.nm_scopes_data, scopes_at)) {
-    return ctx(Error{"cannot read its scopes data begin"});
-  }
-  b.comp_level = comp_level;
-  b.compile_id = compile_id;
+  b.comp_level = l.comp_level_size == 1   ? static_cast<int8_t>(level[0])
+                 : l.comp_level_size == 2 ? value_at<int16_t>(level, 0)
+                                          : value_at<int32_t>(level, 0);
   if (b.kind == HotspotBlobKind::Native) return b;
 
-  // metadata, scopes data, scopes pcs, dependencies: in this order in the nmethod.
-  const uint64_t meta_at = addr + metadata_off, pcs_at = addr + pcs_off, deps_at = addr + deps_off;
-  if (metadata_off < 0 || !(meta_at <= scopes_at && scopes_at <= pcs_at && pcs_at <= deps_at))
+  // The sections' [begin, end), by the layout's generation (HotspotCodeLayout says which).
+  uint64_t meta_at = 0, meta_end = 0, scopes_at = 0, scopes_end = 0, pcs_at = 0, pcs_end = 0;
+  int64_t pcs_off = 0, scopes_off = 0;
+  bool ok = int_at(l.nm_scopes_pcs_offset, pcs_off);
+  if (l.immutable_data) {
+    uint64_t imm = 0;
+    int64_t imm_size = 0;
+    ok = ok && word(l.nm_immutable_data, imm) && int_at(l.nm_immutable_data_size, imm_size) &&
+         int_at(l.nm_scopes_data, scopes_off);
+    pcs_at = imm + pcs_off;
+    pcs_end = scopes_at = imm + scopes_off;
+    scopes_end = imm + imm_size;
+  } else {
+    int64_t deps_off = 0;
+    ok = ok && word(l.nm_scopes_data, scopes_at) && int_at(l.nm_dependencies_offset, deps_off);
+    pcs_at = addr + pcs_off;
+    pcs_end = addr + deps_off;
+    scopes_end = pcs_at;
+  }
+  if (l.mutable_data) {
+    uint64_t mut = 0;
+    int64_t mut_size = 0, reloc_size = 0;
+    ok = ok && word(l.blob_mutable_data, mut) && int_at(l.blob_mutable_data_size, mut_size) &&
+         int_at(l.blob_relocation_size, reloc_size);
+    meta_at = mut + reloc_size;
+    meta_end = mut + mut_size;  // with JVMCI's data after the metadata: a bound, not the end
+  } else {
+    int64_t meta_off = 0, size = 0;
+    ok = ok && int_at(l.nm_metadata_offset, meta_off);
+    meta_at = addr + meta_off;
+    if (l.immutable_data) {  // JDK 23, 24: up to the blob's end at most
+      ok = ok && int_at(l.blob_size, size);
+      meta_end = addr + size;
+    } else {
+      meta_end = scopes_at;
+    }
+  }
+  if (!ok) return ctx(Error{"cannot read where its debug info is"});
+  if (!(meta_at <= meta_end && scopes_at <= scopes_end && pcs_at <= pcs_end))
     return ctx(
-        Error{fmt::format("its sections are out of order: metadata {:#x}, scopes {:#x}, "
-                          "pcs {:#x}, dependencies {:#x}",
-                          meta_at, scopes_at, pcs_at, deps_at)});
-  auto meta = read_section(mem, addr, meta_at, scopes_at, "metadata");
+        Error{fmt::format("its sections make no sense: metadata [{:#x}, {:#x}), scopes "
+                          "[{:#x}, {:#x}), pcs [{:#x}, {:#x})",
+                          meta_at, meta_end, scopes_at, scopes_end, pcs_at, pcs_end)});
+  auto meta = read_section(mem, addr, meta_at, meta_end, "metadata");
   if (!meta) return tl::unexpected(meta.error());
   b.metadata.resize(meta->size() / 8);
   std::memcpy(b.metadata.data(), meta->data(), b.metadata.size() * 8);
-  auto scopes = read_section(mem, addr, scopes_at, pcs_at, "scopes data");
+  auto scopes = read_section(mem, addr, scopes_at, scopes_end, "scopes data");
   if (!scopes) return tl::unexpected(scopes.error());
   b.scopes = std::move(*scopes);
-  auto pcs = read_section(mem, addr, pcs_at, deps_at, "scopes pcs");
+  auto pcs = read_section(mem, addr, pcs_at, pcs_end, "scopes pcs");
   if (!pcs) return tl::unexpected(pcs.error());
   b.pcs = parse_hotspot_pc_descs(*pcs, l.pc_desc_size, l.pc_desc_pc_offset,
                                  l.pc_desc_scope_decode_offset);

@@ -52,12 +52,24 @@ struct HotspotCodeLayout {
   uint64_t blob_code_begin = 0;  // CodeBlob::_code_begin (a pointer) or _code_offset (an int)
   bool code_begin_is_offset = false;
   uint64_t nm_method = 0;      // ::_method
-  uint64_t nm_comp_level = 0;  // ::_comp_level (int)
+  uint64_t nm_comp_level = 0;  // ::_comp_level: an int, a CompLevel of one byte since JDK 23
+  uint64_t comp_level_size = 4;
   uint64_t nm_compile_id = 0;  // ::_compile_id (int)
+  // Where an nmethod keeps its debug info, by JDK:
+  // - to 22, all in the blob: metadata at _metadata_offset, scopes data from _scopes_data_begin
+  //   (a pointer), PcDescs from _scopes_pcs_offset to _dependencies_offset (ints from the blob);
+  // - 23+, the PcDescs and scopes data in _immutable_data (_scopes_pcs_offset and
+  //   _scopes_data_offset from it, to _immutable_data_size);
+  // - 25+, the metadata in CodeBlob::_mutable_data too, after _relocation_size bytes of
+  //   relocations (to _mutable_data_size).
   uint64_t nm_metadata_offset = 0;
-  uint64_t nm_scopes_data = 0;  // CompiledMethod::_scopes_data_begin (a pointer), or an offset
-  bool scopes_data_is_offset = false;
+  uint64_t nm_scopes_data = 0;
   uint64_t nm_scopes_pcs_offset = 0, nm_dependencies_offset = 0;
+  bool immutable_data = false;
+  uint64_t nm_immutable_data = 0, nm_immutable_data_size = 0;
+  bool mutable_data = false;
+  uint64_t blob_mutable_data = 0, blob_mutable_data_size = 0, blob_relocation_size = 0;
+  uint64_t blob_size = 0;  // CodeBlob::_size: bounds the metadata of JDK 23 and 24
   uint64_t pc_desc_size = 0, pc_desc_pc_offset = 0, pc_desc_scope_decode_offset = 0;
   // UNSIGNED5's excluded bytes: 0 before JDK 20, 1 since (no zero byte in a stream).
   uint8_t unsigned5_excluded = 0;
