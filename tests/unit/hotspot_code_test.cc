@@ -142,6 +142,37 @@ TEST(hotspot_code, code_frame_expands_the_inlined_chain_at_a_return_address) {
   EXPECT_EQ(unknown->methods.size(), 1u);
 }
 
+TEST(hotspot_code, jdk25_layout_names_the_same_frames) {
+  FakeJvm jvm(test::FakeJdk::Jdk25);
+  const TargetMemory mem = jvm.memory();
+  auto l = hotspot_code_layout(test::fake_vmstructs_25(jvm.base), &mem);
+  ASSERT_TRUE(l) << l.error().message;
+  EXPECT_TRUE(l->immutable_data);
+  EXPECT_TRUE(l->mutable_data);
+  EXPECT_TRUE(l->code_begin_is_offset);
+  EXPECT_EQ(l->comp_level_size, 1u);
+  EXPECT_EQ(l->unsigned5_excluded, 1);  // from the version the image holds
+  HotspotCodeCache cache;
+  const uint32_t code = test::fake_jvm::kCodeOffset;
+  auto f = cache.code_frame(1, *l, mem, jvm.at(jvm.nmethod), code + jvm.pc_inner, true);
+  ASSERT_TRUE(f) << f.error().message;
+  EXPECT_EQ(f->kind, HotspotCodeKind::C2);
+  EXPECT_EQ(f->comp_level, 4);
+  ASSERT_EQ(f->methods.size(), 2u);
+  EXPECT_EQ(f->methods[0].name, "com.example.HotLoop.inner");
+  EXPECT_EQ(f->methods[0].line, 21);
+  EXPECT_EQ(f->methods[1].name, "com.example.HotLoop.hotMethod");
+  EXPECT_EQ(f->methods[1].line, 13);
+  const HotspotBlob* b = cache.find_blob(1, jvm.at(jvm.nmethod));
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(b->metadata.size(), 3u);  // a bound: JVMCI's word follows the metadata
+  EXPECT_EQ(b->pcs.size(), 4u);
+  // The same JDK 25 tables without the version: ConstMethodFlags tells UNSIGNED5's flavour.
+  auto no_version = hotspot_code_layout(test::fake_vmstructs(true, test::FakeJdk::Jdk25));
+  ASSERT_TRUE(no_version) << no_version.error().message;
+  EXPECT_EQ(no_version->unsigned5_excluded, 1);
+}
+
 TEST(hotspot_code, stubs_native_wrappers_and_interpreted_frames) {
   FakeJvm jvm;
   HotspotCodeLayout l = layout();
