@@ -51,9 +51,18 @@ Result<std::string> read_c_string(const TargetMemory& mem, uint64_t addr, uint64
 // A Symbol: a u2 length and its bytes (modified UTF-8, as the class file has them).
 Result<std::string> read_symbol(const HotspotCodeLayout& l, const TargetMemory& mem,
                                 uint64_t addr) {
+  // Most names are short: the length and the first bytes in one read, where that stays in the
+  // page the Symbol starts in.
+  uint8_t head[128];
+  const uint64_t ahead = std::min<uint64_t>(sizeof head, 4096 - addr % 4096);
+  const bool have_head = ahead >= l.symbol_length + 2 && read(mem, addr, {head, ahead});
   uint16_t length = 0;
-  if (!read(mem, addr + l.symbol_length, {reinterpret_cast<uint8_t*>(&length), 2}))
+  if (have_head)
+    std::memcpy(&length, head + l.symbol_length, 2);
+  else if (!read(mem, addr + l.symbol_length, {reinterpret_cast<uint8_t*>(&length), 2}))
     return fail("cannot read the Symbol at {:#x}", addr);
+  if (have_head && l.symbol_body + length <= ahead)
+    return std::string(reinterpret_cast<const char*>(head) + l.symbol_body, length);
   std::string s(length, '\0');
   if (length && !read(mem, addr + l.symbol_body, {reinterpret_cast<uint8_t*>(s.data()), length}))
     return fail("cannot read the {} bytes of the Symbol at {:#x}", length, addr);
@@ -266,8 +275,27 @@ Result<HotspotMethod> read_hotspot_method(const HotspotCodeLayout& l, const Targ
 Result<HotspotBlob> read_hotspot_blob(const HotspotCodeLayout& l, const TargetMemory& mem,
                                       uint64_t addr) {
   auto ctx = [&](const Error& e) { return with_context(fmt::format("code blob {:#x}", addr), e); };
+  // Every field is read from one copy of the blob's header (an nmethod's: a few hundred bytes),
+  // one read instead of a dozen; a small blob at the end of committed memory may not have that
+  // many bytes after it, and is read field by field.
+  uint64_t header_size = 0;
+  for (uint64_t off :
+       {l.blob_name, l.blob_code_begin, l.nm_method, l.nm_comp_level, l.nm_compile_id,
+        l.nm_metadata_offset, l.nm_scopes_data, l.nm_scopes_pcs_offset, l.nm_dependencies_offset,
+        l.nm_immutable_data, l.nm_immutable_data_size, l.blob_mutable_data,
+        l.blob_mutable_data_size, l.blob_relocation_size, l.blob_size})
+    header_size = std::max(header_size, off + 8);
+  std::vector<uint8_t> header(header_size);
+  if (!read(mem, addr, header)) header.clear();
+  auto field_at = [&](uint64_t off, std::span<uint8_t> out) {
+    if (off + out.size() <= header.size()) {
+      std::memcpy(out.data(), header.data() + off, out.size());
+      return true;
+    }
+    return read(mem, addr + off, out);
+  };
   uint64_t name_ptr = 0;
-  if (!read(mem, addr + l.blob_name, {reinterpret_cast<uint8_t*>(&name_ptr), 8}))
+  if (!field_at(l.blob_name, {reinterpret_cast<uint8_t*>(&name_ptr), 8}))
     return fail("cannot read the code blob at {:#x}", addr);
   auto name = read_c_string(mem, name_ptr, kMaxBlobName);
   if (!name) return ctx(name.error());
@@ -275,10 +303,10 @@ Result<HotspotBlob> read_hotspot_blob(const HotspotCodeLayout& l, const TargetMe
   b.name = std::move(*name);
   if (l.code_begin_is_offset) {
     int32_t off = 0;
-    if (!read(mem, addr + l.blob_code_begin, {reinterpret_cast<uint8_t*>(&off), 4}))
+    if (!field_at(l.blob_code_begin, {reinterpret_cast<uint8_t*>(&off), 4}))
       return ctx(Error{"cannot read its code offset"});
     b.code_begin = addr + off;
-  } else if (!read(mem, addr + l.blob_code_begin, {reinterpret_cast<uint8_t*>(&b.code_begin), 8})) {
+  } else if (!field_at(l.blob_code_begin, {reinterpret_cast<uint8_t*>(&b.code_begin), 8})) {
     return ctx(Error{"cannot read its code begin"});
   }
   if (b.name == "nmethod")
@@ -289,7 +317,7 @@ Result<HotspotBlob> read_hotspot_blob(const HotspotCodeLayout& l, const TargetMe
     return b;
 
   auto word = [&](uint64_t off, auto& out) {
-    return read(mem, addr + off, {reinterpret_cast<uint8_t*>(&out), sizeof(out)});
+    return field_at(off, {reinterpret_cast<uint8_t*>(&out), sizeof(out)});
   };
   auto int_at = [&](uint64_t off, int64_t& out) {
     int32_t v = 0;
@@ -299,7 +327,7 @@ Result<HotspotBlob> read_hotspot_blob(const HotspotCodeLayout& l, const TargetMe
   };
   uint8_t level[4] = {};
   if (!word(l.nm_method, b.method) ||
-      !read(mem, addr + l.nm_comp_level, {level, std::min<uint64_t>(l.comp_level_size, 4)}) ||
+      !field_at(l.nm_comp_level, {level, std::min<uint64_t>(l.comp_level_size, 4)}) ||
       !word(l.nm_compile_id, b.compile_id))
     return ctx(Error{"cannot read its nmethod fields"});
   b.comp_level = l.comp_level_size == 1   ? static_cast<int8_t>(level[0])
