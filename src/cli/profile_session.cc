@@ -130,10 +130,10 @@ Result<std::unique_ptr<ProfileSession>> ProfileSession::open(const ProfileTarget
     s->unwind_ = std::move(*u);
     settings.unwind = s->unwind_.get();
   }
-  // Interpreter frames (Python) are named by code objects in the process's memory: read them as
+  // Interpreter frames (Python, Java) are named from the process's memory: read them as
   // their stacks first appear, so that a process that exits mid-profile stays named.
   auto on_stack = [self](pid_t pid, std::span<const uint64_t> frames) {
-    self->symbolizer_->read_python_code(pid, frames);
+    self->symbolizer_->read_runtime_code(pid, frames);
   };
   if (s->unwind_)
     s->unwind_->on_runtime([verbose = t.verbose](pid_t, const std::string& line) {

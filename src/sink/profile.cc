@@ -25,7 +25,7 @@ uint64_t Profile::complete_samples() const {
   return n;
 }
 
-std::string Profile::frame_label(const ProfileLine& line, FrameKind kind) const {
+std::string Profile::frame_label(const ProfileLine& line, FrameKind kind, bool inlined) const {
   std::string label = line.function < functions.size() ? functions[line.function].name : "[?]";
   switch (kind) {
     case FrameKind::User:
@@ -34,7 +34,10 @@ std::string Profile::frame_label(const ProfileLine& line, FrameKind kind) const 
       label += "_[k]";
       break;
     case FrameKind::Jit:
-      label += "_[j]";
+      label += inlined ? "_[i]" : "_[j]";
+      break;
+    case FrameKind::JitC1:
+      label += inlined ? "_[i]" : "_[1]";
       break;
     case FrameKind::Interpreted:
       // As py-spy labels them: "outer.<locals>.inner (app.py:12)".

@@ -14,10 +14,12 @@
 namespace uscope {
 
 // Where a frame's code lives, which the folded and SVG outputs show as a suffix after the name,
-// as FlameGraph's stackcollapse-perf does: "_[k]" kernel, "_[j]" JIT code named by a perf map.
-// Interpreted: a function of an interpreted language (a Python code object), named with its file
+// as FlameGraph's stackcollapse-perf does: "_[k]" kernel, "_[j]" JIT code (named by a perf map,
+// or Java compiled by C2, a JNI wrapper, a JVM stub); as async-profiler does for Java, "_[1]" a
+// method C1 compiled and "_[i]" a method inlined into JIT code. Interpreted: a function of an
+// interpreted language (a Python code object, an interpreted Java method), named with its file
 // and line in labels.
-enum class FrameKind : uint8_t { User, Kernel, Jit, Interpreted };
+enum class FrameKind : uint8_t { User, Kernel, Jit, JitC1, Interpreted };
 
 struct ProfileMapping {
   uint64_t start = 0, limit = 0;  // runtime addresses [start, limit) in the sampled process
@@ -85,8 +87,9 @@ struct Profile {
   // Samples whose stack is complete (ProfileSample::complete), summed.
   uint64_t complete_samples() const;
   // A location's line as a frame label for folded stacks and flame graphs: the function name
-  // with the kind's suffix ("do_syscall_64_[k]", "Interpreter_[j]").
-  std::string frame_label(const ProfileLine& line, FrameKind kind) const;
+  // with the kind's suffix ("do_syscall_64_[k]", "Interpreter_[j]"); `inlined`: a line before
+  // the location's last (a call inlined into the code), "_[i]" in JIT code.
+  std::string frame_label(const ProfileLine& line, FrameKind kind, bool inlined = false) const;
 };
 
 }  // namespace uscope

@@ -19,14 +19,14 @@ std::vector<StackFrame> root_first_frames(const Profile& profile, const ProfileS
       f.function = line.function;
       f.location = *it;
       f.line = line.line;
-      f.label = profile.frame_label(line, loc.kind);
+      f.label = profile.frame_label(line, loc.kind, i + 1 < loc.lines.size());
       bool unknown = line.function >= profile.functions.size() ||
                      is_unknown_function(profile.functions[line.function]);
       if (unknown)
         f.cls = FrameClass::Unknown;
       else if (loc.kind == FrameKind::Kernel)
         f.cls = FrameClass::Kernel;
-      else if (loc.kind == FrameKind::Jit)
+      else if (loc.kind == FrameKind::Jit || loc.kind == FrameKind::JitC1)
         f.cls = FrameClass::Jit;
       else
         f.cls = i + 1 < loc.lines.size() ? FrameClass::Inlined : FrameClass::User;

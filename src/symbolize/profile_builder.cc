@@ -107,6 +107,21 @@ std::unordered_map<UserAddress, Frame, UserAddressHash> symbolize_user(
   return frames;
 }
 
+FrameKind kind_of(const Frame& f) {
+  switch (f.origin) {
+    case SymbolOrigin::PerfMap:
+      return FrameKind::Jit;
+    case SymbolOrigin::Python:
+      return FrameKind::Interpreted;
+    case SymbolOrigin::Java:
+      return f.java_kind == HotspotCodeKind::Interpreted ? FrameKind::Interpreted
+             : f.java_kind == HotspotCodeKind::C1        ? FrameKind::JitC1
+                                                         : FrameKind::Jit;
+    default:
+      return FrameKind::User;
+  }
+}
+
 class ProfileInterner {
  public:
   explicit ProfileInterner(Profile& profile) : p_(profile) {}
@@ -114,10 +129,7 @@ class ProfileInterner {
   uint32_t user_location(pid_t pid, bool is_ip, const Frame& f) {
     auto [it, fresh] = user_locations_.try_emplace(UserAddress{pid, f.address, is_ip}, 0);
     if (fresh) {
-      FrameKind kind = f.origin == SymbolOrigin::PerfMap  ? FrameKind::Jit
-                       : f.origin == SymbolOrigin::Python ? FrameKind::Interpreted
-                                                          : FrameKind::User;
-      it->second = add_location(f, user_mapping(pid, f), kind, unnamed_frame_text(f));
+      it->second = add_location(f, user_mapping(pid, f), kind_of(f), unnamed_frame_text(f));
     }
     return it->second;
   }

@@ -13,6 +13,26 @@ std::string module_text(const Frame& frame) {
   return fmt::format(" [{}]", module_name(frame));
 }
 
+// "Foo.bar (Foo.java:12)", "Foo.bar (Foo.java)", "Foo.bar".
+std::string at_line(const std::string& function, const std::string& file, int line) {
+  if (file.empty()) return function;
+  return line > 0 ? fmt::format("{} ({}:{})", function, file, line)
+                  : fmt::format("{} ({})", function, file);
+}
+
+// A Java frame: the code that ran first (the innermost inlined call), each caller it was inlined
+// into, and the tier: "Foo.inner (Foo.java:3) inlined in Foo.outer (Foo.java:10) [java C2]".
+std::string java_text(const Frame& frame) {
+  if (frame.java_kind == HotspotCodeKind::Stub) return frame.function + " [java]";
+  std::string text;
+  for (const InlinedCall& call : frame.inlined)
+    text += at_line(call.function, call.file, call.line) + " inlined in ";
+  text += at_line(frame.function, frame.file, frame.line);
+  if (frame.java_kind == HotspotCodeKind::C1 || frame.java_kind == HotspotCodeKind::C2)
+    return fmt::format("{} [java {} level {}]", text, to_string(frame.java_kind), frame.comp_level);
+  return fmt::format("{} [java {}]", text, to_string(frame.java_kind));
+}
+
 }  // namespace
 
 std::string module_name(const Frame& frame) {
@@ -33,10 +53,8 @@ std::string symbol_text(const Frame& frame) {
   if (const char* why = unknown_reason(frame))
     return fmt::format("[unknown: {}]{}", why, module_text(frame));
   if (frame.origin == SymbolOrigin::Python)  // no offset: a code object, at a line of its file
-    return frame.line > 0
-               ? fmt::format("{} ({}:{}){}", frame.function, frame.file, frame.line,
-                             module_text(frame))
-               : fmt::format("{} ({}){}", frame.function, frame.file, module_text(frame));
+    return at_line(frame.function, frame.file, frame.line) + module_text(frame);
+  if (frame.origin == SymbolOrigin::Java) return java_text(frame);
   return fmt::format("{}+{:#x}{}", frame.function, frame.function_offset, module_text(frame));
 }
 

@@ -22,10 +22,13 @@
 
 #include <fmt/format.h>
 
+#include "bpf/hotspot.h"
 #include "discover/elf_file.h"
 #include "discover/symbol_table.h"
 #include "symbolize/perf_map.h"
 #include "symbolize/vdso_image.h"
+
+#include "discover/hotspot_runtime.h"
 
 namespace uscope {
 
@@ -37,6 +40,9 @@ struct Symbolizer::ProcessState {
   // Its Python interpreter, looked for at its first interpreter frame.
   bool python_looked = false;
   std::optional<PythonRuntime> python{};
+  // Its JVM's layout, looked for at its first Java frame.
+  bool hotspot_looked = false;
+  std::optional<HotspotCodeLayout> hotspot{};
 };
 
 namespace {
@@ -73,6 +79,17 @@ const FunctionSymbol* find_function(const ElfFile& elf, const SymbolTable& table
     if (!same_section(elf, start, addr)) return nullptr;
   }
   return table.preferred_alias(*found, addr);
+}
+
+// The JVM of a process when the caller gave no source of its own.
+std::optional<HotspotVmStructs> default_hotspot_vm(const Process& p) {
+  if (auto rt = find_hotspot_runtime(p); rt && *rt) return std::move((*rt)->vm);
+  return std::nullopt;
+}
+
+// A read of a process's memory that fails: cached Java code is named without one.
+bool no_memory(uint64_t, std::span<uint8_t>) {
+  return false;
 }
 
 SymbolOrigin origin_of(SymbolSource s) {
@@ -317,10 +334,9 @@ std::vector<Frame> Symbolizer::symbolize(pid_t pid, std::span<const uint64_t> ad
     // A zombie's maps read empty: it has exited as surely as a reaped process. So has one past
     // exit_mm() that is no zombie yet (its maps read empty, or not at all): its maps as it
     // exited are on their way (caught_up), where /proc has nothing left to say.
-    const bool exited =
-        p ? p->mappings().empty() && process_exiting(pid)
-          : !process_alive(pid) || p.error().errnum == ESRCH || p.error().errnum == ENOENT ||
-                process_exiting(pid);
+    const bool exited = p ? p->mappings().empty() && process_exiting(pid)
+                          : !process_alive(pid) || p.error().errnum == ESRCH ||
+                                p.error().errnum == ENOENT || process_exiting(pid);
     if (p && !exited) {
       state = processes_.emplace(pid, std::make_unique<ProcessState>(ProcessState{std::move(*p)}))
                   .first->second.get();
@@ -338,7 +354,7 @@ std::vector<Frame> Symbolizer::symbolize(pid_t pid, std::span<const uint64_t> ad
   frames.reserve(addresses.size());
   for (size_t i = 0; i < addresses.size(); ++i) {
     if (is_interpreter_frame(addresses[i])) {
-      frames.push_back(python_frame(pid, state, addresses[i]));
+      frames.push_back(tagged_frame(pid, state, addresses[i]));
       continue;
     }
     const uint64_t lookup = lookup_address(addresses, i, first_is_ip);
@@ -378,7 +394,7 @@ std::vector<Frame> Symbolizer::symbolize(const Process& process,
   bool perf_map_reread = false;
   for (size_t i = 0; i < addresses.size(); ++i) {
     if (is_interpreter_frame(addresses[i])) {
-      frames.push_back(python_frame(process.pid(), state, addresses[i]));
+      frames.push_back(tagged_frame(process.pid(), state, addresses[i]));
       continue;
     }
     const uint64_t lookup = lookup_address(addresses, i, first_is_ip);
@@ -441,6 +457,11 @@ Symbolizer::ProcessState* Symbolizer::caught_up(pid_t pid) {
 void Symbolizer::forget(pid_t pid) {
   processes_.erase(pid);
   python_codes_.forget(pid);
+  java_codes_.forget(pid);
+}
+
+void Symbolizer::forget_java_code(pid_t pid, uint64_t blob) {
+  java_codes_.forget_blob(pid, blob);
 }
 
 const PythonRuntime* Symbolizer::python_runtime(ProcessState* state) {
@@ -477,10 +498,77 @@ Frame Symbolizer::python_frame(pid_t pid, ProcessState* state, uint64_t value) {
   return f;
 }
 
-void Symbolizer::read_python_code(pid_t pid, std::span<const uint64_t> addresses) {
+Frame Symbolizer::tagged_frame(pid_t pid, ProcessState* state, uint64_t value) {
+  if (UNWIND_FRAME_TAG(value) == UNWIND_FRAME_TAG_PYTHON) return python_frame(pid, state, value);
+  if (UNWIND_FRAME_TAG(value) == UNWIND_FRAME_TAG_HS_RETURN ||
+      UNWIND_FRAME_TAG(value) == UNWIND_FRAME_TAG_HS_PC ||
+      UNWIND_FRAME_TAG(value) == UNWIND_FRAME_TAG_HS_INTERP)
+    return java_frame(pid, state, value);
+  Frame f;  // a runtime this symbolizer does not name yet
+  f.address = value;
+  f.miss = FrameMiss::InterpreterUnreadable;
+  return f;
+}
+
+const HotspotCodeLayout* Symbolizer::hotspot_layout(pid_t pid, ProcessState* state) {
+  if (state == nullptr) return nullptr;
+  if (!state->hotspot_looked && !state->exited) {
+    state->hotspot_looked = true;
+    auto vm = options_.hotspot ? options_.hotspot(state->maps) : default_hotspot_vm(state->maps);
+    if (vm) {
+      TargetMemory mem = process_target_memory(pid);
+      if (auto l = hotspot_code_layout(*vm, &mem)) state->hotspot = *l;
+    }
+  }
+  return state->hotspot ? &*state->hotspot : nullptr;
+}
+
+Frame Symbolizer::java_frame(pid_t pid, ProcessState* state, uint64_t value) {
+  Frame f;
+  f.address = value;
+  f.object = "[java]";
+  // What is cached names the frame even once the process is gone (or its JVM unreadable).
+  static const HotspotCodeLayout kNoLayout;
+  const HotspotCodeLayout* layout = hotspot_layout(pid, state);
+  const bool live = layout != nullptr && !state->exited;
+  const TargetMemory mem = live ? process_target_memory(pid) : TargetMemory(no_memory);
+  const HotspotCodeLayout& l = layout ? *layout : kNoLayout;
+  const uint64_t tag = UNWIND_FRAME_TAG(value);
+  auto name =
+      tag == UNWIND_FRAME_TAG_HS_INTERP
+          ? java_codes_.interpreted_frame(pid, l, mem, HS_FRAME_METHOD(value), HS_FRAME_BCI(value))
+          : java_codes_.code_frame(pid, l, mem, HS_FRAME_BLOB(value), HS_FRAME_OFFSET(value),
+                                   tag == UNWIND_FRAME_TAG_HS_RETURN);
+  if (!name) {
+    f.miss = state == nullptr || state->exited ? FrameMiss::ProcessGone
+                                               : FrameMiss::InterpreterUnreadable;
+    return f;
+  }
+  f.origin = SymbolOrigin::Java;
+  f.java_kind = name->kind;
+  f.comp_level = name->comp_level;
+  if (name->methods.empty()) {  // a stub, the interpreter, an adapter
+    f.function = fmt::format("[jvm stub: {}]", name->blob_name);
+    return f;
+  }
+  const HotspotNamedMethod& holder = name->methods.back();
+  f.function = holder.name;
+  f.mangled = holder.name + holder.signature;  // overloads apart: "HotLoop.work(I)J"
+  f.file = holder.file;
+  f.line = std::max(holder.line, 0);
+  for (size_t i = 0; i + 1 < name->methods.size(); ++i) {
+    const HotspotNamedMethod& m = name->methods[i];
+    f.inlined.push_back({m.name, m.file, std::max(m.line, 0)});
+  }
+  return f;
+}
+
+void Symbolizer::read_runtime_code(pid_t pid, std::span<const uint64_t> addresses) {
   ProcessState* state = nullptr;
   for (uint64_t a : addresses) {
-    if (!is_interpreter_frame(a) || python_codes_.find(pid, PY_FRAME_CODE(a))) continue;
+    if (!is_interpreter_frame(a)) continue;
+    const bool python = UNWIND_FRAME_TAG(a) == UNWIND_FRAME_TAG_PYTHON;
+    if (python && python_codes_.find(pid, PY_FRAME_CODE(a))) continue;
     if (state == nullptr) {
       state = cached(pid);
       if (state == nullptr) {
@@ -488,8 +576,12 @@ void Symbolizer::read_python_code(pid_t pid, std::span<const uint64_t> addresses
         state = cached(pid);
       }
     }
+    if (!python) {
+      (void)tagged_frame(pid, state, a);  // fills the Java code cache
+      continue;
+    }
     const PythonRuntime* rt = python_runtime(state);
-    if (rt == nullptr) return;
+    if (rt == nullptr) continue;
     (void)python_codes_.get(*rt, process_target_memory(pid), PY_FRAME_CODE(a));
   }
 }

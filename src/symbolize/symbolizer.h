@@ -10,6 +10,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <tuple>
@@ -19,6 +20,7 @@
 #include "discover/debug_info.h"
 #include "discover/object_store.h"
 #include "discover/process.h"
+#include "symbolize/hotspot_code.h"
 #include "symbolize/normalize.h"
 #include "symbolize/python_code.h"
 
@@ -36,6 +38,7 @@ enum class SymbolOrigin : uint8_t {
   Kallsyms,       // the kernel
   Gopclntab,      // Go's own function table
   Python,         // a Python code object (symbolize/python_code.h): an interpreter frame
+  Java,           // a HotSpot JVM's own structures (symbolize/hotspot_code.h): a Java frame
 };
 
 // A call inlined at a frame's address: the function whose code it is, and where in it.
@@ -63,6 +66,12 @@ struct Frame {
   std::string file;
   int line = 0;
   std::vector<InlinedCall> inlined;
+  // origin Java: the code that ran (interpreted, compiled by C1 or C2, a JNI wrapper, a stub) and
+  // a compiled method's comp level (1-3 C1, 4 C2; 0 otherwise). `function` is the method that
+  // holds the code ("HotLoop.hotMethod"), `inlined` the methods compiled into it at this pc; a
+  // stub is named by its blob ("[jvm stub: StubRoutines (1)]").
+  HotspotCodeKind java_kind = HotspotCodeKind::Stub;
+  int comp_level = 0;
 
   // "malloc+0x14 (/usr/lib/x86_64-linux-gnu/libc.so.6)", a miss with its reason:
   // "0x7f12... ([unknown: no symbols] in /usr/lib/libfoo.so)", "0x10 [unmapped]".
@@ -84,10 +93,14 @@ struct SymbolizerOptions {
   // Called when a process's maps can no longer be read (it exited), before its addresses are
   // given up: a source of maps kept from its exit (collect/exit_maps.h) delivers them to adopt().
   std::function<void()> catch_up;
+  // The JVM a process runs, as its VMStructs tables, for naming its Java frames (bpf/hotspot.h);
+  // nullopt when it runs none that can be read. Empty: discover/hotspot_runtime.h's
+  // find_hotspot_runtime.
+  std::function<std::optional<HotspotVmStructs>(const Process&)> hotspot;
 };
 
-// Whether a walked stack's value is an interpreter frame (bpf/python.h's tagged values), not an
-// address.
+// Whether a walked stack's value is an interpreter frame (bpf/unwind.h's tagged values: Python,
+// HotSpot Java frames), not an address.
 inline bool is_interpreter_frame(uint64_t value) {
   return UNWIND_FRAME_TAG(value) != 0;
 }
@@ -112,7 +125,11 @@ class Symbolizer {
   // addresses: they come back named by their code object (function = qualified name, file, line;
   // object "[python]"). Code objects are read from the live process on first sight and cached:
   // read_python_code() reads a stack's now, so that they stay named after the process exits.
-  void read_python_code(pid_t pid, std::span<const uint64_t> addresses);
+  // Java frames (bpf/hotspot.h's HS_FRAME_CODE, HS_FRAME_INTERP) likewise: named by the method
+  // that holds the code, with the methods inlined at the pc, tier and line (object "[java]").
+  // Methods and code blobs are read on first sight and cached; read_runtime_code() reads a
+  // stack's Python code objects and Java methods and blobs now.
+  void read_runtime_code(pid_t pid, std::span<const uint64_t> addresses);
   // Against a snapshot the caller already holds (or builds with Process::from_maps); the
   // process's maps are neither cached nor re-read, only the objects' symbols are.
   std::vector<Frame> symbolize(const Process& process, std::span<const uint64_t> addresses,
@@ -132,6 +149,9 @@ class Symbolizer {
   // -c: the path the command line named its program by, so that a process read only at its exit
   // (no command line left to read) is named as it was started.
   void started_as(pid_t pid, std::string path);
+
+  // The JVM unloaded (or flushed) the code blob at `blob`: its address may hold other code next.
+  void forget_java_code(pid_t pid, uint64_t blob);
 
   // Drops the cached maps and perf map of `pid`: call it when the process exits or exec()s, since
   // the same PID then names different (or no) mappings. Objects stay in the store; other
@@ -167,6 +187,12 @@ class Symbolizer {
   void add_go_frames(Frame& f, const GoPclntab& table, uint64_t link_address);
   // An interpreter frame of `pid` (PY_FRAME), named through the code cache.
   Frame python_frame(pid_t pid, ProcessState* state, uint64_t value);
+  // A Java frame of `pid` (bpf/hotspot.h), named through the HotSpot code cache.
+  Frame java_frame(pid_t pid, ProcessState* state, uint64_t value);
+  Frame tagged_frame(pid_t pid, ProcessState* state, uint64_t value);
+  // The layout of the process's JVM (found once per process state); null when it runs none
+  // readable.
+  const HotspotCodeLayout* hotspot_layout(pid_t pid, ProcessState* state);
   // The process's interpreter (found once per process state); null when it has none readable.
   const PythonRuntime* python_runtime(ProcessState* state);
   ProcessState* cached(pid_t pid);
@@ -181,6 +207,7 @@ class Symbolizer {
   std::unordered_map<pid_t, std::string> started_as_;
   std::deque<pid_t> exited_;  // adopted, oldest first
   PythonCodeCache python_codes_;
+  HotspotCodeCache java_codes_;
 };
 
 // Human-readable name of a miss, as describe() prints it ("unmapped", "process gone", ...).
