@@ -122,7 +122,8 @@ static __always_inline int covered(__u32 tgid) {
   return target_matches(tgid);
 }
 
-/* A new stack with interpreter frames: user space reads their code objects while they live. */
+/* A new stack with runtime frames (Python, Java): user space reads their code objects while they
+ * live. */
 static __always_inline void announce_stack(__u32 tgid, __u64 hash) {
   struct profile_new_stack* rec = bpf_ringbuf_reserve(&events, sizeof(*rec), 0);
   if (!rec) {
@@ -187,7 +188,7 @@ static __always_inline __s32 collect_user_stack(struct bpf_perf_event_data* ctx,
       bump(PC_USER_STACKS_FULL);
       return PROFILE_STACK_FAILED;
     }
-    if (!err && s->py_emitted) announce_stack(tgid, s->hash);
+    if (!err && (s->py_emitted || s->hs_emitted)) announce_stack(tgid, s->hash);
   }
   if (slot) *slot = s->hash;
   return PROFILE_STACK_HASHED;

@@ -107,7 +107,7 @@ int run_dump(const DumpOptions& o) {
     if (java) {
       auto jt = java_threads.find(t.tid);
       if (jt == java_threads.end()) {
-        kind = ", JVM internal (GC, VM or other non-Java thread)";
+        kind = ", not a Java thread (the VM's own: GC, VM Thread; the launcher)";
       } else {
         if (!jt->second.name.empty()) named = fmt::format(" \"{}\"", jt->second.name);
         if (jt->second.kind == HotspotThreadKind::Compiler) kind = ", JIT compiler thread";
