@@ -18,6 +18,7 @@
 #include "discover/object_unwind_table.h"
 #include "discover/process.h"
 #include "discover/python_runtime.h"
+#include "discover/v8_runtime.h"
 #include "unwind_maps.skel.h"
 
 namespace uscope {
@@ -26,9 +27,9 @@ namespace {
 
 constexpr size_t kMaxErrorsKept = 8;
 // The maps every walking object shares (unwind_maps.bpf.h); unwind_scratch stays its own.
-constexpr const char* kSharedMaps[] = {"unwind_tables",     "unwind_rules",    "unwind_mappings",
-                                       "unwind_procs",      "unwind_requests", "unwind_stats",
-                                       "unwind_generation", "python_procs",    "python_threads"};
+constexpr const char* kSharedMaps[] = {
+    "unwind_tables", "unwind_rules",      "unwind_mappings", "unwind_procs",   "unwind_requests",
+    "unwind_stats",  "unwind_generation", "python_procs",    "python_threads", "v8_procs"};
 
 // The vDSO as this process has it: the kernel maps the same image into every process.
 Result<ElfFile> own_vdso() {
@@ -107,7 +108,7 @@ Result<void> UnwindMaps::share_with(BpfObject& object) const {
 
 Result<void> UnwindMaps::leave_unused(BpfObject& object) {
   for (const char* name : {"unwind_tables", "unwind_rules", "unwind_mappings", "unwind_procs",
-                           "python_procs", "python_threads"})
+                           "python_procs", "python_threads", "v8_procs"})
     if (auto r = object.set_max_entries(name, 1); !r) return r;
   return {};
 }
@@ -288,6 +289,7 @@ Result<void> UnwindMaps::load_process(pid_t pid) {
                       std::strerror(err));
   stats_.processes = keys_.size();
   load_python(*proc);
+  load_v8(*proc);
   return {};
 }
 
@@ -329,6 +331,32 @@ void UnwindMaps::load_python(const Process& process) {
                    (*rt)->object_path));
 }
 
+void UnwindMaps::load_v8(const Process& process) {
+  const pid_t pid = process.pid();
+  // Only a process that maps an object named for node (node, libnode.so.108) is looked at.
+  const MappedObject* named = v8_candidate(process);
+  const uint64_t where = named && !named->mappings.empty() ? named->mappings.front().start : 0;
+  if (auto it = v8_looked_.find(pid); it != v8_looked_.end() && it->second == where) return;
+  v8_looked_[pid] = where;
+  auto tgid = static_cast<uint32_t>(pid);
+  int map = object_.map_fd("v8_procs");
+  bpf_map_delete_elem(map, &tgid);
+  if (named == nullptr) return;
+  auto note = [&](const std::string& line) {
+    if (on_python_) on_python_(pid, line);
+  };
+  auto rt = find_v8_runtime(process);
+  if (!rt) return note(fmt::format("{}: JavaScript frames not named", rt.error().message));
+  if (!*rt) return;
+  if (bpf_map_update_elem(map, &tgid, &(*rt)->proc, BPF_ANY))
+    return note(fmt::format("{}: cannot load its V8 layout for the walker: {}", (*rt)->name(),
+                            std::strerror(errno)));
+  changed();
+  ++stats_.v8_processes;
+  note(fmt::format("{}: JavaScript frames named from V8's metadata ({} v8dbg constants in {})",
+                   (*rt)->name(), (*rt)->constants, (*rt)->object_path));
+}
+
 Result<void> UnwindMaps::expect_exec(pid_t pid) {
   unwind_proc state{};
   state.state = UNWIND_PROC_STALE;
@@ -346,6 +374,8 @@ void UnwindMaps::forget(pid_t pid) {
   bpf_map_delete_elem(object_.map_fd("unwind_procs"), &tgid);
   bpf_map_delete_elem(object_.map_fd("python_procs"), &tgid);
   python_looked_.erase(pid);
+  bpf_map_delete_elem(object_.map_fd("v8_procs"), &tgid);
+  v8_looked_.erase(pid);
   changed();
   stats_.processes = keys_.size();
 }

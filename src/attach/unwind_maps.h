@@ -51,6 +51,7 @@ struct UnwindLoadStats {
   size_t mapping_keys = 0;          // LPM entries
   std::vector<std::string> errors;  // one line per object that failed, first few
   size_t python_processes = 0;      // processes whose Python frames were read, this session
+  size_t v8_processes = 0;          // processes whose JavaScript frames were named (bpf/v8.h)
 };
 
 // What became of a process's Python interpreter when its mappings were loaded: found and checked
@@ -75,7 +76,7 @@ class UnwindMaps {
   // gone is forgotten and reported as such.
   Result<void> load_process(pid_t pid);
   // Called once per process with a Python interpreter: "python3.11 (pid 5): Python 3.11.2
-  // frames" or why they are not read.
+  // frames" or why they are not read; and so for a V8 (node) process.
   void on_python(PythonNoteHandler handler) { on_python_ = std::move(handler); }
 
   // A process about to exec (a -c command uscope forked): its exec asks for its tables at once,
@@ -108,6 +109,8 @@ class UnwindMaps {
   void remove_keys(pid_t pid);
   // Finds, checks and loads into python_procs the interpreter `process` runs, if any.
   void load_python(const Process& process);
+  // The same for V8 (node): its layout into v8_procs. Its notes go to on_python's handler.
+  void load_v8(const Process& process);
   // Tells every walker that unwind_procs or unwind_mappings changed (bpf/unwind_maps.bpf.h's
   // unwind_generation): what a CPU remembered of a process is looked up again.
   void changed();
@@ -124,6 +127,7 @@ class UnwindMaps {
   // Processes whose interpreter was looked for, by the start of the mapping it was looked for in
   // (0: none found): a reload after a dlopen does not look again unless it moved (an exec).
   std::map<pid_t, uint64_t> python_looked_;
+  std::map<pid_t, uint64_t> v8_looked_;  // the same for V8
   PythonNoteHandler on_python_;
   UnwindLoadStats stats_;
   volatile uint64_t* generation_ = nullptr;  // unwind_generation, mmapped

@@ -31,8 +31,9 @@
  * below 2^47): each runtime's header says how the other 60 bits read. */
 #define UNWIND_FRAME_TAG_SHIFT 60
 #define UNWIND_FRAME_TAG(v) ((__u64)(v) >> UNWIND_FRAME_TAG_SHIFT)
-#define UNWIND_FRAME_TAG_PYTHON 0x1ull    /* bpf/python.h: PY_FRAME */
-#define UNWIND_FRAME_TAG_HS_RETURN 0x2ull /* bpf/hotspot.h: a code blob's frame, a return address \
+#define UNWIND_FRAME_TAG_PYTHON 0x1ull /* bpf/python.h: PY_FRAME */
+#define UNWIND_FRAME_TAG_HS_RETURN                                                                \
+  0x2ull                                  /* bpf/hotspot.h: a code blob's frame, a return address \
                                            */
 #define UNWIND_FRAME_TAG_HS_PC 0x3ull     /* bpf/hotspot.h: the same where the thread was */
 #define UNWIND_FRAME_TAG_HS_INTERP 0x4ull /* bpf/hotspot.h: an interpreted Java frame */
@@ -165,6 +166,7 @@ enum unwind_stat {
   UNWIND_STAT_PY_READ_FAILED,  /* Python frame chains cut short: a frame could not be read */
   UNWIND_STAT_PY_UNMATCHED,    /* Python frames left when the native walk ended without meeting
                                 * their eval call: appended at the stack's outer end */
+  UNWIND_STAT_V8_FRAMES,       /* V8 JavaScript frames put in stacks (bpf/v8.h) */
   UNWIND_NUM_STATS
 };
 

@@ -16,6 +16,7 @@ constexpr std::pair<unwind_stat, const char*> kStatNames[] = {
     {UNWIND_STAT_PY_NO_THREAD, "python_no_thread"},
     {UNWIND_STAT_PY_READ_FAILED, "python_read_failed"},
     {UNWIND_STAT_PY_UNMATCHED, "python_unmatched"},
+    {UNWIND_STAT_V8_FRAMES, "frames_v8"},
 };
 
 }  // namespace

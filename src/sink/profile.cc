@@ -34,13 +34,13 @@ std::string Profile::frame_label(const ProfileLine& line, FrameKind kind) const 
       label += "_[k]";
       break;
     case FrameKind::Jit:
-      label += "_[j]";
-      break;
     case FrameKind::Interpreted:
-      // As py-spy labels them: "outer.<locals>.inner (app.py:12)".
+      // As py-spy labels them: "outer.<locals>.inner (app.py:12)"; JIT code that knows its
+      // source (a JavaScript function) too: "leaf (/srv/app.js:3)_[j]".
       if (line.function < functions.size() && !functions[line.function].file.empty())
         label += line.line > 0 ? fmt::format(" ({}:{})", functions[line.function].file, line.line)
                                : fmt::format(" ({})", functions[line.function].file);
+      if (kind == FrameKind::Jit) label += "_[j]";
       break;
   }
   return label;

@@ -117,6 +117,10 @@ class ProfileInterner {
       FrameKind kind = f.origin == SymbolOrigin::PerfMap  ? FrameKind::Jit
                        : f.origin == SymbolOrigin::Python ? FrameKind::Interpreted
                                                           : FrameKind::User;
+      // A V8 frame: interpreted (Ignition) or not (JIT code, V8's builtins), as the walker saw.
+      if (f.origin == SymbolOrigin::V8)
+        kind = V8_FRAME_KIND(f.address) == V8_KIND_INTERPRETED ? FrameKind::Interpreted
+                                                               : FrameKind::Jit;
       it->second = add_location(f, user_mapping(pid, f), kind, unnamed_frame_text(f));
     }
     return it->second;

@@ -32,7 +32,8 @@ const char* unknown_reason(const Frame& frame) {
 std::string symbol_text(const Frame& frame) {
   if (const char* why = unknown_reason(frame))
     return fmt::format("[unknown: {}]{}", why, module_text(frame));
-  if (frame.origin == SymbolOrigin::Python)  // no offset: a code object, at a line of its file
+  // No offset: a code object or a JavaScript function, at a line of its file.
+  if (frame.origin == SymbolOrigin::Python || frame.origin == SymbolOrigin::V8)
     return frame.line > 0
                ? fmt::format("{} ({}:{}){}", frame.function, frame.file, frame.line,
                              module_text(frame))

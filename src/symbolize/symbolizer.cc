@@ -37,6 +37,9 @@ struct Symbolizer::ProcessState {
   // Its Python interpreter, looked for at its first interpreter frame.
   bool python_looked = false;
   std::optional<PythonRuntime> python{};
+  // Its V8, likewise.
+  bool v8_looked = false;
+  std::optional<V8Runtime> v8{};
 };
 
 namespace {
@@ -317,10 +320,9 @@ std::vector<Frame> Symbolizer::symbolize(pid_t pid, std::span<const uint64_t> ad
     // A zombie's maps read empty: it has exited as surely as a reaped process. So has one past
     // exit_mm() that is no zombie yet (its maps read empty, or not at all): its maps as it
     // exited are on their way (caught_up), where /proc has nothing left to say.
-    const bool exited =
-        p ? p->mappings().empty() && process_exiting(pid)
-          : !process_alive(pid) || p.error().errnum == ESRCH || p.error().errnum == ENOENT ||
-                process_exiting(pid);
+    const bool exited = p ? p->mappings().empty() && process_exiting(pid)
+                          : !process_alive(pid) || p.error().errnum == ESRCH ||
+                                p.error().errnum == ENOENT || process_exiting(pid);
     if (p && !exited) {
       state = processes_.emplace(pid, std::make_unique<ProcessState>(ProcessState{std::move(*p)}))
                   .first->second.get();
@@ -338,7 +340,7 @@ std::vector<Frame> Symbolizer::symbolize(pid_t pid, std::span<const uint64_t> ad
   frames.reserve(addresses.size());
   for (size_t i = 0; i < addresses.size(); ++i) {
     if (is_interpreter_frame(addresses[i])) {
-      frames.push_back(python_frame(pid, state, addresses[i]));
+      frames.push_back(runtime_frame(pid, state, addresses[i]));
       continue;
     }
     const uint64_t lookup = lookup_address(addresses, i, first_is_ip);
@@ -378,7 +380,7 @@ std::vector<Frame> Symbolizer::symbolize(const Process& process,
   bool perf_map_reread = false;
   for (size_t i = 0; i < addresses.size(); ++i) {
     if (is_interpreter_frame(addresses[i])) {
-      frames.push_back(python_frame(process.pid(), state, addresses[i]));
+      frames.push_back(runtime_frame(process.pid(), state, addresses[i]));
       continue;
     }
     const uint64_t lookup = lookup_address(addresses, i, first_is_ip);
@@ -441,6 +443,7 @@ Symbolizer::ProcessState* Symbolizer::caught_up(pid_t pid) {
 void Symbolizer::forget(pid_t pid) {
   processes_.erase(pid);
   python_codes_.forget(pid);
+  v8_functions_.forget(pid);
 }
 
 const PythonRuntime* Symbolizer::python_runtime(ProcessState* state) {
@@ -477,10 +480,52 @@ Frame Symbolizer::python_frame(pid_t pid, ProcessState* state, uint64_t value) {
   return f;
 }
 
-void Symbolizer::read_python_code(pid_t pid, std::span<const uint64_t> addresses) {
+const V8Runtime* Symbolizer::v8_runtime(ProcessState* state) {
+  if (state == nullptr) return nullptr;
+  if (!state->v8_looked) {
+    state->v8_looked = true;
+    if (auto rt = find_v8_runtime(state->maps); rt && *rt) state->v8 = std::move(**rt);
+  }
+  return state->v8 ? &*state->v8 : nullptr;
+}
+
+Frame Symbolizer::v8_frame(pid_t pid, ProcessState* state, uint64_t value) {
+  Frame f;
+  f.address = value;
+  f.object = "[v8]";
+  const uint64_t sfi = V8_FRAME_SFI(value);
+  const V8Function* fn = v8_functions_.find(pid, sfi);
+  if (fn == nullptr) {
+    if (const V8Runtime* rt = v8_runtime(state); rt && !state->exited) {
+      if (auto got = v8_functions_.get(*rt, process_target_memory(pid), sfi)) fn = *got;
+    }
+  }
+  if (fn == nullptr) {
+    f.miss = state == nullptr || state->exited ? FrameMiss::ProcessGone
+                                               : FrameMiss::InterpreterUnreadable;
+    return f;
+  }
+  // As node's own stack traces name them: an anonymous function is "(anonymous)".
+  f.function = fn->name.empty() ? "(anonymous)" : fn->name;
+  f.file = fn->script;
+  f.line = fn->line;
+  f.origin = SymbolOrigin::V8;
+  return f;
+}
+
+Frame Symbolizer::runtime_frame(pid_t pid, ProcessState* state, uint64_t value) {
+  if (UNWIND_FRAME_TAG(value) == UNWIND_FRAME_TAG_V8) return v8_frame(pid, state, value);
+  return python_frame(pid, state, value);
+}
+
+void Symbolizer::read_runtime_code(pid_t pid, std::span<const uint64_t> addresses) {
   ProcessState* state = nullptr;
   for (uint64_t a : addresses) {
-    if (!is_interpreter_frame(a) || python_codes_.find(pid, PY_FRAME_CODE(a))) continue;
+    if (!is_interpreter_frame(a)) continue;
+    const bool v8 = UNWIND_FRAME_TAG(a) == UNWIND_FRAME_TAG_V8;
+    if (v8 ? v8_functions_.find(pid, V8_FRAME_SFI(a)) != nullptr
+           : python_codes_.find(pid, PY_FRAME_CODE(a)) != nullptr)
+      continue;
     if (state == nullptr) {
       state = cached(pid);
       if (state == nullptr) {
@@ -488,9 +533,12 @@ void Symbolizer::read_python_code(pid_t pid, std::span<const uint64_t> addresses
         state = cached(pid);
       }
     }
-    const PythonRuntime* rt = python_runtime(state);
-    if (rt == nullptr) return;
-    (void)python_codes_.get(*rt, process_target_memory(pid), PY_FRAME_CODE(a));
+    if (v8) {
+      if (const V8Runtime* rt = v8_runtime(state))
+        (void)v8_functions_.get(*rt, process_target_memory(pid), V8_FRAME_SFI(a));
+    } else if (const PythonRuntime* rt = python_runtime(state)) {
+      (void)python_codes_.get(*rt, process_target_memory(pid), PY_FRAME_CODE(a));
+    }
   }
 }
 

@@ -21,6 +21,7 @@
 #include "discover/process.h"
 #include "symbolize/normalize.h"
 #include "symbolize/python_code.h"
+#include "symbolize/v8_code.h"
 
 namespace uscope {
 
@@ -36,6 +37,7 @@ enum class SymbolOrigin : uint8_t {
   Kallsyms,       // the kernel
   Gopclntab,      // Go's own function table
   Python,         // a Python code object (symbolize/python_code.h): an interpreter frame
+  V8,             // a V8 SharedFunctionInfo (symbolize/v8_code.h): a JavaScript frame
 };
 
 // A call inlined at a frame's address: the function whose code it is, and where in it.
@@ -86,8 +88,8 @@ struct SymbolizerOptions {
   std::function<void()> catch_up;
 };
 
-// Whether a walked stack's value is an interpreter frame (bpf/python.h's tagged values), not an
-// address.
+// Whether a walked stack's value is a runtime's frame (bpf/unwind.h's tagged values: Python,
+// V8), not an address.
 inline bool is_interpreter_frame(uint64_t value) {
   return UNWIND_FRAME_TAG(value) != 0;
 }
@@ -108,11 +110,13 @@ class Symbolizer {
   std::vector<Frame> symbolize(pid_t pid, std::span<const uint64_t> addresses, bool first_is_ip);
   // One exact address (an instruction pointer, a probe site).
   Frame symbolize(pid_t pid, uint64_t address);
-  // A stack may hold interpreter frames (a Python frame: bpf/python.h's PY_FRAME) among its
-  // addresses: they come back named by their code object (function = qualified name, file, line;
-  // object "[python]"). Code objects are read from the live process on first sight and cached:
-  // read_python_code() reads a stack's now, so that they stay named after the process exits.
-  void read_python_code(pid_t pid, std::span<const uint64_t> addresses);
+  // A stack may hold runtimes' frames among its addresses: a Python frame (bpf/python.h's
+  // PY_FRAME) comes back named by its code object (function = qualified name, file, line; object
+  // "[python]"), a V8 frame (bpf/v8.h's V8_FRAME) by its function (name, script, line of its
+  // start; object "[v8]"). Their objects are read from the live process on first sight and
+  // cached: read_runtime_code() reads a stack's now, so that they stay named after the process
+  // exits.
+  void read_runtime_code(pid_t pid, std::span<const uint64_t> addresses);
   // Against a snapshot the caller already holds (or builds with Process::from_maps); the
   // process's maps are neither cached nor re-read, only the objects' symbols are.
   std::vector<Frame> symbolize(const Process& process, std::span<const uint64_t> addresses,
@@ -169,6 +173,11 @@ class Symbolizer {
   Frame python_frame(pid_t pid, ProcessState* state, uint64_t value);
   // The process's interpreter (found once per process state); null when it has none readable.
   const PythonRuntime* python_runtime(ProcessState* state);
+  // A V8 frame of `pid` (V8_FRAME), named through the function cache; its V8 likewise.
+  Frame v8_frame(pid_t pid, ProcessState* state, uint64_t value);
+  const V8Runtime* v8_runtime(ProcessState* state);
+  // A tagged value's frame: Python's or V8's.
+  Frame runtime_frame(pid_t pid, ProcessState* state, uint64_t value);
   ProcessState* cached(pid_t pid);
   // The state of a process /proc no longer shows, if catch_up() delivers it.
   ProcessState* caught_up(pid_t pid);
@@ -181,6 +190,7 @@ class Symbolizer {
   std::unordered_map<pid_t, std::string> started_as_;
   std::deque<pid_t> exited_;  // adopted, oldest first
   PythonCodeCache python_codes_;
+  V8FunctionCache v8_functions_;
 };
 
 // Human-readable name of a miss, as describe() prints it ("unmapped", "process gone", ...).
