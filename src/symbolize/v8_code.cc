@@ -10,6 +10,7 @@ namespace uscope {
 namespace {
 
 constexpr int kMaxStringDepth = 16;       // cons/thin/sliced strings followed this deep
+constexpr int kMaxStringParts = 1 << 14;  // and this many parts in all
 constexpr size_t kMaxSource = 16 << 20;   // bytes of a script's source read for its lines
 constexpr size_t kMaxLineEnds = 4 << 20;  // entries of Script::line_ends read
 constexpr size_t kScopeSlots = 16;        // ScopeInfo slots searched for name and position
@@ -54,8 +55,10 @@ void append_utf8(std::string& out, uint16_t c) {
 }
 
 Result<void> string_into(const V8Layout& l, const TargetMemory& mem, uint64_t tagged,
-                         std::string& out, size_t max, int depth) {
+                         std::string& out, size_t max, int depth, int& budget) {
   if (depth > kMaxStringDepth) return fail("a string nested deeper than {}", kMaxStringDepth);
+  if (--budget < 0) return fail("a string of more than {} parts", kMaxStringParts);
+  if (out.size() >= max) return {};
   auto type = type_of(l, mem, tagged);
   if (!type) return fail("no object at {:#x}", tagged);
   if (*type >= l.first_nonstring_type)
@@ -66,13 +69,13 @@ Result<void> string_into(const V8Layout& l, const TargetMemory& mem, uint64_t ta
     auto first = read_u64(mem, addr + l.cons_first);
     auto second = read_u64(mem, addr + l.cons_second);
     if (!first || !second) return fail("cannot read the cons string at {:#x}", tagged);
-    if (auto r = string_into(l, mem, *first, out, max, depth + 1); !r) return r;
-    return string_into(l, mem, *second, out, max, depth + 1);
+    if (auto r = string_into(l, mem, *first, out, max, depth + 1, budget); !r) return r;
+    return string_into(l, mem, *second, out, max, depth + 1, budget);
   }
   if (repr == l.thin_tag) {
     auto actual = read_u64(mem, addr + l.thin_actual);
     if (!actual) return fail("cannot read the thin string at {:#x}", tagged);
-    return string_into(l, mem, *actual, out, max, depth + 1);
+    return string_into(l, mem, *actual, out, max, depth + 1, budget);
   }
   if (repr == l.sliced_tag) {
     auto parent = read_u64(mem, addr + l.sliced_parent);
@@ -82,7 +85,8 @@ Result<void> string_into(const V8Layout& l, const TargetMemory& mem, uint64_t ta
         !mem(addr + l.string_length, {reinterpret_cast<uint8_t*>(&length), 4}) || length < 0)
       return fail("cannot read the sliced string at {:#x}", tagged);
     std::string whole;
-    if (auto r = string_into(l, mem, *parent, whole, max + smi_value(*offset), depth + 1); !r)
+    if (auto r = string_into(l, mem, *parent, whole, max + smi_value(*offset), depth + 1, budget);
+        !r)
       return r;
     const size_t from = std::min<size_t>(whole.size(), smi_value(*offset));
     out += whole.substr(from, std::min<size_t>(length, max - std::min(max, out.size())));
@@ -131,7 +135,8 @@ Result<std::vector<uint32_t>> line_ends(const V8Layout& l, const TargetMemory& m
   auto source = read_u64(mem, script + l.script_source);
   if (!source) return fail("cannot read the script at {:#x}", script);
   std::string text;
-  if (auto r = string_into(l, mem, *source, text, kMaxSource, 0); !r)
+  int budget = kMaxStringParts;
+  if (auto r = string_into(l, mem, *source, text, kMaxSource, 0, budget); !r)
     return with_context("its source", r.error());
   for (size_t i = 0; i < text.size(); ++i)
     if (text[i] == '\n') ends.push_back(static_cast<uint32_t>(i));
@@ -143,7 +148,9 @@ Result<std::vector<uint32_t>> line_ends(const V8Layout& l, const TargetMemory& m
 Result<std::string> read_v8_string(const V8Layout& l, const TargetMemory& mem, uint64_t tagged,
                                    size_t max) {
   std::string out;
-  if (auto r = string_into(l, mem, tagged, out, max, 0); !r) return tl::unexpected(r.error());
+  int budget = kMaxStringParts;
+  if (auto r = string_into(l, mem, tagged, out, max, 0, budget); !r)
+    return tl::unexpected(r.error());
   return out;
 }
 
@@ -197,9 +204,10 @@ Result<V8Function> read_v8_function(const V8Layout& l, const TargetMemory& mem, 
   if (auto t = type_of(l, mem, *name_or_scope); t && *t == l.type_scope_info) {
     std::vector<uint64_t> slots(kScopeSlots);
     const uint64_t first = *name_or_scope - V8_HEAP_OBJECT_TAG + 8;  // after the map
-    // The object may end before kScopeSlots slots do: read fewer then.
+    // The object may end before kScopeSlots slots do, at a page V8 has not mapped: read fewer
+    // then.
     size_t n = slots.size();
-    while (n > 0 && !mem(first, {reinterpret_cast<uint8_t*>(slots.data()), n * 8})) n /= 2;
+    while (n > 0 && !mem(first, {reinterpret_cast<uint8_t*>(slots.data()), n * 8})) --n;
     slots.resize(n);
     V8ScopeFacts facts = v8_scope_facts(l, slots, string_at);
     fn.name = std::move(facts.name);
