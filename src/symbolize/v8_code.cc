@@ -171,7 +171,7 @@ V8ScopeFacts v8_scope_facts(const V8Layout& l, std::span<const uint64_t> slots,
        i < slots.size(); ++i) {
     const uint64_t slot = slots[i];
     if (!named && is_heap_object(slot))
-      if (auto s = string_at(slot)) {
+      if (auto s = string_at(slot); s && !s->empty()) {
         f.name = std::move(*s);
         named = true;
       }

@@ -4,9 +4,11 @@
 // per (process, address) and cached.
 //
 // The name and the function's start position are in its ScopeInfo, whose layout V8's metadata
-// does not describe beyond its first slots: past the context locals, the first string is the
-// function's name and the first pair of ascending Smis its [start, end) positions in the script
-// (the OpenTelemetry profiler reads it so too). A function with no ScopeInfo keeps its name in
+// does not describe beyond its first slots: past the context locals, the first non-empty string
+// is the function's name (its own, else the name V8 inferred for an anonymous function assigned
+// to a property: "Module._compile", as V8's CPU profiler names it) and the first pair of
+// ascending Smis its [start, end) positions in the script (the OpenTelemetry profiler reads it
+// so too). A function with no ScopeInfo keeps its name in
 // the same field, as a string. The line is the start position's, counted in the script's line
 // ends (Script::line_ends when V8 computed them, else the source's own newlines): the line
 // `node --perf-basic-prof` names a function by.
@@ -44,7 +46,7 @@ Result<std::string> read_v8_string(const V8Layout& l, const TargetMemory& mem, u
 int v8_line_of(std::span<const uint32_t> line_ends, uint32_t position);
 
 // The name and the start position a ScopeInfo's slots (from its first, after the map) hold, by
-// the heuristic above; `is_string(slot)` says whether a tagged slot is a string and reads it.
+// the heuristic above; `string_at(slot)` reads a tagged slot that is a string, nullopt otherwise.
 struct V8ScopeFacts {
   std::string name;
   int64_t start = -1, end = -1;

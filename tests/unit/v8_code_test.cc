@@ -214,6 +214,15 @@ TEST(v8_code, function_name_script_and_start_line_from_its_scope_info) {
   ASSERT_TRUE(f);
   EXPECT_EQ(f->line, 3);  // 28: after ends 10 and 20
 
+  // An anonymous function assigned to a property: its own name is empty, V8's inferred one
+  // follows.
+  h.t.word(scope + 8 + 8 * 5, h.one_byte(""));
+  h.t.word(scope + 8 + 8 * 6, h.one_byte("Module._compile"));
+  f = read_v8_function(h.l, h.t.memory(), sfi);
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->name, "Module._compile");
+  EXPECT_EQ(f->line, 3);
+
   // A name kept as a string (no ScopeInfo): named, no line.
   h.t.word(sfi + 16, h.one_byte("named"));
   f = read_v8_function(h.l, h.t.memory(), sfi);
