@@ -15,6 +15,8 @@ uscope::V8Layout layout() {
   uscope::V8Constants c = {{"off_fp_context_or_frame_type", -8},
                            {"off_fp_function", -16},
                            {"off_fp_bytecode_offset", -40},
+                           {"off_fp_bytecode_array", -32},
+                           {"type_BytecodeArray__BYTECODE_ARRAY_TYPE", 195},
                            {"class_HeapObject__map__Map", 0},
                            {"class_Map__instance_type__uint16_t", 12},
                            {"class_JSFunction__shared__SharedFunctionInfo", 24},

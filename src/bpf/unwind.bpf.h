@@ -386,11 +386,18 @@ static __always_inline __u64 v8_frame_value(struct unwind_scratch* s, __u64 pc, 
                           (const void*)(map - V8_HEAP_OBJECT_TAG + o->map_instance_type)) ||
       type != o->type_shared_function)
     return pc;
-  /* An interpreted frame holds its bytecode offset as a Smi; compiled code holds a tagged
-   * pointer or a spill there. */
+  /* An interpreted frame holds its bytecode offset as a Smi and its BytecodeArray above it;
+   * compiled code holds a tagged pointer or a spill there (which may look like a Smi). */
   __u32 kind = jit ? V8_KIND_COMPILED : V8_KIND_BUILTIN, offset = V8_OFFSET_UNKNOWN;
+  __u64 bytecode = 0;
   if (!unwind_read(&slot, fp + (__s64)o->fp_bytecode_offset) && (slot & V8_SMI_TAG_MASK) == 0 &&
-      slot != 0) {
+      slot != 0 && !unwind_read(&bytecode, fp + (__s64)o->fp_bytecode_array) &&
+      (bytecode & V8_HEAP_OBJECT_TAG_MASK) == V8_HEAP_OBJECT_TAG &&
+      !unwind_read(&map, bytecode - V8_HEAP_OBJECT_TAG + o->heap_object_map) &&
+      (map & V8_HEAP_OBJECT_TAG_MASK) == V8_HEAP_OBJECT_TAG &&
+      !bpf_probe_read_user(&type, sizeof(type),
+                           (const void*)(map - V8_HEAP_OBJECT_TAG + o->map_instance_type)) &&
+      type == o->type_bytecode_array) {
     __s64 at = (__s64)slot >> V8_SMI_SHIFT;
     at -= (__s64)o->bytecode_data - (__s64)V8_HEAP_OBJECT_TAG;
     kind = V8_KIND_INTERPRETED;

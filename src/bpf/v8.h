@@ -11,8 +11,8 @@
  *   rbp + fp_function  the JSFunction that runs; its SharedFunctionInfo (at function_shared) is
  *                      checked by its map's instance type before anything trusts it
  *   rbp + fp_bytecode_offset  a Smi (the bytecode offset + BytecodeArray's header - 1) in an
- *                      interpreted frame; something else (the feedback vector, a spill slot) in
- *                      compiled code
+ *                      interpreted frame, whose rbp + fp_bytecode_array holds its BytecodeArray;
+ *                      something else (the feedback vector, a spill slot) in compiled code
  * and records a tagged value (below) in place of the pc. User space reads the SharedFunctionInfo
  * (name, script, start position) while it lives: the profiler announces new stacks on its ring.
  * Objects move only in a GC, and a SharedFunctionInfo of running code lives in old space. */
@@ -37,12 +37,13 @@ struct v8_offsets {
   __s32 fp_context;           /* v8dbg_off_fp_context_or_frame_type (off_fp_context before) */
   __s32 fp_function;          /* v8dbg_off_fp_function */
   __s32 fp_bytecode_offset;   /* v8dbg_off_fp_bytecode_offset */
+  __s32 fp_bytecode_array;    /* v8dbg_off_fp_bytecode_array */
   __u32 heap_object_map;      /* v8dbg_class_HeapObject__map__Map */
   __u32 map_instance_type;    /* v8dbg_class_Map__instance_type__uint16_t */
   __u32 function_shared;      /* v8dbg_class_JSFunction__shared__SharedFunctionInfo */
   __u32 bytecode_data;        /* v8dbg_class_BytecodeArray__data__uintptr_t: its header size */
   __u16 type_shared_function; /* v8dbg_type_SharedFunctionInfo__SHARED_FUNCTION_INFO_TYPE */
-  __u16 reserved;
+  __u16 type_bytecode_array;  /* v8dbg_type_BytecodeArray__BYTECODE_ARRAY_TYPE */
 };
 
 /* A process running V8 (v8_procs, by tgid). */

@@ -95,11 +95,13 @@ Result<V8Layout> v8_layout(const V8Constants& c) {
   r.slot(b.fp_context, "off_fp_context_or_frame_type", "off_fp_context");
   r.slot(b.fp_function, "off_fp_function");
   r.slot(b.fp_bytecode_offset, "off_fp_bytecode_offset");
+  r.slot(b.fp_bytecode_array, "off_fp_bytecode_array");
   r.unsigned_field(b.heap_object_map, "class_HeapObject__map__Map");
   r.unsigned_field(b.map_instance_type, "class_Map__instance_type__uint16_t");
   r.unsigned_field(b.function_shared, "class_JSFunction__shared__SharedFunctionInfo");
   r.unsigned_field(b.bytecode_data, "class_BytecodeArray__data__uintptr_t");
   r.unsigned_field(b.type_shared_function, "type_SharedFunctionInfo__SHARED_FUNCTION_INFO_TYPE");
+  r.unsigned_field(b.type_bytecode_array, "type_BytecodeArray__BYTECODE_ARRAY_TYPE");
   r.unsigned_field(l.sfi_name_or_scope_info,
                    "class_SharedFunctionInfo__name_or_scope_info__Object");
   r.unsigned_field(l.sfi_script_or_debug_info,

@@ -156,7 +156,9 @@ TEST(node_profile, command_from_its_first_instruction_stays_named_after_exit) {
                                marked_line("DEF-LEAF")),
             0.8)
       << r.out;
-  EXPECT_EQ(share_with(lines, "[unknown: process gone]"), 0.0);
+  // Every JavaScript frame of those was read while node lived. (A native frame of a thread that
+  // was sampled as node exited may be in a mapping already gone: not this test's matter.)
+  EXPECT_EQ(share_with(running, "[unknown: process gone]"), 0.0);
 }
 
 TEST(node_profile, trace_stack_shows_the_javascript_that_led_to_a_native_call) {

@@ -18,6 +18,8 @@ V8Constants node18_constants() {
   return {{"off_fp_context_or_frame_type", -8},
           {"off_fp_function", -16},
           {"off_fp_bytecode_offset", -40},
+          {"off_fp_bytecode_array", -32},
+          {"type_BytecodeArray__BYTECODE_ARRAY_TYPE", 195},
           {"class_HeapObject__map__Map", 0},
           {"class_Map__instance_type__uint16_t", 12},
           {"class_JSFunction__shared__SharedFunctionInfo", 24},
