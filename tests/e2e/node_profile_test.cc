@@ -142,7 +142,8 @@ TEST(node_profile, lines_match_node_perf_map_names) {
 TEST(node_profile, command_from_its_first_instruction_stays_named_after_exit) {
   USCOPE_REQUIRE_ROOT();
   auto r = uscope({"profile", "-F", "199", "--format", "folded", "-c",
-                   std::string(kNode) + " " + script() + " nested 150"});
+                   std::string(kNode) + " " + script() + " nested 80"},
+                  180);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto lines = parse_folded(r.out);
   ASSERT_GT(total(lines), 0u) << r.err;
