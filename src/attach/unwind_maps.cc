@@ -333,15 +333,18 @@ void UnwindMaps::load_python(const Process& process) {
 
 void UnwindMaps::load_v8(const Process& process) {
   const pid_t pid = process.pid();
-  // Only a process that maps an object named for node (node, libnode.so.108) is looked at.
-  const MappedObject* named = v8_candidate(process);
-  const uint64_t where = named && !named->mappings.empty() ? named->mappings.front().start : 0;
+  // Only a process that maps an object named for node (node, libnode.so.108) is looked at, again
+  // when those objects change: Debian's node maps libnode.so after its exec, and the maps may be
+  // read between the two.
+  uint64_t where = 0;
+  for (const MappedObject& o : process.objects())
+    if (v8_named(o) && !o.mappings.empty()) where = where * 31 + o.mappings.front().start;
   if (auto it = v8_looked_.find(pid); it != v8_looked_.end() && it->second == where) return;
   v8_looked_[pid] = where;
   auto tgid = static_cast<uint32_t>(pid);
   int map = object_.map_fd("v8_procs");
   bpf_map_delete_elem(map, &tgid);
-  if (named == nullptr) return;
+  if (where == 0) return;
   auto note = [&](const std::string& line) {
     if (on_python_) on_python_(pid, line);
   };

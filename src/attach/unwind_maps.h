@@ -127,7 +127,8 @@ class UnwindMaps {
   // Processes whose interpreter was looked for, by the start of the mapping it was looked for in
   // (0: none found): a reload after a dlopen does not look again unless it moved (an exec).
   std::map<pid_t, uint64_t> python_looked_;
-  std::map<pid_t, uint64_t> v8_looked_;  // the same for V8
+  // The same for V8, by a sum of where the objects named for node start (0: none).
+  std::map<pid_t, uint64_t> v8_looked_;
   PythonNoteHandler on_python_;
   UnwindLoadStats stats_;
   volatile uint64_t* generation_ = nullptr;  // unwind_generation, mmapped

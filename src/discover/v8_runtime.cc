@@ -163,19 +163,15 @@ std::string V8Runtime::name() const {
   return fmt::format("node (pid {})", pid);
 }
 
-const MappedObject* v8_candidate(const Process& process) {
-  for (const MappedObject& o : process.objects()) {
-    const std::string file = std::filesystem::path(o.path).filename().string();
-    if (file.starts_with("node") || file.starts_with("libnode")) return &o;
-  }
-  return nullptr;
+bool v8_named(const MappedObject& o) {
+  const std::string file = std::filesystem::path(o.path).filename().string();
+  return file.starts_with("node") || file.starts_with("libnode");
 }
 
 Result<std::optional<V8Runtime>> find_v8_runtime(const Process& process) {
   // node itself holds V8 (a static build), or libnode.so does (Debian's): both are named so.
   for (const MappedObject& o : process.objects()) {
-    const std::string file = std::filesystem::path(o.path).filename().string();
-    if (!file.starts_with("node") && !file.starts_with("libnode")) continue;
+    if (!v8_named(o)) continue;
     auto stored = ObjectStore::shared()->open(o.open_path, o.path);
     if (!stored) continue;  // not ELF, unreadable: not where V8 can be read from
     auto constants = read_v8_constants((*stored)->elf());

@@ -55,9 +55,9 @@ struct V8Runtime {
   std::string name() const;
 };
 
-// Whether a process maps an object named as V8's (node, nodejs, libnode.so.108): only those are
-// opened, so that a session over every process opens no other object for this.
-const MappedObject* v8_candidate(const Process& process);
+// Whether an object is named as one that may hold V8 (node, nodejs, libnode.so.108): only those
+// are opened, so that a session over every process opens no other object for this.
+bool v8_named(const MappedObject& object);
 
 // Finds V8 in a process (objects opened through ObjectStore::shared()). nullopt: no object holds
 // V8's constants, which is an answer, not an error. An error: V8 is there but uscope cannot read
