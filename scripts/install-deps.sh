@@ -26,6 +26,8 @@ packages=(
   # profiles show as [unknown in python3.11]) and the Py_DEBUG interpreter python3.11d with its
   # headers; the release headers, whose offsetof the table of CPython offsets is checked against
   python3.11-dbg libpython3.11-dbg libpython3.11-dev
+  # JavaScript frames: node (Debian's nodejs 18, V8 in libnode.so.108 with its v8dbg_* constants)
+  nodejs
   # tools tests and scripts run: setpriv (util-linux), ps (procps), file; chromium renders the
   # SVG flame graph headless
   util-linux procps file chromium

@@ -19,6 +19,7 @@
 #include "discover/object_unwind_table.h"
 #include "discover/process.h"
 #include "discover/python_runtime.h"
+#include "discover/v8_runtime.h"
 #include "unwind_maps.skel.h"
 
 namespace uscope {
@@ -30,9 +31,10 @@ constexpr size_t kMaxErrorsKept = 8;
 constexpr auto kRuntimeRetry = std::chrono::milliseconds(100);
 constexpr int kRuntimeTries = 100;
 // The maps every walking object shares (unwind_maps.bpf.h); unwind_scratch stays its own.
-constexpr const char* kSharedMaps[] = {
-    "unwind_tables", "unwind_rules",      "unwind_mappings", "unwind_procs",   "unwind_requests",
-    "unwind_stats",  "unwind_generation", "python_procs",    "python_threads", "hotspot_procs"};
+constexpr const char* kSharedMaps[] = {"unwind_tables",     "unwind_rules",    "unwind_mappings",
+                                       "unwind_procs",      "unwind_requests", "unwind_stats",
+                                       "unwind_generation", "python_procs",    "python_threads",
+                                       "hotspot_procs",     "v8_procs"};
 
 // The vDSO as this process has it: the kernel maps the same image into every process.
 Result<ElfFile> own_vdso() {
@@ -111,7 +113,7 @@ Result<void> UnwindMaps::share_with(BpfObject& object) const {
 
 Result<void> UnwindMaps::leave_unused(BpfObject& object) {
   for (const char* name : {"unwind_tables", "unwind_rules", "unwind_mappings", "unwind_procs",
-                           "python_procs", "python_threads", "hotspot_procs"})
+                           "python_procs", "python_threads", "hotspot_procs", "v8_procs"})
     if (auto r = object.set_max_entries(name, 1); !r) return r;
   return {};
 }
@@ -293,6 +295,7 @@ Result<void> UnwindMaps::load_process(pid_t pid) {
   stats_.processes = keys_.size();
   load_python(*proc);
   load_hotspot(*proc);
+  load_v8(*proc);
   return {};
 }
 
@@ -402,6 +405,35 @@ void UnwindMaps::retry_runtimes() {
   }
 }
 
+void UnwindMaps::load_v8(const Process& process) {
+  const pid_t pid = process.pid();
+  // Only a process that maps an object named for node (node, libnode.so.108) is looked at, again
+  // when those objects change: Debian's node maps libnode.so after its exec, and the maps may be
+  // read between the two.
+  uint64_t where = 0;
+  for (const MappedObject& o : process.objects())
+    if (v8_named(o) && !o.mappings.empty()) where = where * 31 + o.mappings.front().start;
+  if (auto it = v8_looked_.find(pid); it != v8_looked_.end() && it->second == where) return;
+  v8_looked_[pid] = where;
+  auto tgid = static_cast<uint32_t>(pid);
+  int map = object_.map_fd("v8_procs");
+  bpf_map_delete_elem(map, &tgid);
+  if (where == 0) return;
+  auto note = [&](const std::string& line) {
+    if (on_runtime_) on_runtime_(pid, line);
+  };
+  auto rt = find_v8_runtime(process);
+  if (!rt) return note(fmt::format("{}: JavaScript frames not named", rt.error().message));
+  if (!*rt) return;
+  if (bpf_map_update_elem(map, &tgid, &(*rt)->proc, BPF_ANY))
+    return note(fmt::format("{}: cannot load its V8 layout for the walker: {}", (*rt)->name(),
+                            std::strerror(errno)));
+  changed();
+  ++stats_.v8_processes;
+  note(fmt::format("{}: JavaScript frames named from V8's metadata ({} v8dbg constants in {})",
+                   (*rt)->name(), (*rt)->constants, (*rt)->object_path));
+}
+
 Result<void> UnwindMaps::expect_exec(pid_t pid) {
   unwind_proc state{};
   state.state = UNWIND_PROC_STALE;
@@ -422,6 +454,8 @@ void UnwindMaps::forget(pid_t pid) {
   python_looked_.erase(pid);
   hotspot_looked_.erase(pid);
   hotspot_retry_.erase(pid);
+  bpf_map_delete_elem(object_.map_fd("v8_procs"), &tgid);
+  v8_looked_.erase(pid);
   changed();
   stats_.processes = keys_.size();
 }

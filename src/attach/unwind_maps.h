@@ -52,6 +52,7 @@ struct UnwindLoadStats {
   std::vector<std::string> errors;  // one line per object that failed, first few
   size_t python_processes = 0;      // processes whose Python frames were read, this session
   size_t java_processes = 0;        // processes whose Java frames were read, this session
+  size_t v8_processes = 0;          // processes whose JavaScript frames were named (bpf/v8.h)
 };
 
 // What became of a process's managed runtime (a Python interpreter, a JVM) when its mappings were
@@ -116,6 +117,8 @@ class UnwindMaps {
   void load_python(const Process& process);
   // Finds, checks and loads into hotspot_procs the JVM `process` runs, if any.
   void load_hotspot(const Process& process);
+  // The same for V8 (node): its layout into v8_procs. Its notes go to on_runtime's handler.
+  void load_v8(const Process& process);
   // Tells every walker that unwind_procs or unwind_mappings changed (bpf/unwind_maps.bpf.h's
   // unwind_generation): what a CPU remembered of a process is looked up again.
   void changed();
@@ -140,6 +143,8 @@ class UnwindMaps {
   };
   std::map<pid_t, RuntimeRetry> hotspot_retry_;  // JVMs still starting
   RuntimeNoteHandler on_runtime_;
+  // The same for V8, by a sum of where the objects named for node start (0: none).
+  std::map<pid_t, uint64_t> v8_looked_;
   UnwindLoadStats stats_;
   volatile uint64_t* generation_ = nullptr;  // unwind_generation, mmapped
   size_t generation_bytes_ = 0;

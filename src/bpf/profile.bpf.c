@@ -188,7 +188,7 @@ static __always_inline __s32 collect_user_stack(struct bpf_perf_event_data* ctx,
       bump(PC_USER_STACKS_FULL);
       return PROFILE_STACK_FAILED;
     }
-    if (!err && (s->py_emitted || s->hs_emitted)) announce_stack(tgid, s->hash);
+    if (!err && (s->py_emitted || s->hs_emitted || s->v8_emitted)) announce_stack(tgid, s->hash);
   }
   if (slot) *slot = s->hash;
   return PROFILE_STACK_HASHED;

@@ -86,6 +86,10 @@ struct unwind_scratch {
   __u64 r13;
   struct hs_proc hs_proc;
   __u8 hs_blob[HS_BLOB_READ];
+  /* V8 (bpf/v8.h): the process's layout, and the JavaScript frames this walk put in. */
+  __u32 v8; /* v8_proc is this process's */
+  __u32 v8_emitted;
+  struct v8_proc v8_proc;
 };
 
 struct {
@@ -363,6 +367,53 @@ static __always_inline __u64 py_current_frame(struct unwind_scratch* s) {
   return frame;
 }
 
+/* V8 (bpf/v8.h): the value to record for a frame walked by frame pointer at `pc` whose frame
+ * pointer is `fp`: a JavaScript frame's tagged value when its function slot holds a JSFunction
+ * whose SharedFunctionInfo checks out, else the pc. `jit`: the pc is in JIT code (an anonymous
+ * mapping), not in V8's embedded builtins. */
+static __always_inline __u64 v8_frame_value(struct unwind_scratch* s, __u64 pc, __u64 fp, int jit) {
+  const struct v8_offsets* o = &s->v8_proc.off;
+  __u64 context = 0, function = 0, sfi = 0, map = 0, slot = 0;
+  __u16 type = 0;
+  if (fp == 0 || unwind_read(&context, fp + (__s64)o->fp_context)) return pc;
+  /* A Smi there is a typed frame's marker (entry, exit, stub): no function of its own. */
+  if ((context & V8_SMI_TAG_MASK) == 0) return pc;
+  if (unwind_read(&function, fp + (__s64)o->fp_function) ||
+      (function & V8_HEAP_OBJECT_TAG_MASK) != V8_HEAP_OBJECT_TAG)
+    return pc;
+  function -= V8_HEAP_OBJECT_TAG;
+  if (unwind_read(&sfi, function + o->function_shared) ||
+      (sfi & V8_HEAP_OBJECT_TAG_MASK) != V8_HEAP_OBJECT_TAG)
+    return pc;
+  sfi -= V8_HEAP_OBJECT_TAG;
+  if (unwind_read(&map, sfi + o->heap_object_map) ||
+      (map & V8_HEAP_OBJECT_TAG_MASK) != V8_HEAP_OBJECT_TAG)
+    return pc;
+  if (bpf_probe_read_user(&type, sizeof(type),
+                          (const void*)(map - V8_HEAP_OBJECT_TAG + o->map_instance_type)) ||
+      type != o->type_shared_function)
+    return pc;
+  /* An interpreted frame holds its bytecode offset as a Smi and its BytecodeArray above it;
+   * compiled code holds a tagged pointer or a spill there (which may look like a Smi). */
+  __u32 kind = jit ? V8_KIND_COMPILED : V8_KIND_BUILTIN, offset = V8_OFFSET_UNKNOWN;
+  __u64 bytecode = 0;
+  if (!unwind_read(&slot, fp + (__s64)o->fp_bytecode_offset) && (slot & V8_SMI_TAG_MASK) == 0 &&
+      slot != 0 && !unwind_read(&bytecode, fp + (__s64)o->fp_bytecode_array) &&
+      (bytecode & V8_HEAP_OBJECT_TAG_MASK) == V8_HEAP_OBJECT_TAG &&
+      !unwind_read(&map, bytecode - V8_HEAP_OBJECT_TAG + o->heap_object_map) &&
+      (map & V8_HEAP_OBJECT_TAG_MASK) == V8_HEAP_OBJECT_TAG &&
+      !bpf_probe_read_user(&type, sizeof(type),
+                           (const void*)(map - V8_HEAP_OBJECT_TAG + o->map_instance_type)) &&
+      type == o->type_bytecode_array) {
+    __s64 at = (__s64)slot >> V8_SMI_SHIFT;
+    at -= (__s64)o->bytecode_data - (__s64)V8_HEAP_OBJECT_TAG;
+    kind = V8_KIND_INTERPRETED;
+    if (at >= 0 && at < V8_OFFSET_UNKNOWN) offset = (__u32)at;
+  }
+  s->v8_emitted++;
+  return V8_FRAME(sfi, kind, offset);
+}
+
 /* Ends the walk with `why`. */
 static __always_inline long unwind_end(struct unwind_scratch* s, __u32 why) {
   s->stack.end = why;
@@ -554,10 +605,11 @@ static long unwind_step(__u64 index, void* unused) {
     long done = hs_step(s, len, pc, sp, bp);
     if (done != 2) return done;
   }
-  if (s->py_state == UNWIND_PY_REPLACED)
+  int record = 1;
+  if (s->py_state == UNWIND_PY_REPLACED) {
     s->py_state = UNWIND_PY_NATIVE;
-  else
-    unwind_record(s, len, pc);
+    record = 0;
+  }
 
   /* Without its object's table (not loaded yet, or none), a frame is walked by frame pointer:
    * right for code that keeps them, and counted apart. */
@@ -578,6 +630,12 @@ static long unwind_step(__u64 index, void* unused) {
   }
   __u8 kind = rule ? rule->cfa_kind : UNWIND_CFA_NONE;
   __u64 cfa, ra, caller_bp = bp;
+  /* Recorded once its rule is known: a V8 frame is code with no CFI (bpf/v8.h). */
+  if (record)
+    unwind_record(s, len,
+                  s->v8 && kind == UNWIND_CFA_NONE
+                      ? v8_frame_value(s, pc, bp, m && m->table == UNWIND_TABLE_FP)
+                      : pc);
 
   switch (kind) {
     case UNWIND_CFA_END:
@@ -676,6 +734,7 @@ static __always_inline struct unwind_scratch* unwind_user_stack(__u32 tgid, __u6
   s->py_win_len = 0; /* the process's memory has moved on since the last walk */
   s->r13 = r13;
   s->hs_emitted = 0;
+  s->v8_emitted = 0;
 
   /* A process whose tables are not loaded (never seen, or exec'd: its old ones no longer apply)
    * is walked by frame pointer while user space loads them. */
@@ -697,6 +756,10 @@ static __always_inline struct unwind_scratch* unwind_user_stack(__u32 tgid, __u6
     struct hs_proc* hs = bpf_map_lookup_elem(&hotspot_procs, &tgid);
     s->hs = hs != 0;
     if (hs) s->hs_proc = *hs;
+    /* A V8 process: its frame layout (bpf/v8.h). */
+    struct v8_proc* v8 = bpf_map_lookup_elem(&v8_procs, &tgid);
+    s->v8 = v8 != 0;
+    if (v8) s->v8_proc = *v8;
   }
   if (s->py) s->py_frame = py_current_frame(s);
   bpf_loop(UNWIND_MAX_FRAMES + 1, unwind_step, 0, 0);
@@ -710,6 +773,7 @@ static __always_inline struct unwind_scratch* unwind_user_stack(__u32 tgid, __u6
   if (s->py_emitted) unwind_count_n(UNWIND_STAT_PY_FRAMES, s->py_emitted);
   if (s->hs_emitted) unwind_count_n(UNWIND_STAT_HS_FRAMES, s->hs_emitted);
   if (s->py_failed) unwind_count(UNWIND_STAT_PY_READ_FAILED);
+  if (s->v8_emitted) unwind_count_n(UNWIND_STAT_V8_FRAMES, s->v8_emitted);
   /* A walk cut short after guessing by frame pointer says so, not how the guess failed. */
   if (s->unloaded && s->stack.end != UNWIND_END_ENTRY && s->stack.end != UNWIND_END_FP_ZERO)
     s->stack.end = UNWIND_END_UNLOADED;

@@ -172,6 +172,7 @@ enum unwind_stat {
   UNWIND_STAT_HS_NO_RETURN,    /* compiled Java frames whose return address was not where their
                                 * frame size says, nor in the words above: the walk ends there */
   UNWIND_STAT_HS_BAD_INTERP,   /* interpreted Java frames whose frame could not be read */
+  UNWIND_STAT_V8_FRAMES,       /* V8 JavaScript frames put in stacks (bpf/v8.h) */
   UNWIND_NUM_STATS
 };
 

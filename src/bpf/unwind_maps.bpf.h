@@ -8,6 +8,7 @@
 #include "hotspot.h"
 #include "python.h"
 #include "unwind.h"
+#include "v8.h"
 
 struct unwind_entries {
   __uint(type, BPF_MAP_TYPE_ARRAY);
@@ -59,6 +60,15 @@ struct {
   __type(key, __u32);
   __type(value, struct py_proc);
 } python_procs SEC(".maps");
+
+/* Processes running V8 (bpf/v8.h), filled when their mappings are loaded. */
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 1 << 12);
+  __uint(map_flags, BPF_F_NO_PREALLOC);
+  __type(key, __u32);
+  __type(value, struct v8_proc);
+} v8_procs SEC(".maps");
 
 /* A thread's PyThreadState, by tid, as the walker last found it: checked by one read (its
  * native_thread_id) before use, so a reused tid or a freed state is searched for again. */

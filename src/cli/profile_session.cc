@@ -130,14 +130,15 @@ Result<std::unique_ptr<ProfileSession>> ProfileSession::open(const ProfileTarget
     s->unwind_ = std::move(*u);
     settings.unwind = s->unwind_.get();
   }
-  // Interpreter frames (Python, Java) are named from the process's memory: read them as
+  // Runtimes' frames (Python, Java, V8) are named from the process's memory: read them as
   // their stacks first appear, so that a process that exits mid-profile stays named.
   auto on_stack = [self](pid_t pid, std::span<const uint64_t> frames) {
     self->symbolizer_->read_runtime_code(pid, frames);
   };
   if (s->unwind_)
     s->unwind_->on_runtime([verbose = t.verbose](pid_t, const std::string& line) {
-      if (verbose || line.find("native frames only") != std::string::npos)
+      if (verbose || line.find("native frames only") != std::string::npos ||
+          line.find("frames not named") != std::string::npos)
         fmt::print(stderr, "uscope: {}\n", line);
     });
   if (!t.kernel_only) settings.on_exit = on_exit;

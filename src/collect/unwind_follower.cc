@@ -20,6 +20,7 @@ constexpr std::pair<unwind_stat, const char*> kStatNames[] = {
     {UNWIND_STAT_HS_NO_BLOB, "java_no_blob"},
     {UNWIND_STAT_HS_NO_RETURN, "java_no_return"},
     {UNWIND_STAT_HS_BAD_INTERP, "java_bad_interpreter_frame"},
+    {UNWIND_STAT_V8_FRAMES, "frames_v8"},
 };
 
 }  // namespace

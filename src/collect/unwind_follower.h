@@ -39,7 +39,7 @@ class UnwindFollower {
   // "truncated", "fp_chain_end", "unsupported_cfi", "read_failed", "bad_frame", "unloaded",
   // "frames_cfi", "frames_fp", "frames_unloaded", "requests_lost", "request_short", and for
   // Python (bpf/python.h) "frames_python", "python_no_thread", "python_read_failed",
-  // "python_unmatched".
+  // "python_unmatched", and for V8 (bpf/v8.h) "frames_v8".
   Result<std::vector<std::pair<std::string, uint64_t>>> walk_counts() const;
   uint64_t reloads() const { return reloads_; }
 

@@ -34,16 +34,16 @@ std::string Profile::frame_label(const ProfileLine& line, FrameKind kind, bool i
       label += "_[k]";
       break;
     case FrameKind::Jit:
-      label += inlined ? "_[i]" : "_[j]";
-      break;
     case FrameKind::JitC1:
-      label += inlined ? "_[i]" : "_[1]";
-      break;
     case FrameKind::Interpreted:
-      // As py-spy labels them: "outer.<locals>.inner (app.py:12)".
+      // As py-spy labels them: "outer.<locals>.inner (app.py:12)"; JIT code that knows its
+      // source (a JavaScript function) too: "leaf (/srv/app.js:3)_[j]".
       if (line.function < functions.size() && !functions[line.function].file.empty())
         label += line.line > 0 ? fmt::format(" ({}:{})", functions[line.function].file, line.line)
                                : fmt::format(" ({})", functions[line.function].file);
+      // async-profiler's suffixes for Java: "_[i]" inlined into JIT code, "_[1]" C1's code.
+      if (kind == FrameKind::Jit) label += inlined ? "_[i]" : "_[j]";
+      if (kind == FrameKind::JitC1) label += inlined ? "_[i]" : "_[1]";
       break;
   }
   return label;

@@ -113,6 +113,10 @@ FrameKind kind_of(const Frame& f) {
       return FrameKind::Jit;
     case SymbolOrigin::Python:
       return FrameKind::Interpreted;
+    case SymbolOrigin::V8:
+      // Interpreted (Ignition) or not (JIT code, V8's builtins), as the walker saw.
+      return V8_FRAME_KIND(f.address) == V8_KIND_INTERPRETED ? FrameKind::Interpreted
+                                                             : FrameKind::Jit;
     case SymbolOrigin::Java:
       return f.java_kind == HotspotCodeKind::Interpreted ? FrameKind::Interpreted
              : f.java_kind == HotspotCodeKind::C1        ? FrameKind::JitC1

@@ -52,7 +52,8 @@ const char* unknown_reason(const Frame& frame) {
 std::string symbol_text(const Frame& frame) {
   if (const char* why = unknown_reason(frame))
     return fmt::format("[unknown: {}]{}", why, module_text(frame));
-  if (frame.origin == SymbolOrigin::Python)  // no offset: a code object, at a line of its file
+  // No offset: a code object or a JavaScript function, at a line of its file.
+  if (frame.origin == SymbolOrigin::Python || frame.origin == SymbolOrigin::V8)
     return at_line(frame.function, frame.file, frame.line) + module_text(frame);
   if (frame.origin == SymbolOrigin::Java) return java_text(frame);
   return fmt::format("{}+{:#x}{}", frame.function, frame.function_offset, module_text(frame));

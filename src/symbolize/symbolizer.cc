@@ -43,6 +43,9 @@ struct Symbolizer::ProcessState {
   // Its JVM's layout, looked for at its first Java frame.
   bool hotspot_looked = false;
   std::optional<HotspotCodeLayout> hotspot{};
+  // Its V8, likewise.
+  bool v8_looked = false;
+  std::optional<V8Runtime> v8{};
 };
 
 namespace {
@@ -457,6 +460,7 @@ Symbolizer::ProcessState* Symbolizer::caught_up(pid_t pid) {
 void Symbolizer::forget(pid_t pid) {
   processes_.erase(pid);
   python_codes_.forget(pid);
+  v8_functions_.forget(pid);
   java_codes_.forget(pid);
 }
 
@@ -500,6 +504,7 @@ Frame Symbolizer::python_frame(pid_t pid, ProcessState* state, uint64_t value) {
 
 Frame Symbolizer::tagged_frame(pid_t pid, ProcessState* state, uint64_t value) {
   if (UNWIND_FRAME_TAG(value) == UNWIND_FRAME_TAG_PYTHON) return python_frame(pid, state, value);
+  if (UNWIND_FRAME_TAG(value) == UNWIND_FRAME_TAG_V8) return v8_frame(pid, state, value);
   if (UNWIND_FRAME_TAG(value) == UNWIND_FRAME_TAG_HS_RETURN ||
       UNWIND_FRAME_TAG(value) == UNWIND_FRAME_TAG_HS_PC ||
       UNWIND_FRAME_TAG(value) == UNWIND_FRAME_TAG_HS_INTERP)
@@ -563,18 +568,58 @@ Frame Symbolizer::java_frame(pid_t pid, ProcessState* state, uint64_t value) {
   return f;
 }
 
+const V8Runtime* Symbolizer::v8_runtime(ProcessState* state) {
+  if (state == nullptr) return nullptr;
+  if (!state->v8_looked) {
+    state->v8_looked = true;
+    if (auto rt = find_v8_runtime(state->maps); rt && *rt) state->v8 = std::move(**rt);
+  }
+  return state->v8 ? &*state->v8 : nullptr;
+}
+
+Frame Symbolizer::v8_frame(pid_t pid, ProcessState* state, uint64_t value) {
+  Frame f;
+  f.address = value;
+  f.object = "[v8]";
+  const uint64_t sfi = V8_FRAME_SFI(value);
+  const V8Function* fn = v8_functions_.find(pid, sfi);
+  if (fn == nullptr) {
+    if (const V8Runtime* rt = v8_runtime(state); rt && !state->exited) {
+      if (auto got = v8_functions_.get(*rt, process_target_memory(pid), sfi)) fn = *got;
+    }
+  }
+  if (fn == nullptr) {
+    f.miss = state == nullptr || state->exited ? FrameMiss::ProcessGone
+                                               : FrameMiss::InterpreterUnreadable;
+    return f;
+  }
+  // As node's own stack traces name them: an anonymous function is "(anonymous)".
+  f.function = fn->name.empty() ? "(anonymous)" : fn->name;
+  f.file = fn->script;
+  f.line = fn->line;
+  f.origin = SymbolOrigin::V8;
+  return f;
+}
+
 void Symbolizer::read_runtime_code(pid_t pid, std::span<const uint64_t> addresses) {
   ProcessState* state = nullptr;
   for (uint64_t a : addresses) {
     if (!is_interpreter_frame(a)) continue;
-    const bool python = UNWIND_FRAME_TAG(a) == UNWIND_FRAME_TAG_PYTHON;
+    const uint64_t tag = UNWIND_FRAME_TAG(a);
+    const bool python = tag == UNWIND_FRAME_TAG_PYTHON, v8 = tag == UNWIND_FRAME_TAG_V8;
     if (python && python_codes_.find(pid, PY_FRAME_CODE(a))) continue;
+    if (v8 && v8_functions_.find(pid, V8_FRAME_SFI(a))) continue;
     if (state == nullptr) {
       state = cached(pid);
       if (state == nullptr) {
         remember(pid);
         state = cached(pid);
       }
+    }
+    if (v8) {
+      if (const V8Runtime* rt = v8_runtime(state))
+        (void)v8_functions_.get(*rt, process_target_memory(pid), V8_FRAME_SFI(a));
+      continue;
     }
     if (!python) {
       (void)tagged_frame(pid, state, a);  // fills the Java code cache

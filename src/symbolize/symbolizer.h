@@ -23,6 +23,7 @@
 #include "symbolize/hotspot_code.h"
 #include "symbolize/normalize.h"
 #include "symbolize/python_code.h"
+#include "symbolize/v8_code.h"
 
 namespace uscope {
 
@@ -39,6 +40,7 @@ enum class SymbolOrigin : uint8_t {
   Gopclntab,      // Go's own function table
   Python,         // a Python code object (symbolize/python_code.h): an interpreter frame
   Java,           // a HotSpot JVM's own structures (symbolize/hotspot_code.h): a Java frame
+  V8,             // a V8 SharedFunctionInfo (symbolize/v8_code.h): a JavaScript frame
 };
 
 // A call inlined at a frame's address: the function whose code it is, and where in it.
@@ -99,8 +101,8 @@ struct SymbolizerOptions {
   std::function<std::optional<HotspotVmStructs>(const Process&)> hotspot;
 };
 
-// Whether a walked stack's value is an interpreter frame (bpf/unwind.h's tagged values: Python,
-// HotSpot Java frames), not an address.
+// Whether a walked stack's value is a runtime's frame (bpf/unwind.h's tagged values: Python,
+// HotSpot Java, V8), not an address.
 inline bool is_interpreter_frame(uint64_t value) {
   return UNWIND_FRAME_TAG(value) != 0;
 }
@@ -121,14 +123,13 @@ class Symbolizer {
   std::vector<Frame> symbolize(pid_t pid, std::span<const uint64_t> addresses, bool first_is_ip);
   // One exact address (an instruction pointer, a probe site).
   Frame symbolize(pid_t pid, uint64_t address);
-  // A stack may hold interpreter frames (a Python frame: bpf/python.h's PY_FRAME) among its
-  // addresses: they come back named by their code object (function = qualified name, file, line;
-  // object "[python]"). Code objects are read from the live process on first sight and cached:
-  // read_python_code() reads a stack's now, so that they stay named after the process exits.
-  // Java frames (bpf/hotspot.h's HS_FRAME_CODE, HS_FRAME_INTERP) likewise: named by the method
-  // that holds the code, with the methods inlined at the pc, tier and line (object "[java]").
-  // Methods and code blobs are read on first sight and cached; read_runtime_code() reads a
-  // stack's Python code objects and Java methods and blobs now.
+  // A stack may hold runtimes' frames among its addresses: a Python frame (bpf/python.h's
+  // PY_FRAME) comes back named by its code object (function = qualified name, file, line; object
+  // "[python]"), a V8 frame (bpf/v8.h's V8_FRAME) by its function (name, script, line of its
+  // start; object "[v8]"), a Java frame (bpf/hotspot.h's HS_FRAME_CODE, HS_FRAME_INTERP) by the
+  // method that holds the code, with the methods inlined at the pc, tier and line (object
+  // "[java]"). Their objects are read from the live process on first sight and cached:
+  // read_runtime_code() reads a stack's now, so that they stay named after the process exits.
   void read_runtime_code(pid_t pid, std::span<const uint64_t> addresses);
   // Against a snapshot the caller already holds (or builds with Process::from_maps); the
   // process's maps are neither cached nor re-read, only the objects' symbols are.
@@ -189,12 +190,16 @@ class Symbolizer {
   Frame python_frame(pid_t pid, ProcessState* state, uint64_t value);
   // A Java frame of `pid` (bpf/hotspot.h), named through the HotSpot code cache.
   Frame java_frame(pid_t pid, ProcessState* state, uint64_t value);
+  // A tagged value's frame (bpf/unwind.h's tags): Python's, Java's or V8's.
   Frame tagged_frame(pid_t pid, ProcessState* state, uint64_t value);
   // The layout of the process's JVM (found once per process state); null when it runs none
   // readable.
   const HotspotCodeLayout* hotspot_layout(pid_t pid, ProcessState* state);
   // The process's interpreter (found once per process state); null when it has none readable.
   const PythonRuntime* python_runtime(ProcessState* state);
+  // A V8 frame of `pid` (V8_FRAME), named through the function cache; its V8 likewise.
+  Frame v8_frame(pid_t pid, ProcessState* state, uint64_t value);
+  const V8Runtime* v8_runtime(ProcessState* state);
   ProcessState* cached(pid_t pid);
   // The state of a process /proc no longer shows, if catch_up() delivers it.
   ProcessState* caught_up(pid_t pid);
@@ -208,6 +213,7 @@ class Symbolizer {
   std::deque<pid_t> exited_;  // adopted, oldest first
   PythonCodeCache python_codes_;
   HotspotCodeCache java_codes_;
+  V8FunctionCache v8_functions_;
 };
 
 // Human-readable name of a miss, as describe() prints it ("unmapped", "process gone", ...).
