@@ -295,6 +295,52 @@ std::optional<std::string> java_thread_name(const HotspotRuntime& rt, const Targ
   return java_string_utf8(bytes, *coder);
 }
 
+// What find_hotspot_runtime takes from libjvm.so's symbols, in one pass over them (.symtab holds
+// some 60,000), at link-time addresses.
+struct LibjvmSymbols {
+  VmStructsSymbols vmstructs;  // the exported tables and layout globals
+  uint64_t vtable_java_thread = 0, vtable_compiler_thread = 0;
+  HotspotRuntime::JavaNameSymbols java_names;
+};
+
+std::optional<LibjvmSymbols> libjvm_symbols(const ElfFile& libjvm) {
+  using Names = HotspotRuntime::JavaNameSymbols;
+  static const std::map<std::string_view, uint64_t Names::*> java_name_symbols{
+      {"_ZN16java_lang_Thread12_name_offsetE", &Names::thread_name_offset},
+      {"_ZN16java_lang_String13_value_offsetE", &Names::string_value_offset},
+      {"_ZN16java_lang_String13_coder_offsetE", &Names::string_coder_offset},
+      {"UseCompressedOops", &Names::compressed_oops},
+      {"UseCompressedClassPointers", &Names::compressed_klass},
+      {"UseCompactObjectHeaders", &Names::compact_headers}};
+  auto syms = libjvm.symbols();
+  if (!syms) return std::nullopt;
+  LibjvmSymbols out;
+  VmStructsSymbols& s = out.vmstructs;
+  for (const auto& sym : *syms) {
+    if (!sym.defined || sym.addr == 0) continue;
+    if (sym.name.starts_with("gHotSpotVM")) {
+      if (sym.name == "gHotSpotVMStructs")
+        s.structs = sym.addr;
+      else if (sym.name == "gHotSpotVMTypes")
+        s.types = sym.addr;
+      else if (sym.name == "gHotSpotVMIntConstants")
+        s.int_constants = sym.addr;
+      else if (sym.name == "gHotSpotVMLongConstants")
+        s.long_constants = sym.addr;
+      else
+        s.layout.emplace(sym.name, sym.addr);
+    } else if (sym.name == "_ZTV10JavaThread") {
+      out.vtable_java_thread = sym.addr + kVtableAddressPoint;
+    } else if (sym.name == "_ZTV14CompilerThread") {
+      out.vtable_compiler_thread = sym.addr + kVtableAddressPoint;
+    } else if (auto it = java_name_symbols.find(sym.name); it != java_name_symbols.end()) {
+      out.java_names.*(it->second) = sym.addr;
+    }
+  }
+  if (s.structs == 0) return std::nullopt;
+  return out;
+}
+
 }  // namespace
 
 std::string HotspotRuntime::name() const {
@@ -313,28 +359,6 @@ const char* hotspot_thread_kind_name(HotspotThreadKind kind) {
       break;
   }
   return "unknown";
-}
-
-std::optional<VmStructsSymbols> vmstructs_symbols(const ElfFile& libjvm) {
-  auto syms = libjvm.symbols();
-  if (!syms) return std::nullopt;
-  VmStructsSymbols s;
-  for (const auto& sym : *syms) {
-    if (!sym.defined || sym.addr == 0 || !sym.name.starts_with("gHotSpotVM")) continue;
-    if (sym.name == "gHotSpotVMStructs") {
-      s.structs = sym.addr;
-    } else if (sym.name == "gHotSpotVMTypes") {
-      s.types = sym.addr;
-    } else if (sym.name == "gHotSpotVMIntConstants") {
-      s.int_constants = sym.addr;
-    } else if (sym.name == "gHotSpotVMLongConstants") {
-      s.long_constants = sym.addr;
-    } else {
-      s.layout.emplace(sym.name, sym.addr);
-    }
-  }
-  if (s.structs == 0) return std::nullopt;
-  return s;
 }
 
 Result<HotspotRuntime> read_hotspot_runtime(pid_t pid, const std::string& object_path,
@@ -402,39 +426,31 @@ Result<std::optional<HotspotRuntime>> find_hotspot_runtime(const Process& proces
       return fail("java (pid {}): cannot open {}: {}", process.pid(), o.path,
                   stored.error().message);
     const ElfFile& elf = (*stored)->elf();
-    auto symbols = vmstructs_symbols(elf);
-    if (!symbols) continue;  // a libjvm.so that is no HotSpot (no Serviceability Agent tables)
+    auto found = libjvm_symbols(elf);
+    if (!found) continue;  // a libjvm.so that is no HotSpot (no Serviceability Agent tables)
     auto bias = load_bias(o, elf);
     if (!bias)
       return fail("java (pid {}): {} is mapped without its code, so its addresses are unknown",
                   process.pid(), o.path);
-    symbols->structs += *bias;
-    symbols->types += *bias;
-    if (symbols->int_constants) symbols->int_constants += *bias;
-    if (symbols->long_constants) symbols->long_constants += *bias;
-    for (auto& [name, addr] : symbols->layout) addr += *bias;
-    auto rt = read_hotspot_runtime(process.pid(), o.path, *bias, *symbols,
+    auto rebase = [&](uint64_t& addr) {
+      if (addr) addr += *bias;
+    };
+    VmStructsSymbols& symbols = found->vmstructs;
+    for (uint64_t* a :
+         {&symbols.structs, &symbols.types, &symbols.int_constants, &symbols.long_constants,
+          &found->vtable_java_thread, &found->vtable_compiler_thread})
+      rebase(*a);
+    for (auto& [name, addr] : symbols.layout) rebase(addr);
+    auto& n = found->java_names;
+    for (uint64_t* a : {&n.thread_name_offset, &n.string_value_offset, &n.string_coder_offset,
+                        &n.compressed_oops, &n.compressed_klass, &n.compact_headers})
+      rebase(*a);
+    auto rt = read_hotspot_runtime(process.pid(), o.path, *bias, symbols,
                                    process_target_memory(process.pid()));
     if (!rt) return tl::unexpected(rt.error());
-    // The vtables that tell a JavaThread's kind and what reading a Java thread's name takes are
-    // local symbols (.symtab).
-    using Names = HotspotRuntime::JavaNameSymbols;
-    static const std::map<std::string_view, uint64_t Names::*> java_name_symbols{
-        {"_ZN16java_lang_Thread12_name_offsetE", &Names::thread_name_offset},
-        {"_ZN16java_lang_String13_value_offsetE", &Names::string_value_offset},
-        {"_ZN16java_lang_String13_coder_offsetE", &Names::string_coder_offset},
-        {"UseCompressedOops", &Names::compressed_oops},
-        {"UseCompressedClassPointers", &Names::compressed_klass},
-        {"UseCompactObjectHeaders", &Names::compact_headers}};
-    if (auto syms = elf.symbols())
-      for (const auto& s : *syms) {
-        if (s.name == "_ZTV10JavaThread")
-          rt->vtable_java_thread = s.addr + *bias + kVtableAddressPoint;
-        else if (s.name == "_ZTV14CompilerThread")
-          rt->vtable_compiler_thread = s.addr + *bias + kVtableAddressPoint;
-        else if (auto it = java_name_symbols.find(s.name); it != java_name_symbols.end())
-          rt->java_names.*(it->second) = s.addr + *bias;
-      }
+    rt->vtable_java_thread = found->vtable_java_thread;
+    rt->vtable_compiler_thread = found->vtable_compiler_thread;
+    rt->java_names = found->java_names;
     return std::optional<HotspotRuntime>(std::move(*rt));
   }
   return std::optional<HotspotRuntime>();

@@ -46,10 +46,6 @@ struct HotspotRuntime {
   std::string name() const;
 };
 
-// The symbols read_vmstructs follows, from an ELF object (link-time addresses, before the bias):
-// nullopt when it exports no gHotSpotVMStructs (not a JVM).
-std::optional<VmStructsSymbols> vmstructs_symbols(const ElfFile& libjvm);
-
 // Finds the JVM in a process: libjvm.so mapped and exporting gHotSpotVMStructs (opened through
 // ObjectStore::shared()). nullopt: not a HotSpot JVM, an answer, not an error. An error: a JVM
 // uscope cannot read, naming why (its tables not initialized yet early in its start, a field the

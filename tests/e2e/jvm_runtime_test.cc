@@ -64,6 +64,9 @@ struct JvmConfig {
   std::vector<std::string> flags;
   size_t heaps;
 };
+void PrintTo(const JvmConfig& c, std::ostream* os) {
+  *os << c.name;
+}
 const JvmConfig kConfigs[] = {
     {"no_flags", {}, 3},
     {"parallel_gc_wide_oops_one_heap",
@@ -259,3 +262,4 @@ INSTANTIATE_TEST_SUITE_P(jvm, HotspotRuntimeTest, testing::ValuesIn(kConfigs),
 
 }  // namespace
 }  // namespace uscope::e2e
+
