@@ -3,6 +3,7 @@
 #include <dirent.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <set>
@@ -138,6 +139,10 @@ Result<std::vector<uint64_t>> code_heaps(const HotspotRuntime& rt, const TargetM
   if (!data_off) return with_context(rt.name(), data_off.error());
   auto array = read_word(rt, mem, *heaps_addr, "CodeCache::_heaps");
   if (!array) return tl::unexpected(array.error());
+  if (*array == 0)
+    return fail_errno(EAGAIN,
+                      "{}: CodeCache::_heaps reads 0: the JVM has not made its code cache yet",
+                      rt.name());
   if (!plausible_pointer(*array))
     return fail("{}: CodeCache::_heaps reads {:#x}, not a pointer", rt.name(), *array);
   auto len = read_int(rt, mem, *array + *len_off, "CodeCache::_heaps->_len");
@@ -401,6 +406,11 @@ Result<HotspotRuntime> read_hotspot_runtime(pid_t pid, const std::string& object
     if (!*r) return with_context(rt.name(), r->error());
   auto queue = read_word(rt, mem, *code, "AbstractInterpreter::_code");
   if (!queue) return tl::unexpected(queue.error());
+  if (*queue == 0)
+    return fail_errno(EAGAIN,
+                      "{}: AbstractInterpreter::_code reads 0: the JVM has not generated its "
+                      "interpreter yet",
+                      rt.name());
   if (!plausible_pointer(*queue))
     return fail("{}: AbstractInterpreter::_code reads {:#x}, not a pointer", rt.name(), *queue);
   auto start = read_word(rt, mem, *queue + *buffer, "StubQueue::_stub_buffer");
@@ -507,6 +517,11 @@ Result<std::vector<HotspotThread>> hotspot_threads(const HotspotRuntime& rt,
     if (!*r) return with_context(rt.name(), r->error());
   auto list = read_word(rt, mem, *list_addr, "ThreadsSMRSupport::_java_thread_list");
   if (!list) return tl::unexpected(list.error());
+  if (*list == 0)
+    return fail_errno(EAGAIN,
+                      "{}: ThreadsSMRSupport::_java_thread_list reads 0: the JVM has no thread "
+                      "list yet",
+                      rt.name());
   if (!plausible_pointer(*list))
     return fail("{}: ThreadsSMRSupport::_java_thread_list reads {:#x}, not a pointer", rt.name(),
                 *list);

@@ -1,5 +1,6 @@
 #include "discover/hotspot_vmstructs.h"
 
+#include <cerrno>
 #include <cstring>
 #include <unordered_map>
 
@@ -114,7 +115,8 @@ Result<TableLayout> table_layout(const VmStructsSymbols& symbols, const TargetMe
   auto stride = global("ArrayStride");
   if (!stride) return tl::unexpected(stride.error());
   if (*stride == 0)
-    return fail(
+    return fail_errno(
+        EAGAIN,
         "gHotSpotVM{}EntryArrayStride reads 0: the JVM has not initialized its VMStructs yet "
         "(it does early in its start)",
         entry);

@@ -95,6 +95,7 @@ TEST(hotspot_vmstructs, a_jvm_not_yet_initialized_is_named) {
   EXPECT_EQ(vm.error().message,
             "gHotSpotVMStructEntryArrayStride reads 0: the JVM has not initialized its VMStructs "
             "yet (it does early in its start)");
+  EXPECT_EQ(vm.error().errnum, EAGAIN);  // ask again later
 }
 
 TEST(hotspot_vmstructs, a_member_past_its_entry_is_an_error) {
