@@ -95,8 +95,11 @@ std::optional<std::string> read_cstring(const TargetMemory& mem, uint64_t addr, 
 // Every field the walker reads, or the first one this JDK does not list.
 Result<hs_offsets> walker_offsets(const HotspotVmStructs& vm) {
   hs_offsets off{};
+  // An offset or size of a JVM structure the walker reads fits in 16 bits; a wider one is a
+  // table that does not make sense (hs_offsets keeps 32).
   auto u32 = [](Result<uint64_t> r, __u32& out) -> Result<void> {
     if (!r) return tl::unexpected(r.error());
+    if (*r > 0xffff) return fail("libjvm.so lists an offset or size of {}, past any structure", *r);
     out = static_cast<__u32>(*r);
     return {};
   };
@@ -109,9 +112,9 @@ Result<hs_offsets> walker_offsets(const HotspotVmStructs& vm) {
     if (!r) return tl::unexpected(r.error());
   // JDK 23 keeps the code's offset from the blob (an int) where older ones keep its address.
   if (auto begin = vm.offset("CodeBlob", "_code_begin")) {
-    off.blob_code_begin = static_cast<__u32>(*begin);
+    if (auto r = u32(*begin, off.blob_code_begin); !r) return tl::unexpected(r.error());
   } else if (auto offset = vm.offset("CodeBlob", "_code_offset")) {
-    off.blob_code_begin = static_cast<__u32>(*offset);
+    if (auto r = u32(*offset, off.blob_code_begin); !r) return tl::unexpected(r.error());
     off.code_begin_is_offset = 1;
   } else {
     return fail("libjvm.so lists neither CodeBlob::_code_begin nor CodeBlob::_code_offset");
@@ -596,7 +599,7 @@ Result<void> validate_hotspot_runtime(const HotspotRuntime& rt, const TargetMemo
         std::tuple{"CodeBlob::_frame_size", o.blob_frame_size, 4u},
         std::tuple{"CodeBlob::_frame_complete_offset", o.blob_frame_complete, 4u},
         std::tuple{"CodeBlob::_code_begin", o.blob_code_begin, 4u}})
-    if (at + width > HS_BLOB_READ)
+    if (uint64_t{at} + width > HS_BLOB_READ)
       return fail("{}: {} is at offset {}, past the {} bytes of a blob the walker reads", rt.name(),
                   name, at, HS_BLOB_READ);
   // The interpreter: in a heap, and its blob found as the walker finds blobs.

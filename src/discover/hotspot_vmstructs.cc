@@ -127,7 +127,7 @@ Result<TableLayout> table_layout(const VmStructsSymbols& symbols, const TargetMe
   for (const auto& [member, width] : members) {
     auto off = global(fmt::format("{}Offset", member));
     if (!off) return tl::unexpected(off.error());
-    if (*off + width > l.stride)
+    if (*off > l.stride || width > l.stride - *off)  // not *off + width: it may wrap
       return fail("gHotSpotVM{}Entry{}Offset reads {}, past its entry of {} bytes", entry, member,
                   *off, l.stride);
     l.member[member] = *off;
