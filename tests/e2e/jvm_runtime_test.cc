@@ -215,24 +215,28 @@ TEST_P(HotspotRuntimeTest, threads_are_the_ones_thread_print_shows) {
   // Thread.print showed alike before and after.
   std::vector<PrintedThread> printed;
   std::vector<HotspotThread> threads;
-  ASSERT_TRUE(wait_until("two Thread.print alike around hotspot_threads", [&] {
-    auto before = printed_java_threads(java_->pid());
-    auto t = hotspot_threads(rt_, mem_);
-    auto after = printed_java_threads(java_->pid());
-    if (!t) {
-      ADD_FAILURE() << t.error().message;
-      return true;
-    }
-    threads = std::move(*t);
-    printed = after;
-    auto same = [](const auto& a, const auto& b) {
-      return a.size() == b.size() &&
-             std::equal(a.begin(), a.end(), b.begin(), [](const auto& x, const auto& y) {
-               return x.java_thread == y.java_thread && x.tid == y.tid;
-             });
-    };
-    return same(before, after);
-  }));
+  ASSERT_TRUE(wait_until(
+      "two Thread.print alike around hotspot_threads",
+      [&] {
+        auto before = printed_java_threads(java_->pid());
+        auto t = hotspot_threads(rt_, mem_);
+        auto after = printed_java_threads(java_->pid());
+        if (!t) {
+          ADD_FAILURE() << t.error().message;
+          return true;
+        }
+        threads = std::move(*t);
+        printed = after;
+        auto same = [](const auto& a, const auto& b) {
+          return a.size() == b.size() &&
+                 std::equal(a.begin(), a.end(), b.begin(), [](const auto& x, const auto& y) {
+                   return x.java_thread == y.java_thread && x.tid == y.tid;
+                 });
+        };
+        return same(before, after);
+      },
+      // Each round starts two jcmd JVMs: seconds apiece on a loaded machine.
+      std::chrono::seconds(180)));
   std::map<uint64_t, const HotspotThread*> by_address;
   for (const auto& t : threads) by_address[t.java_thread] = &t;
   ASSERT_EQ(threads.size(), printed.size());
@@ -262,4 +266,3 @@ INSTANTIATE_TEST_SUITE_P(jvm, HotspotRuntimeTest, testing::ValuesIn(kConfigs),
 
 }  // namespace
 }  // namespace uscope::e2e
-
