@@ -3,17 +3,16 @@
 #include <dirent.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <set>
 
+#include "discover/hotspot_read.h"
 #include "discover/object_store.h"
 
 namespace uscope {
 namespace {
 
-constexpr uint64_t kUserTop = 1ull << 47;
-constexpr uint32_t kMaxThreads = 1 << 16;
 // Itanium C++ ABI: an object's vtable pointer is the vtable symbol plus two words (offset to top,
 // typeinfo).
 constexpr uint64_t kVtableAddressPoint = 16;
@@ -24,23 +23,12 @@ constexpr int32_t kInterpSenderSp = -1;
 constexpr int32_t kInterpMethod = -3;
 constexpr int32_t kInterpBcp = -8;
 
-std::string base_name(const std::string& path) {
+std::string path_file_name(const std::string& path) {
   auto slash = path.rfind('/');
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
-template <class T>
-std::optional<T> read_value(const TargetMemory& mem, uint64_t addr) {
-  T v{};
-  if (!mem(addr, {reinterpret_cast<uint8_t*>(&v), sizeof v})) return std::nullopt;
-  return v;
-}
-
-bool plausible_pointer(uint64_t p) {
-  return p >= 4096 && p < kUserTop;
-}
-
-std::set<pid_t> process_tids(pid_t pid) {
+std::set<pid_t> jvm_task_ids(pid_t pid) {
   std::set<pid_t> tids;
   std::string dir = fmt::format("/proc/{}/task", pid);
   DIR* d = opendir(dir.c_str());
@@ -53,49 +41,14 @@ std::set<pid_t> process_tids(pid_t pid) {
   return tids;
 }
 
-std::string task_comm(pid_t pid, pid_t tid) {
-  std::ifstream in(fmt::format("/proc/{}/task/{}/comm", pid, tid));
-  std::string s;
-  std::getline(in, s);
-  return s;
-}
-
-// Reads a pointer-sized value at `addr`, naming `what` when it cannot.
-Result<uint64_t> read_word(const HotspotRuntime& rt, const TargetMemory& mem, uint64_t addr,
-                           std::string_view what) {
-  auto v = read_value<uint64_t>(mem, addr);
-  if (!v) return fail("{}: cannot read {} at {:#x}", rt.name(), what, addr);
-  return *v;
-}
-
-Result<int32_t> read_int(const HotspotRuntime& rt, const TargetMemory& mem, uint64_t addr,
-                         std::string_view what) {
-  auto v = read_value<int32_t>(mem, addr);
-  if (!v) return fail("{}: cannot read {} at {:#x}", rt.name(), what, addr);
-  return *v;
-}
-
-// A C string of the process (at most `max` bytes; never across a page it need not read).
-std::optional<std::string> read_cstring(const TargetMemory& mem, uint64_t addr, size_t max) {
-  std::string s;
-  char chunk[64];
-  while (s.size() < max) {
-    size_t n = std::min<uint64_t>(sizeof chunk, 4096 - addr % 4096);
-    if (!mem(addr, {reinterpret_cast<uint8_t*>(chunk), n})) return std::nullopt;
-    for (size_t i = 0; i < n; ++i) {
-      if (chunk[i] == '\0') return s;
-      s.push_back(chunk[i]);
-    }
-    addr += n;
-  }
-  return s;
-}
-
 // Every field the walker reads, or the first one this JDK does not list.
 Result<hs_offsets> walker_offsets(const HotspotVmStructs& vm) {
   hs_offsets off{};
+  // An offset or size of a JVM structure the walker reads fits in 16 bits; a wider one is a
+  // table that does not make sense (hs_offsets keeps 32).
   auto u32 = [](Result<uint64_t> r, __u32& out) -> Result<void> {
     if (!r) return tl::unexpected(r.error());
+    if (*r > 0xffff) return fail("libjvm.so lists an offset or size of {}, past any structure", *r);
     out = static_cast<__u32>(*r);
     return {};
   };
@@ -108,9 +61,9 @@ Result<hs_offsets> walker_offsets(const HotspotVmStructs& vm) {
     if (!r) return tl::unexpected(r.error());
   // JDK 23 keeps the code's offset from the blob (an int) where older ones keep its address.
   if (auto begin = vm.offset("CodeBlob", "_code_begin")) {
-    off.blob_code_begin = static_cast<__u32>(*begin);
+    if (auto r = u32(*begin, off.blob_code_begin); !r) return tl::unexpected(r.error());
   } else if (auto offset = vm.offset("CodeBlob", "_code_offset")) {
-    off.blob_code_begin = static_cast<__u32>(*offset);
+    if (auto r = u32(*offset, off.blob_code_begin); !r) return tl::unexpected(r.error());
     off.code_begin_is_offset = 1;
   } else {
     return fail("libjvm.so lists neither CodeBlob::_code_begin nor CodeBlob::_code_offset");
@@ -136,20 +89,24 @@ Result<std::vector<uint64_t>> code_heaps(const HotspotRuntime& rt, const TargetM
   if (!len_off) return fail("{}: libjvm.so lists no GrowableArrayBase::_len", rt.name());
   auto data_off = vm.need_offset("GrowableArray<int>", "_data");
   if (!data_off) return with_context(rt.name(), data_off.error());
-  auto array = read_word(rt, mem, *heaps_addr, "CodeCache::_heaps");
+  auto array = hotspot_read::read_word(rt, mem, *heaps_addr, "CodeCache::_heaps");
   if (!array) return tl::unexpected(array.error());
-  if (!plausible_pointer(*array))
+  if (*array == 0)
+    return fail_errno(EAGAIN,
+                      "{}: CodeCache::_heaps reads 0: the JVM has not made its code cache yet",
+                      rt.name());
+  if (!hotspot_read::plausible_pointer(*array))
     return fail("{}: CodeCache::_heaps reads {:#x}, not a pointer", rt.name(), *array);
-  auto len = read_int(rt, mem, *array + *len_off, "CodeCache::_heaps->_len");
+  auto len = hotspot_read::read_int(rt, mem, *array + *len_off, "CodeCache::_heaps->_len");
   if (!len) return tl::unexpected(len.error());
   if (*len < 1 || *len > HS_MAX_HEAPS)
     return fail("{}: CodeCache::_heaps->_len reads {}: uscope reads 1 to {} code heaps", rt.name(),
                 *len, HS_MAX_HEAPS);
-  auto data = read_word(rt, mem, *array + *data_off, "CodeCache::_heaps->_data");
+  auto data = hotspot_read::read_word(rt, mem, *array + *data_off, "CodeCache::_heaps->_data");
   if (!data) return tl::unexpected(data.error());
   std::vector<uint64_t> heaps;
   for (int i = 0; i < *len; ++i) {
-    auto h = read_word(rt, mem, *data + 8 * i, "CodeCache::_heaps->_data[i]");
+    auto h = hotspot_read::read_word(rt, mem, *data + 8 * i, "CodeCache::_heaps->_data[i]");
     if (!h) return tl::unexpected(h.error());
     heaps.push_back(*h);
   }
@@ -169,10 +126,12 @@ Result<hs_heap> read_heap(const HotspotRuntime& rt, const TargetMemory& mem, uin
     *out = *r;
   }
   hs_heap h{};
-  auto l = read_word(rt, mem, heap + memory + low_b, "CodeHeap::_memory._low_boundary");
-  auto hi = read_word(rt, mem, heap + memory + high_b, "CodeHeap::_memory._high_boundary");
-  auto map = read_word(rt, mem, heap + segmap + low, "CodeHeap::_segmap._low");
-  auto s = read_int(rt, mem, heap + shift, "CodeHeap::_log2_segment_size");
+  auto l =
+      hotspot_read::read_word(rt, mem, heap + memory + low_b, "CodeHeap::_memory._low_boundary");
+  auto hi =
+      hotspot_read::read_word(rt, mem, heap + memory + high_b, "CodeHeap::_memory._high_boundary");
+  auto map = hotspot_read::read_word(rt, mem, heap + segmap + low, "CodeHeap::_segmap._low");
+  auto s = hotspot_read::read_int(rt, mem, heap + shift, "CodeHeap::_log2_segment_size");
   for (const auto* e : {&l, &hi, &map})
     if (!*e) return tl::unexpected(e->error());
   if (!s) return tl::unexpected(s.error());
@@ -187,9 +146,9 @@ Result<hs_heap> read_heap(const HotspotRuntime& rt, const TargetMemory& mem, uin
 // libjvm.so is in (/usr/lib/jvm/java-17-openjdk-amd64/lib/server/libjvm.so).
 void read_version(HotspotRuntime& rt, const TargetMemory& mem) {
   if (auto addr = rt.vm.address("Abstract_VM_Version", "_s_vm_release")) {
-    auto p = read_value<uint64_t>(mem, *addr);
-    if (p && plausible_pointer(*p))
-      if (auto s = read_cstring(mem, *p, 128); s && !s->empty()) {
+    auto p = hotspot_read::read_value<uint64_t>(mem, *addr);
+    if (p && hotspot_read::plausible_pointer(*p))
+      if (auto s = hotspot_read::read_cstring(mem, *p, 128); s && !s->empty()) {
         rt.version = *s;
         rt.version_source = "Abstract_VM_Version::_s_vm_release";
         return;
@@ -198,7 +157,7 @@ void read_version(HotspotRuntime& rt, const TargetMemory& mem) {
   std::string dir = rt.object_path;
   for (const char* tail : {"/lib/server/libjvm.so", "/jre/lib/amd64/server/libjvm.so"})
     if (dir.size() > strlen(tail) && dir.ends_with(tail)) {
-      rt.version = base_name(dir.substr(0, dir.size() - strlen(tail)));
+      rt.version = path_file_name(dir.substr(0, dir.size() - strlen(tail)));
       rt.version_source = "libjvm.so path";
       return;
     }
@@ -206,135 +165,56 @@ void read_version(HotspotRuntime& rt, const TargetMemory& mem) {
   rt.version_source = "none";
 }
 
-// UTF-8 of a java.lang.String's bytes: Latin-1 (coder 0) or UTF-16LE (coder 1).
-std::string java_string_utf8(std::span<const uint8_t> bytes, uint8_t coder) {
-  std::string s;
-  auto put = [&](uint32_t c) {
-    if (c < 0x80) {
-      s.push_back(static_cast<char>(c));
-    } else if (c < 0x800) {
-      s.push_back(static_cast<char>(0xc0 | c >> 6));
-      s.push_back(static_cast<char>(0x80 | (c & 0x3f)));
-    } else {
-      s.push_back(static_cast<char>(0xe0 | c >> 12));
-      s.push_back(static_cast<char>(0x80 | (c >> 6 & 0x3f)));
-      s.push_back(static_cast<char>(0x80 | (c & 0x3f)));
-    }
-  };
-  if (coder == 0) {
-    for (uint8_t b : bytes) put(b);
-    return s;
-  }
-  for (size_t i = 0; i + 1 < bytes.size(); i += 2) {
-    uint32_t c = bytes[i] | bytes[i + 1] << 8;
-    put(c >= 0xd800 && c < 0xe000 ? '?' : c);  // a surrogate half: not worth pairing for a name
-  }
-  return s;
-}
+// What find_hotspot_runtime takes from libjvm.so's symbols, in one pass over them (.symtab holds
+// some 60,000), at link-time addresses.
+struct LibjvmSymbols {
+  VmStructsSymbols vmstructs;  // the exported tables and layout globals
+  uint64_t vtable_java_thread = 0, vtable_compiler_thread = 0;
+  HotspotRuntime::JavaNameSymbols java_names;
+};
 
-// The name of the java.lang.Thread a JavaThread runs (JavaThread::_threadObj -> the Thread's
-// name -> its String's value bytes), or nullopt when any step cannot be read: the caller names
-// the thread by its task instead. Object headers as HotSpot lays them out on x86_64: an array's
-// length after the mark word and a compressed class pointer (12), its bytes from 16; with compact
-// headers (JDK 24+), after the mark word alone (8) and from 12.
-std::optional<std::string> java_thread_name(const HotspotRuntime& rt, const TargetMemory& mem,
-                                            uint64_t java_thread) {
-  const auto& n = rt.java_names;
-  if (!n.thread_name_offset || !n.string_value_offset || !n.string_coder_offset ||
-      !n.compressed_oops || !n.compressed_klass)
-    return std::nullopt;
-  auto thread_obj = rt.vm.offset("JavaThread", "_threadObj");
-  auto handle_obj = rt.vm.offset("OopHandle", "_obj");
-  // CompressedOops::_narrow_oop._base in JDK 17, CompressedOops::_base from JDK 21.
-  auto base_addr = rt.vm.address("CompressedOops", "_narrow_oop._base");
-  if (!base_addr) base_addr = rt.vm.address("CompressedOops", "_base");
-  auto shift_addr = rt.vm.address("CompressedOops", "_narrow_oop._shift");
-  if (!shift_addr) shift_addr = rt.vm.address("CompressedOops", "_shift");
-  if (!thread_obj || !handle_obj || !base_addr || !shift_addr) return std::nullopt;
-  auto name_off = read_value<int32_t>(mem, n.thread_name_offset);
-  auto value_off = read_value<int32_t>(mem, n.string_value_offset);
-  auto coder_off = read_value<int32_t>(mem, n.string_coder_offset);
-  auto coops = read_value<uint8_t>(mem, n.compressed_oops);
-  auto cklass = read_value<uint8_t>(mem, n.compressed_klass);
-  auto compact = n.compact_headers ? read_value<uint8_t>(mem, n.compact_headers) : uint8_t{0};
-  auto base = read_value<uint64_t>(mem, *base_addr);
-  auto shift = read_value<int32_t>(mem, *shift_addr);
-  if (!name_off || !value_off || !coder_off || !coops || !cklass || !compact || !base || !shift)
-    return std::nullopt;
-  for (int32_t off : {*name_off, *value_off, *coder_off})
-    if (off < 8 || off > 4096) return std::nullopt;  // 0 before the JVM computed it
-  if (*shift < 0 || *shift > 31) return std::nullopt;
-  int length_at = 0, bytes_at = 0;
-  if (*compact) {
-    length_at = 8, bytes_at = 12;
-  } else if (*cklass) {
-    length_at = 12, bytes_at = 16;
-  } else {
-    return std::nullopt;  // not the default layout: not worth a guess for a name
+std::optional<LibjvmSymbols> libjvm_symbols(const ElfFile& libjvm) {
+  using Names = HotspotRuntime::JavaNameSymbols;
+  static const std::map<std::string_view, uint64_t Names::*> java_name_symbols{
+      {"_ZN16java_lang_Thread12_name_offsetE", &Names::thread_name_offset},
+      {"_ZN16java_lang_String13_value_offsetE", &Names::string_value_offset},
+      {"_ZN16java_lang_String13_coder_offsetE", &Names::string_coder_offset},
+      {"UseCompressedOops", &Names::compressed_oops},
+      {"UseCompressedClassPointers", &Names::compressed_klass},
+      {"UseCompactObjectHeaders", &Names::compact_headers}};
+  auto syms = libjvm.symbols();
+  if (!syms) return std::nullopt;
+  LibjvmSymbols out;
+  VmStructsSymbols& s = out.vmstructs;
+  for (const auto& sym : *syms) {
+    if (!sym.defined || sym.addr == 0) continue;
+    if (sym.name.starts_with("gHotSpotVM")) {
+      if (sym.name == "gHotSpotVMStructs")
+        s.structs = sym.addr;
+      else if (sym.name == "gHotSpotVMTypes")
+        s.types = sym.addr;
+      else if (sym.name == "gHotSpotVMIntConstants")
+        s.int_constants = sym.addr;
+      else if (sym.name == "gHotSpotVMLongConstants")
+        s.long_constants = sym.addr;
+      else
+        s.layout.emplace(sym.name, sym.addr);
+    } else if (sym.name == "_ZTV10JavaThread") {
+      out.vtable_java_thread = sym.addr + kVtableAddressPoint;
+    } else if (sym.name == "_ZTV14CompilerThread") {
+      out.vtable_compiler_thread = sym.addr + kVtableAddressPoint;
+    } else if (auto it = java_name_symbols.find(sym.name); it != java_name_symbols.end()) {
+      out.java_names.*(it->second) = sym.addr;
+    }
   }
-  // A reference field: a narrow oop (base + n << shift) with compressed oops, else a pointer.
-  auto ref = [&](uint64_t at) -> std::optional<uint64_t> {
-    if (!*coops) return read_value<uint64_t>(mem, at);
-    auto narrow = read_value<uint32_t>(mem, at);
-    if (!narrow) return std::nullopt;
-    return *narrow ? *base + (uint64_t{*narrow} << *shift) : 0;
-  };
-  auto handle = read_value<uint64_t>(mem, java_thread + *thread_obj + *handle_obj);
-  if (!handle || !plausible_pointer(*handle)) return std::nullopt;
-  auto thread = read_value<uint64_t>(mem, *handle);
-  if (!thread || !plausible_pointer(*thread)) return std::nullopt;
-  auto string = ref(*thread + *name_off);
-  if (!string || !plausible_pointer(*string)) return std::nullopt;
-  auto value = ref(*string + *value_off);
-  auto coder = read_value<uint8_t>(mem, *string + *coder_off);
-  if (!value || !plausible_pointer(*value) || !coder || *coder > 1) return std::nullopt;
-  auto length = read_value<int32_t>(mem, *value + length_at);
-  if (!length || *length < 0 || *length > 4096) return std::nullopt;
-  std::vector<uint8_t> bytes(*length);
-  if (!bytes.empty() && !mem(*value + bytes_at, bytes)) return std::nullopt;
-  return java_string_utf8(bytes, *coder);
+  if (s.structs == 0) return std::nullopt;
+  return out;
 }
 
 }  // namespace
 
 std::string HotspotRuntime::name() const {
   return fmt::format("java (pid {})", pid);
-}
-
-const char* hotspot_thread_kind_name(HotspotThreadKind kind) {
-  switch (kind) {
-    case HotspotThreadKind::Java:
-      return "java";
-    case HotspotThreadKind::Compiler:
-      return "compiler";
-    case HotspotThreadKind::Other:
-      return "other";
-    case HotspotThreadKind::Unknown:
-      break;
-  }
-  return "unknown";
-}
-
-std::optional<VmStructsSymbols> vmstructs_symbols(const ElfFile& libjvm) {
-  auto syms = libjvm.symbols();
-  if (!syms) return std::nullopt;
-  VmStructsSymbols s;
-  for (const auto& sym : *syms) {
-    if (!sym.defined || sym.addr == 0 || !sym.name.starts_with("gHotSpotVM")) continue;
-    if (sym.name == "gHotSpotVMStructs") {
-      s.structs = sym.addr;
-    } else if (sym.name == "gHotSpotVMTypes") {
-      s.types = sym.addr;
-    } else if (sym.name == "gHotSpotVMIntConstants") {
-      s.int_constants = sym.addr;
-    } else if (sym.name == "gHotSpotVMLongConstants") {
-      s.long_constants = sym.addr;
-    } else {
-      s.layout.emplace(sym.name, sym.addr);
-    }
-  }
-  if (s.structs == 0) return std::nullopt;
-  return s;
 }
 
 Result<HotspotRuntime> read_hotspot_runtime(pid_t pid, const std::string& object_path,
@@ -376,12 +256,17 @@ Result<HotspotRuntime> read_hotspot_runtime(pid_t pid, const std::string& object
   auto limit = v.need_offset("StubQueue", "_buffer_limit");
   for (const auto* r : {&code, &buffer, &limit})
     if (!*r) return with_context(rt.name(), r->error());
-  auto queue = read_word(rt, mem, *code, "AbstractInterpreter::_code");
+  auto queue = hotspot_read::read_word(rt, mem, *code, "AbstractInterpreter::_code");
   if (!queue) return tl::unexpected(queue.error());
-  if (!plausible_pointer(*queue))
+  if (*queue == 0)
+    return fail_errno(EAGAIN,
+                      "{}: AbstractInterpreter::_code reads 0: the JVM has not generated its "
+                      "interpreter yet",
+                      rt.name());
+  if (!hotspot_read::plausible_pointer(*queue))
     return fail("{}: AbstractInterpreter::_code reads {:#x}, not a pointer", rt.name(), *queue);
-  auto start = read_word(rt, mem, *queue + *buffer, "StubQueue::_stub_buffer");
-  auto size = read_int(rt, mem, *queue + *limit, "StubQueue::_buffer_limit");
+  auto start = hotspot_read::read_word(rt, mem, *queue + *buffer, "StubQueue::_stub_buffer");
+  auto size = hotspot_read::read_int(rt, mem, *queue + *limit, "StubQueue::_buffer_limit");
   if (!start) return tl::unexpected(start.error());
   if (!size) return tl::unexpected(size.error());
   rt.proc.interp_start = *start;
@@ -397,45 +282,37 @@ Result<std::optional<HotspotRuntime>> find_hotspot_runtime(pid_t pid) {
 
 Result<std::optional<HotspotRuntime>> find_hotspot_runtime(const Process& process) {
   for (const auto& o : process.objects()) {
-    if (base_name(o.path) != "libjvm.so") continue;
+    if (path_file_name(o.path) != "libjvm.so") continue;
     auto stored = ObjectStore::shared()->open(o.open_path, o.path);
     if (!stored)
       return fail("java (pid {}): cannot open {}: {}", process.pid(), o.path,
                   stored.error().message);
     const ElfFile& elf = (*stored)->elf();
-    auto symbols = vmstructs_symbols(elf);
-    if (!symbols) continue;  // a libjvm.so that is no HotSpot (no Serviceability Agent tables)
+    auto found = libjvm_symbols(elf);
+    if (!found) continue;  // a libjvm.so that is no HotSpot (no Serviceability Agent tables)
     auto bias = load_bias(o, elf);
     if (!bias)
       return fail("java (pid {}): {} is mapped without its code, so its addresses are unknown",
                   process.pid(), o.path);
-    symbols->structs += *bias;
-    symbols->types += *bias;
-    if (symbols->int_constants) symbols->int_constants += *bias;
-    if (symbols->long_constants) symbols->long_constants += *bias;
-    for (auto& [name, addr] : symbols->layout) addr += *bias;
-    auto rt = read_hotspot_runtime(process.pid(), o.path, *bias, *symbols,
+    auto rebase = [&](uint64_t& addr) {
+      if (addr) addr += *bias;
+    };
+    VmStructsSymbols& symbols = found->vmstructs;
+    for (uint64_t* a :
+         {&symbols.structs, &symbols.types, &symbols.int_constants, &symbols.long_constants,
+          &found->vtable_java_thread, &found->vtable_compiler_thread})
+      rebase(*a);
+    for (auto& [name, addr] : symbols.layout) rebase(addr);
+    auto& n = found->java_names;
+    for (uint64_t* a : {&n.thread_name_offset, &n.string_value_offset, &n.string_coder_offset,
+                        &n.compressed_oops, &n.compressed_klass, &n.compact_headers})
+      rebase(*a);
+    auto rt = read_hotspot_runtime(process.pid(), o.path, *bias, symbols,
                                    process_target_memory(process.pid()));
     if (!rt) return tl::unexpected(rt.error());
-    // The vtables that tell a JavaThread's kind and what reading a Java thread's name takes are
-    // local symbols (.symtab).
-    using Names = HotspotRuntime::JavaNameSymbols;
-    static const std::map<std::string_view, uint64_t Names::*> java_name_symbols{
-        {"_ZN16java_lang_Thread12_name_offsetE", &Names::thread_name_offset},
-        {"_ZN16java_lang_String13_value_offsetE", &Names::string_value_offset},
-        {"_ZN16java_lang_String13_coder_offsetE", &Names::string_coder_offset},
-        {"UseCompressedOops", &Names::compressed_oops},
-        {"UseCompressedClassPointers", &Names::compressed_klass},
-        {"UseCompactObjectHeaders", &Names::compact_headers}};
-    if (auto syms = elf.symbols())
-      for (const auto& s : *syms) {
-        if (s.name == "_ZTV10JavaThread")
-          rt->vtable_java_thread = s.addr + *bias + kVtableAddressPoint;
-        else if (s.name == "_ZTV14CompilerThread")
-          rt->vtable_compiler_thread = s.addr + *bias + kVtableAddressPoint;
-        else if (auto it = java_name_symbols.find(s.name); it != java_name_symbols.end())
-          rt->java_names.*(it->second) = s.addr + *bias;
-      }
+    rt->vtable_java_thread = found->vtable_java_thread;
+    rt->vtable_compiler_thread = found->vtable_compiler_thread;
+    rt->java_names = found->java_names;
     return std::optional<HotspotRuntime>(std::move(*rt));
   }
   return std::optional<HotspotRuntime>();
@@ -449,14 +326,14 @@ Result<std::optional<uint64_t>> hotspot_blob_at(const HotspotRuntime& rt, const 
     // Each byte says how many segments back the block's first one is (or more hops); 0: this is
     // the first; HS_SEGMAP_FREE: unused.
     for (int hop = 0; hop < 4096; ++hop) {
-      auto b = read_value<uint8_t>(mem, h.segmap + idx);
+      auto b = hotspot_read::read_value<uint8_t>(mem, h.segmap + idx);
       if (!b) return fail("{}: cannot read the segment map at {:#x}", rt.name(), h.segmap + idx);
       if (*b == HS_SEGMAP_FREE) return std::optional<uint64_t>();
       if (*b == 0) {
         uint64_t block = h.low + (idx << h.shift);
         if (auto used_off = rt.vm.offset("HeapBlock::Header", "_used")) {
           auto header = rt.vm.offset("HeapBlock", "_header").value_or(0);
-          auto used = read_value<uint8_t>(mem, block + header + *used_off);
+          auto used = hotspot_read::read_value<uint8_t>(mem, block + header + *used_off);
           if (!used) return fail("{}: cannot read a HeapBlock at {:#x}", rt.name(), block);
           if (!*used) return std::optional<uint64_t>();
         }
@@ -473,64 +350,11 @@ Result<std::optional<uint64_t>> hotspot_blob_at(const HotspotRuntime& rt, const 
 
 Result<std::string> hotspot_blob_name(const HotspotRuntime& rt, const TargetMemory& mem,
                                       uint64_t blob) {
-  auto p = read_word(rt, mem, blob + rt.proc.off.blob_name, "CodeBlob::_name");
+  auto p = hotspot_read::read_word(rt, mem, blob + rt.proc.off.blob_name, "CodeBlob::_name");
   if (!p) return tl::unexpected(p.error());
-  auto s = read_cstring(mem, *p, 256);
+  auto s = hotspot_read::read_cstring(mem, *p, 256);
   if (!s) return fail("{}: cannot read the name of the code blob at {:#x}", rt.name(), blob);
   return *s;
-}
-
-Result<std::vector<HotspotThread>> hotspot_threads(const HotspotRuntime& rt,
-                                                   const TargetMemory& mem) {
-  const auto& vm = rt.vm;
-  auto list_addr = vm.need_address("ThreadsSMRSupport", "_java_thread_list");
-  auto length = vm.need_offset("ThreadsList", "_length");
-  auto array = vm.need_offset("ThreadsList", "_threads");
-  auto osthread = vm.need_offset("JavaThread", "_osthread");
-  auto thread_id = vm.need_offset("OSThread", "_thread_id");
-  for (const auto* r : {&list_addr, &length, &array, &osthread, &thread_id})
-    if (!*r) return with_context(rt.name(), r->error());
-  auto list = read_word(rt, mem, *list_addr, "ThreadsSMRSupport::_java_thread_list");
-  if (!list) return tl::unexpected(list.error());
-  if (!plausible_pointer(*list))
-    return fail("{}: ThreadsSMRSupport::_java_thread_list reads {:#x}, not a pointer", rt.name(),
-                *list);
-  auto n = read_value<uint32_t>(mem, *list + *length);
-  auto threads = read_value<uint64_t>(mem, *list + *array);
-  if (!n || !threads) return fail("{}: cannot read the ThreadsList at {:#x}", rt.name(), *list);
-  if (*n > kMaxThreads)
-    return fail("{}: ThreadsList::_length reads {}, more threads than uscope reads ({})", rt.name(),
-                *n, kMaxThreads);
-  std::vector<uint64_t> pointers(*n);
-  if (*n > 0 && !mem(*threads, {reinterpret_cast<uint8_t*>(pointers.data()), 8 * pointers.size()}))
-    return fail("{}: cannot read ThreadsList::_threads at {:#x}", rt.name(), *threads);
-  std::vector<HotspotThread> out;
-  for (uint64_t jt : pointers) {
-    HotspotThread t;
-    t.java_thread = jt;
-    auto os = read_word(rt, mem, jt + *osthread, "JavaThread::_osthread");
-    if (!os) return tl::unexpected(os.error());
-    // A thread that is starting or exiting has no OSThread: it has no task to name.
-    if (*os == 0) continue;
-    auto tid = read_int(rt, mem, *os + *thread_id, "OSThread::_thread_id");
-    if (!tid) return tl::unexpected(tid.error());
-    t.tid = *tid;
-    if (auto name = java_thread_name(rt, mem, jt)) {
-      t.name = std::move(*name);
-      t.java_name = true;
-    } else {
-      t.name = task_comm(rt.pid, t.tid);
-    }
-    if (rt.vtable_java_thread != 0) {
-      auto vptr = read_word(rt, mem, jt, "a JavaThread's vtable");
-      if (!vptr) return tl::unexpected(vptr.error());
-      t.kind = *vptr == rt.vtable_java_thread       ? HotspotThreadKind::Java
-               : *vptr == rt.vtable_compiler_thread ? HotspotThreadKind::Compiler
-                                                    : HotspotThreadKind::Other;
-    }
-    out.push_back(std::move(t));
-  }
-  return out;
 }
 
 Result<void> validate_hotspot_runtime(const HotspotRuntime& rt) {
@@ -545,7 +369,8 @@ Result<void> validate_hotspot_runtime(const HotspotRuntime& rt, const TargetMemo
   for (const auto& h : p.heaps) {
     if (h.high == 0) continue;
     ++heaps;
-    if (h.low >= h.high || !plausible_pointer(h.low) || h.high > kUserTop)
+    if (h.low >= h.high || !hotspot_read::plausible_pointer(h.low) ||
+        h.high > hotspot_read::kUserTop)
       return fail("{}: a code heap reads [{:#x}, {:#x}), not a range: {}", rt.name(), h.low, h.high,
                   misfit);
     if (h.shift < 5 || h.shift > 12)
@@ -553,7 +378,7 @@ Result<void> validate_hotspot_runtime(const HotspotRuntime& rt, const TargetMemo
           "{}: CodeHeap::_log2_segment_size reads {}, not a segment of 32 to 4096 bytes: {}",
           rt.name(), h.shift, misfit);
     // Only the part of the map for the heap's committed part is: its first byte.
-    if (!read_value<uint8_t>(mem, h.segmap))
+    if (!hotspot_read::read_value<uint8_t>(mem, h.segmap))
       return fail("{}: the segment map of the code heap at {:#x} is unreadable at {:#x}", rt.name(),
                   h.low, h.segmap);
   }
@@ -566,7 +391,7 @@ Result<void> validate_hotspot_runtime(const HotspotRuntime& rt, const TargetMemo
         std::tuple{"CodeBlob::_frame_size", o.blob_frame_size, 4u},
         std::tuple{"CodeBlob::_frame_complete_offset", o.blob_frame_complete, 4u},
         std::tuple{"CodeBlob::_code_begin", o.blob_code_begin, 4u}})
-    if (at + width > HS_BLOB_READ)
+    if (uint64_t{at} + width > HS_BLOB_READ)
       return fail("{}: {} is at offset {}, past the {} bytes of a blob the walker reads", rt.name(),
                   name, at, HS_BLOB_READ);
   // The interpreter: in a heap, and its blob found as the walker finds blobs.
@@ -592,7 +417,7 @@ Result<void> validate_hotspot_runtime(const HotspotRuntime& rt, const TargetMemo
   auto threads = hotspot_threads(rt, mem);
   if (!threads) return tl::unexpected(threads.error());
   if (threads->empty()) return fail("{}: the JVM lists no Java thread: {}", rt.name(), misfit);
-  std::set<pid_t> tids = process_tids(rt.pid);
+  std::set<pid_t> tids = jvm_task_ids(rt.pid);
   const HotspotThread* stray = nullptr;
   size_t tasks = 0;
   for (const auto& t : *threads) {

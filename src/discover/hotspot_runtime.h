@@ -46,14 +46,11 @@ struct HotspotRuntime {
   std::string name() const;
 };
 
-// The symbols read_vmstructs follows, from an ELF object (link-time addresses, before the bias):
-// nullopt when it exports no gHotSpotVMStructs (not a JVM).
-std::optional<VmStructsSymbols> vmstructs_symbols(const ElfFile& libjvm);
-
 // Finds the JVM in a process: libjvm.so mapped and exporting gHotSpotVMStructs (opened through
 // ObjectStore::shared()). nullopt: not a HotSpot JVM, an answer, not an error. An error: a JVM
-// uscope cannot read, naming why (its tables not initialized yet early in its start, a field the
-// walker needs that this JDK does not list, more code heaps than HS_MAX_HEAPS).
+// uscope cannot read, naming why (a field the walker needs that this JDK does not list, more code
+// heaps than HS_MAX_HEAPS). An error whose errnum is EAGAIN: the JVM is still starting (its
+// VMStructs, code cache or interpreter not made yet): ask again a little later.
 Result<std::optional<HotspotRuntime>> find_hotspot_runtime(const Process& process);
 Result<std::optional<HotspotRuntime>> find_hotspot_runtime(pid_t pid);
 // The same from what the process's memory holds (tests: a synthetic image).

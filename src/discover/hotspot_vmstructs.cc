@@ -1,5 +1,6 @@
 #include "discover/hotspot_vmstructs.h"
 
+#include <cerrno>
 #include <cstring>
 #include <unordered_map>
 
@@ -10,6 +11,47 @@ constexpr size_t kMaxEntries = 100'000;
 constexpr size_t kMaxString = 1024;
 constexpr uint64_t kMaxStride = 4096;
 constexpr uint64_t kPage = 4096;
+
+// The tables and their strings lie in a few hundred pages of libjvm.so's data: each is read once
+// (a few hundred reads of the process, not one per entry and string). A page that cannot be read
+// whole is read as asked, uncached. At most kMaxCachedPages are kept.
+class PageCache {
+ public:
+  explicit PageCache(const TargetMemory& mem) : mem_(mem) {}
+
+  bool read(uint64_t addr, std::span<uint8_t> out) {
+    size_t done = 0;
+    while (done < out.size()) {
+      uint64_t at = addr + done;
+      uint64_t page = at & ~(kPage - 1);
+      size_t n = std::min<uint64_t>(out.size() - done, kPage - (at - page));
+      const std::vector<uint8_t>* bytes = cached(page);
+      if (bytes) {
+        std::memcpy(out.data() + done, bytes->data() + (at - page), n);
+      } else if (!mem_(at, out.subspan(done, n))) {
+        return false;
+      }
+      done += n;
+    }
+    return true;
+  }
+
+ private:
+  static constexpr size_t kMaxCachedPages = 4096;
+
+  const std::vector<uint8_t>* cached(uint64_t page) {
+    if (auto it = pages_.find(page); it != pages_.end())
+      return it->second.empty() ? nullptr : &it->second;
+    if (pages_.size() >= kMaxCachedPages) return nullptr;
+    std::vector<uint8_t> bytes(kPage);
+    if (!mem_(page, bytes)) bytes.clear();
+    auto& kept = pages_[page] = std::move(bytes);
+    return kept.empty() ? nullptr : &kept;
+  }
+
+  const TargetMemory& mem_;
+  std::unordered_map<uint64_t, std::vector<uint8_t>> pages_;
+};
 
 // C strings of the tables, read once each: most entries share their type name's literal.
 class StringReader {
@@ -73,7 +115,8 @@ Result<TableLayout> table_layout(const VmStructsSymbols& symbols, const TargetMe
   auto stride = global("ArrayStride");
   if (!stride) return tl::unexpected(stride.error());
   if (*stride == 0)
-    return fail(
+    return fail_errno(
+        EAGAIN,
         "gHotSpotVM{}EntryArrayStride reads 0: the JVM has not initialized its VMStructs yet "
         "(it does early in its start)",
         entry);
@@ -84,7 +127,7 @@ Result<TableLayout> table_layout(const VmStructsSymbols& symbols, const TargetMe
   for (const auto& [member, width] : members) {
     auto off = global(fmt::format("{}Offset", member));
     if (!off) return tl::unexpected(off.error());
-    if (*off + width > l.stride)
+    if (*off > l.stride || width > l.stride - *off)  // not *off + width: it may wrap
       return fail("gHotSpotVM{}Entry{}Offset reads {}, past its entry of {} bytes", entry, member,
                   *off, l.stride);
     l.member[member] = *off;
@@ -226,7 +269,12 @@ Result<int64_t> HotspotVmStructs::need_int_constant(std::string_view name) const
   return fail("libjvm.so lists no constant {}", name);
 }
 
-Result<HotspotVmStructs> read_vmstructs(const VmStructsSymbols& symbols, const TargetMemory& mem) {
+Result<HotspotVmStructs> read_vmstructs(const VmStructsSymbols& symbols,
+                                        const TargetMemory& target) {
+  PageCache cache(target);
+  TargetMemory mem = [&cache](uint64_t addr, std::span<uint8_t> out) {
+    return cache.read(addr, out);
+  };
   StringReader strings(mem);
 
   auto sl = table_layout(symbols, mem, "gHotSpotVMStructs", "Struct",

@@ -85,7 +85,8 @@ struct VmStructsSymbols {
 
 // Reads the four tables from the process (every pointer followed through `mem`). Bounded: at most
 // 100,000 entries per table and 1 KiB per string; an entry array with no end, a stride or offset
-// that makes no sense, or an unreadable string is an error naming the table and entry index.
+// that makes no sense, or an unreadable string is an error naming the table and entry index. A JVM
+// that has not filled its layout globals yet (early in its start) fails with errnum EAGAIN.
 Result<HotspotVmStructs> read_vmstructs(const VmStructsSymbols& symbols, const TargetMemory& mem);
 
 }  // namespace uscope

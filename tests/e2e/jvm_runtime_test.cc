@@ -56,12 +56,32 @@ std::vector<PrintedThread> printed_java_threads(pid_t pid) {
   return out;
 }
 
-class HotspotRuntimeTest : public testing::Test {
+// How the JVM is started: as it comes (G1, compressed oops, three code heaps), and with another
+// GC, full-width references (the Thread's name is then a pointer, not a narrow oop) and one code
+// heap.
+struct JvmConfig {
+  std::string name;
+  std::vector<std::string> flags;
+  size_t heaps;
+};
+void PrintTo(const JvmConfig& c, std::ostream* os) {
+  *os << c.name;
+}
+const JvmConfig kConfigs[] = {
+    {"no_flags", {}, 3},
+    {"parallel_gc_wide_oops_one_heap",
+     {"-XX:+UseParallelGC", "-XX:-UseCompressedOops", "-XX:-SegmentedCodeCache"},
+     1},
+};
+
+class HotspotRuntimeTest : public testing::TestWithParam<JvmConfig> {
  protected:
   void SetUp() override {
     USCOPE_REQUIRE_ROOT();
-    java_ = std::make_unique<RunningCommand>(
-        std::vector<std::string>{kJdk + "/bin/java", "-cp", fixture("java"), "HotLoop"}, 300);
+    std::vector<std::string> argv{kJdk + "/bin/java"};
+    argv.insert(argv.end(), GetParam().flags.begin(), GetParam().flags.end());
+    argv.insert(argv.end(), {"-cp", fixture("java"), "HotLoop"});
+    java_ = std::make_unique<RunningCommand>(argv, 300);
     // "ready" comes after 20,000 calls of hotMethod: it is compiled by then.
     ASSERT_TRUE(java_->wait_for_output("ready " + std::to_string(java_->pid())));
     auto rt = find_hotspot_runtime(java_->pid());
@@ -81,7 +101,7 @@ class HotspotRuntimeTest : public testing::Test {
   TargetMemory mem_;
 };
 
-TEST_F(HotspotRuntimeTest, finds_libjvm_and_its_version) {
+TEST_P(HotspotRuntimeTest, finds_libjvm_and_its_version) {
   EXPECT_EQ(rt_.object_path, kJdk + "/lib/server/libjvm.so");
   EXPECT_EQ(rt_.name(), fmt::format("java (pid {})", java_->pid()));
   // "OpenJDK 64-Bit Server VM version 17.0.15+6-Debian-1deb12u1"
@@ -96,7 +116,7 @@ TEST_F(HotspotRuntimeTest, finds_libjvm_and_its_version) {
   EXPECT_TRUE(ok) << ok.error().message;
 }
 
-TEST_F(HotspotRuntimeTest, code_heaps_are_the_ones_the_jvm_reports) {
+TEST_P(HotspotRuntimeTest, code_heaps_are_the_ones_the_jvm_reports) {
   // CodeHeap 'non-profiled nmethods': size=120036Kb used=49Kb max_used=49Kb free=119986Kb
   //  bounds [0x00007fa3dcec7000, 0x00007fa3dd137000, 0x00007fa3e4400000]
   static const std::regex bounds(R"(bounds \[0x([0-9a-f]+), 0x[0-9a-f]+, 0x([0-9a-f]+)\])");
@@ -105,7 +125,7 @@ TEST_F(HotspotRuntimeTest, code_heaps_are_the_ones_the_jvm_reports) {
   for (std::sregex_iterator it(text.begin(), text.end(), bounds), end; it != end; ++it)
     reported.emplace(hex((*it)[1]), hex((*it)[2]));
   // SegmentedCodeCache (the default with a C2 and a code cache of 240 MB): three heaps.
-  EXPECT_EQ(reported.size(), 3u) << text;
+  EXPECT_EQ(reported.size(), GetParam().heaps) << text;
   // CodeCacheSegmentSize is a develop flag (VM.flags does not show it): the analytics say it.
   std::string analytics = jcmd(java_->pid(), {"Compiler.CodeHeap_Analytics", "aggregate"});
   static const std::regex segment_re(R"(CodeHeap allocation segment size is (\d+) bytes)");
@@ -136,7 +156,7 @@ TEST_F(HotspotRuntimeTest, code_heaps_are_the_ones_the_jvm_reports) {
   EXPECT_EQ(*name, "Interpreter");
 }
 
-TEST_F(HotspotRuntimeTest, every_compiled_method_is_found_through_the_segment_map) {
+TEST_P(HotspotRuntimeTest, every_compiled_method_is_found_through_the_segment_map) {
   // 7 4 0 HotLoop.hotMethod(J)J [0x00007fa3dcec7490, 0x00007fa3dcec7620 - 0x00007fa3dcec77f8]:
   // the nmethod, its code's begin and end (level 0: a native method's wrapper, "native nmethod").
   static const std::regex line_re(
@@ -188,31 +208,35 @@ TEST_F(HotspotRuntimeTest, every_compiled_method_is_found_through_the_segment_ma
   EXPECT_GE(checked, 10u);
 }
 
-TEST_F(HotspotRuntimeTest, threads_are_the_ones_thread_print_shows) {
+TEST_P(HotspotRuntimeTest, threads_are_the_ones_thread_print_shows) {
   // Thread.print starts the Attach Listener, a JavaThread, the first time: ask once before.
   printed_java_threads(java_->pid());
   // Compiler threads come and go (UseDynamicNumberOfCompilerThreads): compare with a list that
   // Thread.print showed alike before and after.
   std::vector<PrintedThread> printed;
   std::vector<HotspotThread> threads;
-  ASSERT_TRUE(wait_until("two Thread.print alike around hotspot_threads", [&] {
-    auto before = printed_java_threads(java_->pid());
-    auto t = hotspot_threads(rt_, mem_);
-    auto after = printed_java_threads(java_->pid());
-    if (!t) {
-      ADD_FAILURE() << t.error().message;
-      return true;
-    }
-    threads = std::move(*t);
-    printed = after;
-    auto same = [](const auto& a, const auto& b) {
-      return a.size() == b.size() &&
-             std::equal(a.begin(), a.end(), b.begin(), [](const auto& x, const auto& y) {
-               return x.java_thread == y.java_thread && x.tid == y.tid;
-             });
-    };
-    return same(before, after);
-  }));
+  ASSERT_TRUE(wait_until(
+      "two Thread.print alike around hotspot_threads",
+      [&] {
+        auto before = printed_java_threads(java_->pid());
+        auto t = hotspot_threads(rt_, mem_);
+        auto after = printed_java_threads(java_->pid());
+        if (!t) {
+          ADD_FAILURE() << t.error().message;
+          return true;
+        }
+        threads = std::move(*t);
+        printed = after;
+        auto same = [](const auto& a, const auto& b) {
+          return a.size() == b.size() &&
+                 std::equal(a.begin(), a.end(), b.begin(), [](const auto& x, const auto& y) {
+                   return x.java_thread == y.java_thread && x.tid == y.tid;
+                 });
+        };
+        return same(before, after);
+      },
+      // Each round starts two jcmd JVMs: seconds apiece on a loaded machine.
+      std::chrono::seconds(180)));
   std::map<uint64_t, const HotspotThread*> by_address;
   for (const auto& t : threads) by_address[t.java_thread] = &t;
   ASSERT_EQ(threads.size(), printed.size());
@@ -236,6 +260,9 @@ TEST_F(HotspotRuntimeTest, threads_are_the_ones_thread_print_shows) {
     EXPECT_EQ(kinds["Sweeper thread"], HotspotThreadKind::Other);
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(jvm, HotspotRuntimeTest, testing::ValuesIn(kConfigs),
+                         [](const auto& info) { return info.param.name; });
 
 }  // namespace
 }  // namespace uscope::e2e

@@ -285,6 +285,21 @@ TEST(hotspot_runtime, names_a_thread_by_its_task_when_its_java_name_is_unreadabl
   EXPECT_FALSE((*threads)[0].java_name);
 }
 
+TEST(hotspot_runtime, a_jvm_still_starting_is_asked_again) {
+  // No interpreter generated yet: EAGAIN, as the caller retries.
+  Image image;
+  image.build();
+  image.jvm.mem.word(kData + 0x100, 0);
+  auto rt = read_hotspot_runtime(getpid(), "/jdk/lib/server/libjvm.so", 0, image.jvm.symbols,
+                                 image.jvm.mem.memory());
+  ASSERT_FALSE(rt);
+  EXPECT_EQ(rt.error().errnum, EAGAIN);
+  EXPECT_EQ(rt.error().message,
+            fmt::format("java (pid {}): AbstractInterpreter::_code reads 0: the JVM has not "
+                        "generated its interpreter yet",
+                        getpid()));
+}
+
 TEST(hotspot_runtime, refuses_a_segment_size_out_of_range) {
   Image image;
   image.shift = 13;

@@ -95,6 +95,7 @@ TEST(hotspot_vmstructs, a_jvm_not_yet_initialized_is_named) {
   EXPECT_EQ(vm.error().message,
             "gHotSpotVMStructEntryArrayStride reads 0: the JVM has not initialized its VMStructs "
             "yet (it does early in its start)");
+  EXPECT_EQ(vm.error().errnum, EAGAIN);  // ask again later
 }
 
 TEST(hotspot_vmstructs, a_member_past_its_entry_is_an_error) {
@@ -105,6 +106,18 @@ TEST(hotspot_vmstructs, a_member_past_its_entry_is_an_error) {
   ASSERT_FALSE(vm);
   EXPECT_EQ(vm.error().message,
             "gHotSpotVMStructEntryAddressOffset reads 44, past its entry of 48 bytes");
+}
+
+TEST(hotspot_vmstructs, a_member_offset_that_wraps_is_an_error) {
+  // Found by the fuzzer: offset + width wrapped past 2^64 and read before the entry.
+  auto jvm = small_jvm();
+  jvm.write();
+  jvm.mem.word(jvm.symbols.layout["gHotSpotVMStructEntryTypeNameOffset"], ~0ull);
+  auto vm = read_vmstructs(jvm.symbols, jvm.mem.memory());
+  ASSERT_FALSE(vm);
+  EXPECT_EQ(vm.error().message,
+            "gHotSpotVMStructEntryTypeNameOffset reads 18446744073709551615, past its entry of 48 "
+            "bytes");
 }
 
 TEST(hotspot_vmstructs, an_unreadable_string_names_the_entry) {
