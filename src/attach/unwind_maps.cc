@@ -377,6 +377,10 @@ void UnwindMaps::load_hotspot(const Process& process) {
     note(fmt::format("{}: native frames only", why));
   };
   auto rt = find_hotspot_runtime(process);
+  if (!rt && rt.error().errnum != EAGAIN) {  // a JVM uscope cannot read: said once
+    settle();
+    return note(fmt::format("{}: native frames only", rt.error().message));
+  }
   if (!rt) return not_yet(rt.error().message);
   if (!*rt) return settle();  // a libjvm.so that is no HotSpot
   if (auto ok = validate_hotspot_runtime(**rt); !ok) return not_yet(ok.error().message);
