@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <iterator>
 #include <string>
 
 #include "python_fake_target.h"
@@ -150,6 +152,24 @@ TEST(python_thread_names, versions_the_layout_does_not_describe_have_none) {
   ASSERT_TRUE(names);
   EXPECT_TRUE(names->empty());
   EXPECT_EQ(t.reads, 0u);
+}
+
+// The fuzzer's seed: the same structures in one image, _PyRuntime at 0x10000.
+TEST(python_thread_names, reads_the_fuzz_seed) {
+  std::ifstream in(
+      std::string(USCOPE_SOURCE_DIR) + "/fuzz/seeds/python_thread_names_fuzz/two_threads_3.11",
+      std::ios::binary);
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), {});
+  ASSERT_FALSE(bytes.empty());
+  FakePythonTarget t;
+  t.put(0x10000, bytes);
+  PythonRuntime rt = runtime_3_11();
+  rt.proc.runtime = 0x10000;
+  auto names = python_thread_names(rt, t.memory());
+  ASSERT_TRUE(names) << names.error().message;
+  ASSERT_EQ(names->size(), 2u);
+  EXPECT_EQ(names->at(0x7f0012345678), "MainThread");
+  EXPECT_EQ(names->at(0x7f0087654321), "worker-1");
 }
 
 }  // namespace
