@@ -313,13 +313,46 @@ static __always_inline int py_emit(struct unwind_scratch* s) {
 
 /* Puts in up to PY_FRAMES_PER_STEP frames from s->py_frame on, while the stack has room; with
  * `by_call`, only up to the end of the eval call's frames. Whether they ended (py_emit) or the
- * chain did. A loop, not unrolled: one copy of py_emit keeps the step's code small. */
+ * chain did. A frame already in the window (3.11+) is read there directly, as py_emit would, with
+ * the offsets loaded once for the step; any other goes through py_emit. A loop, not unrolled:
+ * one copy of each path keeps the step's code small. */
 static __always_inline int py_emit_some(struct unwind_scratch* s, int by_call) {
+  const struct py_offsets* o = &s->py_proc.off;
+  __u32 model = o->frame_model, size = o->frame_read_size, cstack = o->owner_cstack;
+  __u32 at_previous = o->frame_previous, at_code = o->frame_code, at_instr = o->frame_instr;
+  __u32 at_entry = o->frame_entry;
+  __u64 adaptive = o->code_adaptive;
+  int direct = model != PY_FRAMES_PER_EVAL && size >= 8 && size <= PY_FRAME_BUF &&
+               at_previous <= PY_FRAME_BUF - 8 && at_code <= PY_FRAME_BUF - 8 &&
+               at_instr <= PY_FRAME_BUF - 8 && at_entry < PY_FRAME_BUF;
 #pragma clang loop unroll(disable)
   for (int i = 0; i < PY_FRAMES_PER_STEP; ++i) {
-    if (!s->py_frame) return 1;
+    __u64 f = s->py_frame;
+    if (!f) return 1;
     if (s->stack.len >= UNWIND_MAX_FRAMES) return 0;
-    if (py_emit(s) && by_call) return 1;
+    __u64 off = f - s->py_win_base;
+    if (!direct || !s->py_win_len || f < s->py_win_base || off + size > s->py_win_len ||
+        off > PY_WINDOW - PY_FRAME_BUF) {
+      if (py_emit(s) && by_call) return 1;
+      continue;
+    }
+    const __u8* frame = &s->py_win[off];
+    __u8 entry = frame[at_entry];
+    s->py_frame = *(const __u64*)(frame + at_previous);
+    if (model == PY_FRAMES_OWNER && entry == cstack) { /* a shim: no function's */
+      if (by_call) return 1;
+      continue;
+    }
+    __u64 code = *(const __u64*)(frame + at_code), at = *(const __u64*)(frame + at_instr);
+    __u64 first = code + adaptive;
+    __u32 instr = PY_INSTR_UNKNOWN;
+    if (at >= first && (at - first) / 2 < PY_INSTR_UNKNOWN) instr = (at - first) / 2;
+    __u32 len = s->stack.len;
+    barrier_var(
+        len); /* so that unwind_record's bound is checked again where the verifier sees it */
+    unwind_record(s, len, PY_FRAME(code, instr));
+    s->py_emitted++;
+    if (by_call && model == PY_FRAMES_IS_ENTRY && entry != 0) return 1;
   }
   return !s->py_frame;
 }
