@@ -31,7 +31,16 @@ Three measurements:
      99 Hz. Its probes' hits are counted and shown beside the calls the script made. Medians of
      --slowdown-runs rounds after one discarded round, the configurations interleaved in each
      round; the target's CPU time (robust to the load of a shared machine) and wall time.
-  3. `uscope dump` of a process with 50 threads: only once `dump` exists (it does not yet).
+  3. `uscope dump -p PID` of python3.11 running --threads (50) threads (the main thread and 49
+     started by threading), each idle in Event.wait under --thread-depth (20) Python frames:
+     wall time (launch to exit, measured here), CPU time (wait4 of /usr/bin/time, which counts
+     the uscope it waited for) and peak RSS (/usr/bin/time's %M: uscope's own, not run.py's as
+     a direct child's ru_maxrss would be). Beside it, in the same rounds: `dump --no-native`
+     (Python frames only), and what listing the threads alone costs without a debugger (py-spy
+     is not in Debian 12): `ps -L -o tid,stat,comm -p PID`, and `cat /proc/PID/task/*/stat`.
+     Medians of --dump-runs rounds after one discarded (uscope's first dump builds or loads its
+     unwind tables' cache). Every dump must show every thread, each worker with its DEPTH frames
+     of `down` (checked in its output).
 
 Every exit status is checked; any surprise aborts the run with the command and its output. The
 machine is shared: the load average at the start and the end is printed with the tables.
@@ -86,8 +95,25 @@ def middle(k):
 def outer(k):
     return middle(k) + middle(k + 2)
 
+def wait_down(n, event):
+    if n > 1:
+        return wait_down(n - 1, event)
+    event.wait()
+
 if sys.argv[1] == "spin":
     down(int(sys.argv[2]) - 1)
+if sys.argv[1] == "threads":  # threads N DEPTH: N - 1 threads idle under DEPTH frames each
+    import threading
+    event, n = threading.Event(), int(sys.argv[2]) - 1
+    started = threading.Barrier(n + 1)
+    def worker(depth):
+        started.wait()
+        wait_down(depth, event)
+    for i in range(n):
+        threading.Thread(target=worker, args=(int(sys.argv[3]),), name=f"worker-{i}").start()
+    started.wait()
+    print("ready", flush=True)
+    event.wait()
 rounds = int(sys.argv[2])
 print(f"ready {os.getpid()}", flush=True)
 sys.stdin.read(1)
@@ -237,6 +263,67 @@ def slowdown(a) -> dict:
 
 
 # ---------------------------------------------------------------------------------------------
+# 3. dump of a process with many threads
+
+TIME_FORMAT = "uscope-bench-time %e %U %S %M"  # /usr/bin/time -f: wall, user, system, peak KiB
+
+DUMP_CONFIGS = {  # name: (label, argv for a PID)
+    "dump": ("`uscope dump -p PID`", lambda a, pid: [a.uscope, "dump", "-p", str(pid)]),
+    "no_native": ("`uscope dump -p PID --no-native` (Python frames only)",
+                  lambda a, pid: [a.uscope, "dump", "-p", str(pid), "--no-native"]),
+    "ps": ("`ps -L -o tid,stat,comm -p PID` (the threads and their states only)",
+           lambda a, pid: ["ps", "-L", "-o", "tid,stat,comm", "-p", str(pid)]),
+    "stat": ("`sh -c 'cat /proc/PID/task/*/stat'` (the same, read raw)",
+             lambda a, pid: ["sh", "-c", f"cat /proc/{pid}/task/*/stat"]),
+}
+
+
+def timed(argv: list[str]) -> dict:
+    """One run under /usr/bin/time: wall (measured here), CPU (wait4's, which counts the command
+    /usr/bin/time waited for), peak RSS (time's %M) and the output."""
+    p = R.Proc(["/usr/bin/time", "-f", TIME_FORMAT, *[str(x) for x in argv]])
+    R.check(p.wait(120), "no exit within 120 s", p)
+    R.check(p.rc == 0, "failed", p)
+    m = re.search(r"^uscope-bench-time \S+ \S+ \S+ (\d+)$", p.text("err"), re.M)
+    R.check(m is not None, "/usr/bin/time printed no times", p)
+    return {"wall": p.end, "cpu": p.cpu_s, "rss_mib": int(m.group(1)) / 1024, "out": p.text("out")}
+
+
+def check_dump(a, out: str, pid: int, native: bool) -> None:
+    """Every thread shown, each worker with its frames of wait_down (and, with native frames,
+    start_thread below them)."""
+    sections = out.split("\nThread ")[1:]
+    if len(sections) != a.threads:
+        raise R.BenchError(f"uscope dump showed {len(sections)} threads, not {a.threads}:\n{out}")
+    workers = [s for s in sections if '"worker-' in s.split("\n", 1)[0]]
+    if len(workers) != a.threads - 1:
+        raise R.BenchError(f"uscope dump named {len(workers)} threads worker-N, not "
+                           f"{a.threads - 1}:\n{out}")
+    for w in workers:
+        if w.count("wait_down (") != a.thread_depth or (native and "start_thread" not in w):
+            raise R.BenchError(f"a worker's stack is not {a.thread_depth} frames of wait_down"
+                               f"{' over start_thread' if native else ''}:\n{w}")
+
+
+def dump_time(a) -> dict:
+    res: dict[str, list[dict]] = {k: [] for k in DUMP_CONFIGS}
+    argv = [a.python, str(a.workdir / "depth.py"), "threads", str(a.threads), str(a.thread_depth)]
+    with C.started(argv, r"^ready$", "python3.11 (threads)") as t:
+        tids = len(os.listdir(f"/proc/{t.pid}/task"))
+        R.check(tids == a.threads, f"the target has {tids} threads, not {a.threads}", t)
+        for rnd in range(a.dump_runs + 1):
+            R.log(f"  round {rnd}/{a.dump_runs}{' (warm-up, discarded)' if rnd == 0 else ''}")
+            for cfg, (_, cmd) in DUMP_CONFIGS.items():
+                r = timed(cmd(a, t.pid))
+                if cfg in ("dump", "no_native"):
+                    check_dump(a, r["out"], t.pid, cfg == "dump")
+                r.pop("out")
+                if rnd > 0:
+                    res[cfg].append(r)
+    return res
+
+
+# ---------------------------------------------------------------------------------------------
 # Report
 
 
@@ -249,7 +336,8 @@ def us(xs: list[float]) -> str:
     return f"{R.med(xs) / 1000:.2f} µs [{R.spread([x / 1000 for x in xs], '.2f')}]"
 
 
-def report(a, mach: dict, bt: dict | None, sl: dict | None, elapsed: float) -> str:
+def report(a, mach: dict, bt: dict | None, sl: dict | None, dt: dict | None,
+           elapsed: float) -> str:
     L = [f"Run {mach['date']} on Linux {mach['kernel']}, {mach['cpus']} CPUs ({mach['cpu']}); "
          f"{mach['uscope']} (git {mach['git']}), {mach['bpftrace']}, {a.python_version}. "
          f"Load average {mach['load']} at the start, {R.loadavg()} at the end (a machine shared with "
@@ -343,10 +431,28 @@ def report(a, mach: dict, bt: dict | None, sl: dict | None, elapsed: float) -> s
                  f"{a.python} (see USDT_SCRIPT), SCRIPT is bench/python_profile.py's PY_TARGET")
         L.append("```")
         L.append("")
-    L.append("### 3. `uscope dump` of a process with 50 threads")
-    L.append("")
-    L.append("Not measured: `dump` does not exist yet (no `src/cli/dump.cc` on this branch or on pywalk).")
-    L.append("")
+    if dt:
+        L.append(f"### 3. `uscope dump` of a process with {a.threads} threads (`python3.11 SCRIPT "
+                 f"threads {a.threads} {a.thread_depth}`: {a.threads - 1} threads idle in Event.wait "
+                 f"under {a.thread_depth} Python frames each, and the main thread; medians of "
+                 f"{a.dump_runs} rounds after one discarded, [min–max])")
+        L.append("")
+        L.append("| command | wall | CPU | peak RSS |")
+        L.append("|---|---:|---:|---:|")
+        for cfg, (label, _) in DUMP_CONFIGS.items():
+            rs = dt[cfg]
+            ms = lambda k: f"{R.med([r[k] for r in rs]) * 1000:.1f} ms [{R.spread([r[k] * 1000 for r in rs], '.1f')}]"
+            L.append(f"| {label} | {ms('wall')} | {ms('cpu')} | "
+                     f"{R.med([r['rss_mib'] for r in rs]):.1f} MiB |")
+        L.append("")
+        L.append("Wall: from launch to exit as this script sees it (a command run by /usr/bin/time, "
+                 "whose own start is in every row). CPU: user + system of the command and "
+                 "/usr/bin/time, from wait4.")
+        L.append("")
+        wall = R.med([r["wall"] for r in dt["dump"]])
+        goals.append(f"- `uscope dump` of {a.threads} threads within 50 ms: {wall * 1000:.1f} ms wall, "
+                     f"{R.med([r['cpu'] for r in dt['dump']]) * 1000:.1f} ms CPU: "
+                     f"{R.verdict(wall <= 0.050)}")
     if bt:
         L.append("```")
         L.append(R.shown(a, C.uscope_cmd(a, "PID", Path("TARGET.folded"))))
@@ -373,7 +479,11 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=1_000_000,
                     help="the script's rounds of outer() for the slowdown (default 1000000, ~3 s of CPU)")
     ap.add_argument("--slowdown-runs", type=int, default=5, help="measured slowdown rounds (default 5)")
-    ap.add_argument("--skip", action="append", default=[], choices=["bpf-time", "slowdown"],
+    ap.add_argument("--threads", type=int, default=50, help="threads of the dumped process (default 50)")
+    ap.add_argument("--thread-depth", type=int, default=20,
+                    help="Python frames each of its threads waits under (default 20)")
+    ap.add_argument("--dump-runs", type=int, default=5, help="measured dump rounds (default 5)")
+    ap.add_argument("--skip", action="append", default=[], choices=["bpf-time", "slowdown", "dump"],
                     help="leave out a part (repeatable)")
     ap.add_argument("--markdown", type=Path, help="write the tables into this file (between markers)")
     a = ap.parse_args()
@@ -392,7 +502,7 @@ def main() -> int:
     shutil.copy2(a.python, a.python_copy)
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     t0 = time.monotonic()
-    bt = sl = None
+    bt = sl = dt = None
     try:
         a.uscope = R.snapshot_binary(a.uscope.resolve(), a.workdir)
         a.python_version = subprocess.run([a.python, "--version"], capture_output=True,
@@ -405,6 +515,9 @@ def main() -> int:
         if "slowdown" not in a.skip:
             R.log("2. the script's slowdown at 99 Hz")
             sl = slowdown(a)
+        if "dump" not in a.skip:
+            R.log(f"3. uscope dump of {a.threads} threads")
+            dt = dump_time(a)
     except R.BenchError as e:
         print(f"python_profile.py: FAILED: {e}", file=sys.stderr)
         return 1
@@ -414,7 +527,7 @@ def main() -> int:
     finally:
         R.cleanup()
         shutil.rmtree(a.workdir, ignore_errors=True)
-    body = report(a, mach, bt, sl, time.monotonic() - t0)
+    body = report(a, mach, bt, sl, dt, time.monotonic() - t0)
     print(body)
     if a.markdown:
         R.write_marked_block(a.markdown, body, BEGIN_MARK, END_MARK)

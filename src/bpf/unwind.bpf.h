@@ -26,10 +26,13 @@
 /* Bytes below a frame read at once: 3.11+ frames sit next to each other in the thread's data
  * stack, each caller below its callee, so one read holds most of a deep chain's frames. */
 #define PY_WINDOW 4096
+/* Python frames put in per bpf_loop step: a deep chain's frames sit in one window, so most steps
+ * read nothing and the loop's per-step work is what a frame would otherwise cost. */
+#define PY_FRAMES_PER_STEP 8
 
 enum unwind_py_state {
   UNWIND_PY_NATIVE = 0, /* walking native frames */
-  UNWIND_PY_EMITTING,   /* the pc is in the eval function: its Python frames go in, one a step */
+  UNWIND_PY_EMITTING,   /* the pc is in the eval function: its Python frames go in */
   UNWIND_PY_REPLACED,   /* they went in: the eval frame is unwound without being recorded */
 };
 
@@ -72,7 +75,8 @@ struct unwind_scratch {
   __u64 py_tstate;
   __u32 py_emitted, py_failed;
   __u32 py_emitted_here; /* frames put in for the eval call at the pc */
-  __u32 py_reserved;
+  __u32 py_known_tid;    /* the thread this CPU walked last in this process (0: none), and its */
+  __u64 py_known_tstate; /* PyThreadState: its next sample skips python_threads */
   struct py_proc py_proc;
   __u64 py_win_base; /* the window: [py_win_base, py_win_base + py_win_len) of the process */
   __u64 py_cur_off;  /* the frame being read: its offset in the window, when py_cur_in_win */
@@ -318,6 +322,52 @@ static __always_inline int py_emit(struct unwind_scratch* s) {
   return model == PY_FRAMES_IS_ENTRY && py_buf_u8(s, o->frame_entry) != 0;
 }
 
+/* Puts in up to PY_FRAMES_PER_STEP frames from s->py_frame on, while the stack has room; with
+ * `by_call`, only up to the end of the eval call's frames. Whether they ended (py_emit) or the
+ * chain did. A frame already in the window (3.11+) is read there directly, as py_emit would, with
+ * the offsets loaded once for the step; any other goes through py_emit. A loop, not unrolled:
+ * one copy of each path keeps the step's code small. */
+static __always_inline int py_emit_some(struct unwind_scratch* s, int by_call) {
+  const struct py_offsets* o = &s->py_proc.off;
+  __u32 model = o->frame_model, size = o->frame_read_size, cstack = o->owner_cstack;
+  __u32 at_previous = o->frame_previous, at_code = o->frame_code, at_instr = o->frame_instr;
+  __u32 at_entry = o->frame_entry;
+  __u64 adaptive = o->code_adaptive;
+  int direct = model != PY_FRAMES_PER_EVAL && size >= 8 && size <= PY_FRAME_BUF &&
+               at_previous <= PY_FRAME_BUF - 8 && at_code <= PY_FRAME_BUF - 8 &&
+               at_instr <= PY_FRAME_BUF - 8 && at_entry < PY_FRAME_BUF;
+#pragma clang loop unroll(disable)
+  for (int i = 0; i < PY_FRAMES_PER_STEP; ++i) {
+    __u64 f = s->py_frame;
+    if (!f) return 1;
+    if (s->stack.len >= UNWIND_MAX_FRAMES) return 0;
+    __u64 off = f - s->py_win_base;
+    if (!direct || !s->py_win_len || f < s->py_win_base || off + size > s->py_win_len ||
+        off > PY_WINDOW - PY_FRAME_BUF) {
+      if (py_emit(s) && by_call) return 1;
+      continue;
+    }
+    const __u8* frame = &s->py_win[off];
+    __u8 entry = frame[at_entry];
+    s->py_frame = *(const __u64*)(frame + at_previous);
+    if (model == PY_FRAMES_OWNER && entry == cstack) { /* a shim: no function's */
+      if (by_call) return 1;
+      continue;
+    }
+    __u64 code = *(const __u64*)(frame + at_code), at = *(const __u64*)(frame + at_instr);
+    __u64 first = code + adaptive;
+    __u32 instr = PY_INSTR_UNKNOWN;
+    if (at >= first && (at - first) / 2 < PY_INSTR_UNKNOWN) instr = (at - first) / 2;
+    __u32 len = s->stack.len;
+    barrier_var(
+        len); /* so that unwind_record's bound is checked again where the verifier sees it */
+    unwind_record(s, len, PY_FRAME(code, instr));
+    s->py_emitted++;
+    if (by_call && model == PY_FRAMES_IS_ENTRY && entry != 0) return 1;
+  }
+  return !s->py_frame;
+}
+
 /* One candidate of the interpreter's thread list: bpf_loop's callback. */
 static long py_find_thread_step(__u64 index, void* unused) {
   __u32 zero = 0;
@@ -334,17 +384,43 @@ static long py_find_thread_step(__u64 index, void* unused) {
   return next == 0;
 }
 
-/* The current thread's innermost Python frame, or 0 (a thread that runs no Python). */
+/* Whether `tstate` is thread `tid`'s (its native_thread_id reads tid), and its frame field in
+ * *frame. The two fields in one read where they are near each other (3.11: 56 and 160); the
+ * read's size is fixed, which the verifier needs, so it falls back to two reads when the thread
+ * state's end is near the end of its mapping. */
+static __always_inline int py_read_tstate(struct unwind_scratch* s, __u64 tstate, __u32 tid,
+                                          __u64* frame) {
+  const struct py_offsets* o = &s->py_proc.off;
+  __u32 native_at = o->tstate_native_thread_id, frame_at = o->tstate_frame;
+  __u32 lo = native_at < frame_at ? native_at : frame_at;
+  __u32 hi = native_at < frame_at ? frame_at : native_at;
+  __u64 native = 0;
+  s->py_cur_in_win = 0; /* py_buf_u64 reads s->py_buf */
+  if (hi - lo <= PY_FRAME_BUF - 8 &&
+      !bpf_probe_read_user(s->py_buf, PY_FRAME_BUF, (const void*)(tstate + lo))) {
+    native = py_buf_u64(s, native_at - lo);
+    *frame = py_buf_u64(s, frame_at - lo);
+  } else if (unwind_read(&native, tstate + native_at) || unwind_read(frame, tstate + frame_at)) {
+    return 0;
+  }
+  return (__u32)native == tid;
+}
+
+/* The current thread's innermost Python frame, or 0 (a thread that runs no Python). Its
+ * PyThreadState is the one this CPU found last when the thread is the same (profile.bpf.c), else
+ * python_threads', else searched for; each checked by its native_thread_id. */
 static __always_inline __u64 py_current_frame(struct unwind_scratch* s) {
   const struct py_offsets* o = &s->py_proc.off;
   __u32 tid = (__u32)bpf_get_current_pid_tgid();
   s->py_tid = tid;
-  __u64 tstate = 0, native = 0;
-  __u64* cached = bpf_map_lookup_elem(&python_threads, &tid);
-  if (cached && !unwind_read(&native, *cached + o->tstate_native_thread_id) &&
-      (__u32)native == tid) {
-    tstate = *cached;
+  __u64 tstate = 0, frame = 0;
+  if (UNWIND_REMEMBER_ACROSS_WALKS && s->py_known_tid == tid) {
+    tstate = s->py_known_tstate;
   } else {
+    __u64* cached = bpf_map_lookup_elem(&python_threads, &tid);
+    if (cached) tstate = *cached;
+  }
+  if (!tstate || !py_read_tstate(s, tstate, tid, &frame)) {
     __u64 interp = 0;
     if (unwind_read(&interp, s->py_proc.runtime + o->runtime_interp_head) || interp == 0 ||
         unwind_read(&s->py_tstate, interp + o->interp_threads_head)) {
@@ -358,9 +434,10 @@ static __always_inline __u64 py_current_frame(struct unwind_scratch* s) {
       return 0;
     }
     bpf_map_update_elem(&python_threads, &tid, &tstate, BPF_ANY);
+    if (!py_read_tstate(s, tstate, tid, &frame)) return 0;
   }
-  __u64 frame = 0;
-  if (unwind_read(&frame, tstate + o->tstate_frame)) return 0;
+  s->py_known_tid = tid;
+  s->py_known_tstate = tstate;
   if (o->cframe_current_frame != PY_NO_OFFSET && frame &&
       unwind_read(&frame, frame + o->cframe_current_frame))
     return 0;
@@ -585,15 +662,15 @@ static long unwind_step(__u64 index, void* unused) {
   if (len >= UNWIND_MAX_FRAMES) return unwind_end(s, UNWIND_END_TRUNCATED);
   __u64 pc = s->pc, sp = s->sp, bp = s->bp;
   if (pc == 0) return unwind_end(s, UNWIND_END_BAD_FRAME);
-  /* In the eval function, with Python frames left: they stand for this native frame, one a
-   * step, innermost first; then the eval frame itself is unwound unrecorded. */
+  /* In the eval function, with Python frames left: they stand for this native frame, innermost
+   * first, PY_FRAMES_PER_STEP a step; then the eval frame itself is unwound unrecorded. */
   if (s->py_state == UNWIND_PY_NATIVE && s->py_frame && py_in_eval(s, s->exact_pc ? pc : pc - 1)) {
     s->py_state = UNWIND_PY_EMITTING;
     s->py_emitted_here = 0;
   }
   if (s->py_state == UNWIND_PY_EMITTING) {
     __u32 before = s->py_emitted;
-    int done = py_emit(s);
+    int done = py_emit_some(s, 1);
     if (s->py_emitted != before) s->py_emitted_here = 1;
     if (done || !s->py_frame)
       s->py_state = s->py_emitted_here ? UNWIND_PY_REPLACED : UNWIND_PY_NATIVE;
@@ -699,13 +776,12 @@ static long unwind_step(__u64 index, void* unused) {
   return 0;
 }
 
-/* Puts the rest of the Python frames in, one a call: bpf_loop's callback. */
+/* Puts the rest of the Python frames in, PY_FRAMES_PER_STEP a call: bpf_loop's callback. */
 static long py_drain_step(__u64 index, void* unused) {
   __u32 zero = 0;
   struct unwind_scratch* s = bpf_map_lookup_elem(&unwind_scratch, &zero);
   if (!s || !s->py_frame || s->stack.len >= UNWIND_MAX_FRAMES) return 1;
-  py_emit(s);
-  return 0;
+  return py_emit_some(s, 0);
 }
 
 /* Walks the user stack of the current process from (pc, sp, bp), the registers where it was
@@ -752,6 +828,7 @@ static __always_inline struct unwind_scratch* unwind_user_stack(__u32 tgid, __u6
     struct py_proc* py = bpf_map_lookup_elem(&python_procs, &tgid);
     s->py = py != 0;
     if (py) s->py_proc = *py;
+    s->py_known_tid = 0;
     /* A HotSpot JVM: its code heaps and offsets (bpf/hotspot.h). */
     struct hs_proc* hs = bpf_map_lookup_elem(&hotspot_procs, &tgid);
     s->hs = hs != 0;
@@ -767,7 +844,7 @@ static __always_inline struct unwind_scratch* unwind_user_stack(__u32 tgid, __u6
    * function has a part no symbol shows): at the outer end, in order, counted. */
   if (s->py_frame && s->stack.len < UNWIND_MAX_FRAMES) {
     __u32 before = s->py_emitted;
-    bpf_loop(UNWIND_MAX_FRAMES, py_drain_step, 0, 0);
+    bpf_loop(UNWIND_MAX_FRAMES / PY_FRAMES_PER_STEP + 1, py_drain_step, 0, 0);
     unwind_count_n(UNWIND_STAT_PY_UNMATCHED, s->py_emitted - before);
   }
   if (s->py_emitted) unwind_count_n(UNWIND_STAT_PY_FRAMES, s->py_emitted);

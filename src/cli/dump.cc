@@ -20,6 +20,7 @@
 #include "discover/process.h"
 #include "discover/python_runtime.h"
 #include "discover/unwind_cache.h"
+#include "symbolize/python_thread_names.h"
 #include "symbolize/symbol_text.h"
 #include "symbolize/symbolizer.h"
 
@@ -52,7 +53,8 @@ int run_dump(const DumpOptions& o) {
 
   const TargetMemory mem = process_target_memory(o.pid);
   std::optional<PythonRuntime> python;
-  std::map<pid_t, uint64_t> tstates;  // native thread id -> PyThreadState
+  std::map<pid_t, PythonThread> tstates;  // by native thread id
+  std::map<uint64_t, std::string> names;  // threading's names, by thread ident
   uint64_t gil = 0;
   std::string python_line;
   if (auto rt = find_python_runtime(*process); !rt) {
@@ -66,8 +68,13 @@ int run_dump(const DumpOptions& o) {
       python_line =
           fmt::format("Python {}.{}.{} ({})", v.major, v.minor, v.micro, python->object_path);
       if (auto list = python_threads(*python, mem))
-        for (const PythonThread& t : *list) tstates[t.native_id] = t.tstate;
+        for (const PythonThread& t : *list) tstates[t.native_id] = t;
       if (auto holder = python_gil_holder(*python, mem); holder && *holder) gil = **holder;
+      // A process whose threading cannot be read keeps the kernel's names, and says why.
+      if (auto n = python_thread_names(*python, mem))
+        names = std::move(*n);
+      else
+        python_line += fmt::format("; threading's thread names not read: {}", n.error().message);
     }
   }
 
@@ -99,11 +106,14 @@ int run_dump(const DumpOptions& o) {
   for (const ThreadRegs& t : *threads) {
     std::vector<PythonRawFrame> py;
     auto ts = tstates.find(t.tid);
-    if (python && ts != tstates.end())
-      if (auto frames = python_thread_frames(*python, mem, ts->second)) py = std::move(*frames);
-    // A JVM's thread: its Java name, and what kind of thread it is (a JavaThread of the
-    // application, a compiler thread, or one of the VM's own: GC, VM Thread).
-    std::string named, kind;
+    const PythonThread* pt = ts != tstates.end() ? &ts->second : nullptr;
+    if (python && pt)
+      if (auto frames = python_thread_frames(*python, mem, pt->tstate)) py = std::move(*frames);
+    // The thread's name in its runtime, before the kernel's: Python's (threading.Thread(name=...)),
+    // or a JVM's Java name with what kind of thread it is (a JavaThread of the application, a
+    // compiler thread, or one of the VM's own: GC, VM Thread).
+    auto name = pt ? names.find(pt->thread_id) : names.end();
+    std::string named = name != names.end() ? fmt::format(" \"{}\"", name->second) : "", kind;
     if (java) {
       auto jt = java_threads.find(t.tid);
       if (jt == java_threads.end()) {
@@ -114,8 +124,7 @@ int run_dump(const DumpOptions& o) {
       }
     }
     fmt::format_to(out, "\nThread {}{} ({}): {}{}{}\n", t.tid, named, t.comm, state_text(t),
-                   ts != tstates.end() && ts->second == gil && gil != 0 ? ", holds the GIL" : "",
-                   kind);
+                   pt && pt->tstate == gil && gil != 0 ? ", holds the GIL" : "", kind);
     std::vector<uint64_t> frames;
     // A thread on a CPU now has moved on from the registers of its last kernel entry: its
     // native stack cannot be read without stopping it; its Python frames can.

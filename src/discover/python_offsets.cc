@@ -112,6 +112,12 @@ PythonLayout row_3_11(PythonVersion v) {
   l.code_firstlineno = 72;
   l.code_linetable = 136;
   l.code_first_traceable = 168;
+  // PyInterpreterState.modules 888 (pycore_interp.h), PyHeapTypeObject.ht_cached_keys 872
+  // (Include/cpython/object.h); dicts as Include/internal/pycore_dict.h; an instance of a class
+  // keeps its attributes before its header (Py_TPFLAGS_MANAGED_DICT: values at -32, dict at -24,
+  // Include/internal/pycore_object.h).
+  l.interp_modules = 888;
+  l.heap_type_cached_keys = 872;
   return l;
 }
 

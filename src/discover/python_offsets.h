@@ -52,6 +52,29 @@ struct PythonLayout {
   // it has not started (traceback skips it: _PyFrame_IsIncomplete).
   uint32_t code_first_traceable = PY_NO_OFFSET;
 
+  // `threading`'s thread names (symbolize/python_thread_names.h), 3.11 only: PY_NO_OFFSET
+  // (interp_modules) where this version's dicts and instance attributes are not described.
+  uint32_t interp_modules = PY_NO_OFFSET;  // PyInterpreterState.modules (sys.modules, a dict)
+  uint32_t module_dict = 16;               // PyModuleObject.md_dict
+  uint32_t type_flags = 168;               // PyTypeObject.tp_flags
+  // PyHeapTypeObject.ht_cached_keys: the keys an instance's inline attribute values go with.
+  uint32_t heap_type_cached_keys = PY_NO_OFFSET;
+  uint32_t dict_keys = 32;    // PyDictObject.ma_keys
+  uint32_t dict_values = 40;  // PyDictObject.ma_values (NULL: values in the entries)
+  // PyDictKeysObject: dk_log2_index_bytes (a byte), dk_kind (a byte: 0 general entries
+  // {hash, key, value}, else str-keyed entries {key, value}), dk_nentries, dk_indices (the
+  // entries follow the 1 << dk_log2_index_bytes bytes of indices).
+  uint32_t keys_log2_index_bytes = 9;
+  uint32_t keys_kind = 10;
+  uint32_t keys_nentries = 24;
+  uint32_t keys_indices = 32;
+  // Py_TPFLAGS_MANAGED_DICT (1 << 4 in tp_flags): an instance's dict and inline values are
+  // kept this many bytes before the object (3.11: dict at -24, values at -32).
+  uint32_t managed_dict_before = 24;
+  uint32_t managed_values_before = 32;
+  uint32_t long_size = 16;    // PyLongObject's ob_size (sign and number of digits)
+  uint32_t long_digits = 24;  // PyLongObject.ob_digit: 30-bit digits in uint32s
+
   // Strings (PEP 393) and bytes.
   uint32_t unicode_length = 16;        // PyASCIIObject.length (characters)
   uint32_t unicode_state = 32;         // PyASCIIObject.state (bits: interned, kind, compact, ascii)

@@ -187,6 +187,11 @@ Result<std::vector<uint8_t>> read_bytes(const PythonLayout& l, const TargetMemor
 
 }  // namespace
 
+Result<std::string> read_python_str(const PythonLayout& layout, const TargetMemory& mem,
+                                    uint64_t addr) {
+  return read_unicode(layout, mem, addr);
+}
+
 PythonLineTable python_line_table_kind(PythonVersion v) {
   if (v.major == 3 && v.minor <= 9) return PythonLineTable::Lnotab;
   if (v.major == 3 && v.minor == 10) return PythonLineTable::Linetable;

@@ -58,6 +58,11 @@ struct PythonCode {
 Result<PythonCode> read_python_code(const PythonLayout& layout, PythonVersion v,
                                     const TargetMemory& mem, uint64_t addr);
 
+// The str object at `addr` as UTF-8 (PEP 393 compact strings of any kind; cut at 4,096
+// characters).
+Result<std::string> read_python_str(const PythonLayout& layout, const TargetMemory& mem,
+                                    uint64_t addr);
+
 // Code objects by (pid, address). A code object lives as long as a function refers to it, so
 // its address is reused only after it is freed: forget a process when it exits.
 class PythonCodeCache {

@@ -194,19 +194,36 @@ std::string section(const std::string& text, const std::string& header) {
   return text.substr(at + 1, end == std::string::npos ? std::string::npos : end - at - 1);
 }
 
+// The process's threads (/proc/PID/task).
+std::vector<pid_t> tasks_of(pid_t pid) {
+  std::vector<pid_t> tids;
+  for (const auto& e :
+       std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task"))
+    tids.push_back(std::stoi(e.path().filename().string()));
+  return tids;
+}
+
 TEST(python_dump, every_thread_with_its_python_and_native_frames_and_nothing_left) {
   USCOPE_REQUIRE_ROOT();
   RunningCommand target({kPython, script(), "dump"});
   ASSERT_TRUE(target.wait_for_output("spinning"));
   const pid_t worker = thread_named(target.pid(), "blocked-worker");
   ASSERT_GT(worker, 0);
+  // The third thread, named by threading only: its comm is the process's.
+  pid_t named = 0;
+  auto tids = tasks_of(target.pid());
+  ASSERT_EQ(tids.size(), 3u);
+  for (pid_t tid : tids)
+    if (tid != target.pid() && tid != worker) named = tid;
   auto r = uscope({"dump", "-p", std::to_string(target.pid())});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("Python 3.11."), std::string::npos) << r.out;
   // The worker sleeps in Event.wait: idle, its Python frames between the native ones that
-  // started the thread and the futex wait it sleeps in.
-  const std::string w =
-      section(r.out, "Thread " + std::to_string(worker) + " (blocked-worker): idle (sleeping, S)");
+  // started the thread and the futex wait it sleeps in. Named by prctl, and by threading's
+  // default ("Thread-1 (blocked_worker)": the first Thread, and its target).
+  const std::string w = section(r.out, "Thread " + std::to_string(worker) +
+                                           " \"Thread-1 (blocked_worker)\" (blocked-worker): "
+                                           "idle (sleeping, S)");
   ASSERT_FALSE(w.empty()) << r.out;
   EXPECT_NE(w.find("futex"), std::string::npos) << w;
   const auto wait = w.find("Event.wait (/usr/lib/python3.11/threading.py:");
@@ -216,8 +233,14 @@ TEST(python_dump, every_thread_with_its_python_and_native_frames_and_nothing_lef
   EXPECT_NE(own, std::string::npos) << w;
   EXPECT_TRUE(wait < own && own < start && start != std::string::npos) << w;
   EXPECT_EQ(w.find("holds the GIL"), std::string::npos) << w;
+  // threading.Thread(name="py-named-waiter"): the Python name, the kernel's comm beside it.
+  const std::string n = section(r.out, "Thread " + std::to_string(named) +
+                                           " \"py-named-waiter\" (python3.11): idle (sleeping, S)");
+  ASSERT_FALSE(n.empty()) << r.out;
+  EXPECT_NE(n.find(py_frame("named_waiter", "NAMED-WAIT") + " [python]"), std::string::npos) << n;
   // The main thread spins in Python: its frames whatever its state.
-  const std::string m = section(r.out, "Thread " + std::to_string(target.pid()) + " (python3.11)");
+  const std::string m =
+      section(r.out, "Thread " + std::to_string(target.pid()) + " \"MainThread\" (python3.11)");
   EXPECT_NE(m.find(py_frame("spin_main", "SPIN-MAIN")), std::string::npos) << r.out;
   EXPECT_NE(m.find(py_frame("main", "CALL-SPIN")), std::string::npos) << r.out;
   // Read once: no iterator link outlives the command.

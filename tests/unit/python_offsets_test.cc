@@ -29,7 +29,7 @@ std::map<std::string, uint32_t> header_offsets(const std::string& build) {
 
 void expect_row_matches_headers(const std::string& build, bool debug) {
   auto h = header_offsets(build);
-  ASSERT_EQ(h.size(), 28u) << build;
+  ASSERT_EQ(h.size(), 40u) << build;
   auto row = python_layout_for({3, 11, 2}, debug);
   ASSERT_TRUE(row);
   const auto& b = row->bpf;
@@ -63,6 +63,18 @@ void expect_row_matches_headers(const std::string& build, bool debug) {
   EXPECT_EQ(row->unicode_compact_size, h["unicode_compact_size"]);
   EXPECT_EQ(row->bytes_size, h["bytes_size"]);
   EXPECT_EQ(row->bytes_data, h["bytes_data"]);
+  EXPECT_EQ(row->interp_modules, h["interp_modules"]);
+  EXPECT_EQ(row->module_dict, h["module_dict"]);
+  EXPECT_EQ(row->type_flags, h["type_flags"]);
+  EXPECT_EQ(row->heap_type_cached_keys, h["heap_type_cached_keys"]);
+  EXPECT_EQ(row->dict_keys, h["dict_keys"]);
+  EXPECT_EQ(row->dict_values, h["dict_values"]);
+  EXPECT_EQ(row->keys_log2_index_bytes, h["keys_log2_index_bytes"]);
+  EXPECT_EQ(row->keys_kind, h["keys_kind"]);
+  EXPECT_EQ(row->keys_nentries, h["keys_nentries"]);
+  EXPECT_EQ(row->keys_indices, h["keys_indices"]);
+  EXPECT_EQ(row->long_size, h["long_size"]);
+  EXPECT_EQ(row->long_digits, h["long_digits"]);
 }
 
 TEST(python_offsets, row_3_11_is_what_the_installed_headers_say) {
