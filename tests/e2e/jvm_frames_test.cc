@@ -49,11 +49,16 @@ std::vector<std::string> java_argv(std::vector<std::string> flags) {
 }
 
 // main's call of run and run's call of compiledOuter, interpreted (file:line), then the C2 code
-// of compiledOuter with viaInlined inlined at its call of nativeSpin, the JNI wrapper, and C.
+// of compiledOuter (_[j]) with viaInlined inlined (_[i]) at its call of nativeSpin, each at the
+// line of its call, and the JNI wrapper (a native method: no line).
 std::string hot_path() {
   return "JavaPaths.main (JavaPaths.java:" + std::to_string(marked_line("main:run-call")) +
          ");JavaPaths.run (JavaPaths.java:" + std::to_string(marked_line("run:call")) +
-         ");JavaPaths.compiledOuter_[j];JavaPaths.viaInlined_[i];JavaPaths.nativeSpin_[j];";
+         ");JavaPaths.compiledOuter (JavaPaths.java:" +
+         std::to_string(marked_line("compiledOuter:via-call")) +
+         ")_[j];JavaPaths.viaInlined (JavaPaths.java:" +
+         std::to_string(marked_line("viaInlined:native-call")) +
+         ")_[i];JavaPaths.nativeSpin (JavaPaths.java)_[j];";
 }
 
 std::vector<FoldedLine> profile_pid(pid_t pid, std::string* err = nullptr) {
@@ -157,12 +162,15 @@ TEST(jvm_frames_command, a_method_compiled_during_the_session_is_named) {
   for (const CodelistEntry& e : codelist(java.pid())) ASSERT_NE(e.method, "JavaPaths.lateMethod");
   java.send("late\n");
   ASSERT_TRUE(wait_for_compiled(java.pid(), "JavaPaths.lateMethod", 4));
+  // C2's code of lateMethod under run's call: "...;JavaPaths.lateMethod (JavaPaths.java:52)_[j]".
+  const std::regex late(
+      "JavaPaths\\.run \\(JavaPaths\\.java:" + std::to_string(marked_line("run:call")) +
+      "\\);JavaPaths\\.lateMethod \\(JavaPaths\\.java:\\d+\\)_\\[j\\]");
   ASSERT_TRUE(wait_until("the profile names lateMethod's C2 code", [&] {
     std::ifstream in(out);
     std::stringstream s;
     s << in.rdbuf();
-    return s.str().find("JavaPaths.run (JavaPaths.java:" + std::to_string(marked_line("run:call")) +
-                        ");JavaPaths.lateMethod_[j]") != std::string::npos;
+    return std::regex_search(s.str(), late);
   }));
   profiler.signal(SIGINT);
   auto r = profiler.finish();

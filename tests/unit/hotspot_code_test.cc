@@ -301,8 +301,8 @@ TEST(hotspot_code, profile_labels_tell_c1_c2_inlined_and_interpreted_apart) {
   std::vector<std::string> labels;
   for (const StackFrame& f : root_first_frames(p, p.samples[0])) labels.push_back(f.label);
   EXPECT_EQ(labels, (std::vector<std::string>{"com.example.HotLoop.hotMethod (HotLoop.java:11)",
-                                              "com.example.HotLoop.hotMethod_[1]",
-                                              "com.example.HotLoop.inner_[i]"}));
+                                              "com.example.HotLoop.hotMethod (HotLoop.java:13)_[1]",
+                                              "com.example.HotLoop.inner (HotLoop.java:21)_[i]"}));
 }
 
 }  // namespace
