@@ -161,7 +161,8 @@ Reference: docs/dump.md)";
 void add_dump_command(CLI::App& app, Run& run) {
   auto opts = std::make_shared<DumpOptions>();
   auto* cmd = app.add_subcommand(
-      "dump", "Print every thread's stack now, Python and native (like py-spy dump, jstack)");
+      "dump",
+      "Print every thread's stack now, Python or Java and native (like py-spy dump, jstack)");
   cmd->add_option("-p,--pid", opts->pid, "The process")->required();
   cmd->add_flag("!--no-native", opts->native, "Python frames only, no native frames");
   add_examples(cmd, kDumpExamples);
