@@ -17,9 +17,10 @@ Five measurements:
      bpftrace `ustack(perf, 127)`; then the same fixture started with -XX:+PreserveFramePointer
      and a perf map (`jcmd PID Compiler.perfmap`) under perf -g: what the flags buy the peers.
      A stack is complete when its outermost frame is an entry function (complete_stacks.py's
-     rule; uscope's own summary for uscope). A sample "in Java" is one whose stack holds a Java
-     or JIT frame; it is named when none of those frames is unnamed ("[unknown" in uscope's
-     output, "[unknown]" or an address for the peers).
+     rule; uscope's own summary for uscope). For uscope, a sample "in Java" is one whose stack
+     holds a Java frame, named when none of them is unnamed ("[unknown"); the peers cannot tell
+     a JIT frame from another unnamed one, so for them every sample counts (the fixture runs
+     under Java code throughout) and it is named when no frame of its stack is "[unknown]".
   2. BPF time per sample with a stack of --depth (30) Java frames (JavaBench deep: recursion,
      then a C2-compiled spin in the innermost), uscope with its HotSpot walk and with
      USCOPE_NO_JAVA=1 (native only: JIT code walked by frame pointer), interleaved over --runs
@@ -126,18 +127,11 @@ def folded_java(folded: str) -> tuple[int, int]:
     return inside, named
 
 
-def peer_java(stacks: list[tuple[list[str], int]]) -> tuple[int, int]:
-    """The same for perf/bpftrace stacks (function names, "[unknown]" unnamed): a frame of the
-    JVM's code is one perf shows as [unknown] or names from the perf map ("Interpreter", "L..."
-    Java names)."""
-    inside = named = 0
-    for frames, n in stacks:
-        java = [f for f in frames if f == "[unknown]" or f.startswith(("Interpreter", "L", "I ", "J "))
-                or "::" not in f and re.search(r"\w+\.\w+", f) and "(" in f]
-        if java:
-            inside += n
-            named += n if all(f != "[unknown]" for f in java) else 0
-    return inside, named
+def peer_named(unnamed_per_sample: list[tuple[bool, int]]) -> tuple[int, int]:
+    """(samples, those with no unnamed frame) for a peer: every sample of the fixture runs under
+    Java code, and neither perf nor bpftrace tells a JIT frame from any other unnamed one."""
+    return (sum(n for _, n in unnamed_per_sample),
+            sum(n for unnamed, n in unnamed_per_sample if not unnamed))
 
 
 def perf_stacks(a, pid: int) -> tuple[float, int, int, int]:
@@ -147,7 +141,8 @@ def perf_stacks(a, pid: int) -> tuple[float, int, int, int]:
     data.unlink()
     stacks = C.perf_script_stacks(text)
     share, samples = C.stack_share(stacks)
-    inside, named = peer_java(stacks)
+    blocks = [b for b in re.split(r"\n\s*\n", text) if b.strip()]
+    inside, named = peer_named([("[unknown]" in b, 1) for b in blocks])
     return share, samples, inside, named
 
 
@@ -167,7 +162,8 @@ def complete_and_named(a) -> dict:
         text = R.run(C.bpftrace_cmd(a, t.pid), timeout=a.seconds + 120).text("out")
         stacks = C.bpftrace_stacks(text)
         s, n = C.stack_share(stacks)
-        i, nm = peer_java(stacks)
+        i, nm = peer_named([("[unknown]" in body, int(k)) for body, k in
+                            re.findall(r"^@\[(.*?)\]: (\d+)$", text, re.M | re.S)])
         res["bpftrace"] = {"share": s, "samples": n, "in_java": i, "named": nm}
     R.log("  perf -g, the JVM started with -XX:+PreserveFramePointer and a perf map")
     with java_target(a, FLAGS, "JavaPaths") as t:
