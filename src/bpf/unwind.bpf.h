@@ -572,11 +572,16 @@ static __always_inline __u32 hs_partial_frame(struct unwind_scratch* s, __u64 pc
                                               __s64 frame_complete) {
   __u8 c[24]; /* c[8] is at pc */
   if (bpf_probe_read_user(c, sizeof(c), (const void*)(pc - 8))) return 0;
-  /* The prologue's own instructions, wherever the blob says its frame is complete (C1 may say
-   * so before its sub): sub rsp, imm8/imm32 or mov rbp, rsp: rbp is pushed; push rbp: not yet */
-  if (c[8] == 0x48 && (c[9] == 0x83 || c[9] == 0x81) && c[10] == 0xec) return 16;
-  if (c[8] == 0x48 && c[9] == 0x89 && c[10] == 0xe5) return 16;
+  /* The prologue's own instructions, wherever the blob says its frame is complete. Two forms:
+   * push rbp; sub rsp, N (C1, C2's bigger frames) and sub rsp, N; mov [rsp + N - 8], rbp (C2's
+   * small frames). At the sub, rbp is pushed only in the first; right after it, the frame is
+   * whole (its blob's size); at push rbp or before (stack bang), only the return address. */
+  if (c[8] == 0x48 && (c[9] == 0x83 || c[9] == 0x81) && c[10] == 0xec) return c[7] == 0x55 ? 16 : 8;
+  if (c[8] == 0x48 && c[9] == 0x89 && c[10] == 0xe5) return 16; /* mov rbp, rsp after push */
   if (c[8] == 0x55) return 8;
+  if ((c[4] == 0x48 && c[5] == 0x83 && c[6] == 0xec) ||
+      (c[1] == 0x48 && c[2] == 0x81 && c[3] == 0xec))
+    return 0;
   if (frame_complete > 0 && pc < code_begin + (__u64)frame_complete) return 8;
   if (c[8] == 0xc3) return 8;                                                     /* ret */
   if (c[8] == 0x5d && (c[9] == 0xc3 || c[16] == 0x0f || c[9] == 0x49)) return 16; /* pop rbp */

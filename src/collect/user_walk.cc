@@ -55,9 +55,12 @@ uint32_t hs_partial(const TargetMemory& mem, uint64_t pc, uint64_t code_begin,
                     int64_t frame_complete) {
   uint8_t c[24];
   if (!mem(pc - 8, c)) return 0;
-  if (c[8] == 0x48 && (c[9] == 0x83 || c[9] == 0x81) && c[10] == 0xec) return 16;
+  if (c[8] == 0x48 && (c[9] == 0x83 || c[9] == 0x81) && c[10] == 0xec) return c[7] == 0x55 ? 16 : 8;
   if (c[8] == 0x48 && c[9] == 0x89 && c[10] == 0xe5) return 16;
   if (c[8] == 0x55) return 8;
+  if ((c[4] == 0x48 && c[5] == 0x83 && c[6] == 0xec) ||
+      (c[1] == 0x48 && c[2] == 0x81 && c[3] == 0xec))
+    return 0;
   if (frame_complete > 0 && pc < code_begin + static_cast<uint64_t>(frame_complete)) return 8;
   if (c[8] == 0xc3) return 8;
   if (c[8] == 0x5d && (c[9] == 0xc3 || c[16] == 0x0f || c[9] == 0x49)) return 16;
