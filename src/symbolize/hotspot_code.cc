@@ -289,7 +289,7 @@ Result<HotspotBlob> read_hotspot_blob(const HotspotCodeLayout& l, const TargetMe
   if (!read(mem, addr, header)) header.clear();
   auto field_at = [&](uint64_t off, std::span<uint8_t> out) {
     if (off + out.size() <= header.size()) {
-      std::memcpy(out.data(), header.data() + off, out.size());
+      if (!out.empty()) std::memcpy(out.data(), header.data() + off, out.size());
       return true;
     }
     return read(mem, addr + off, out);
@@ -381,7 +381,8 @@ Result<HotspotBlob> read_hotspot_blob(const HotspotCodeLayout& l, const TargetMe
   auto meta = read_section(mem, addr, meta_at, meta_end, "metadata");
   if (!meta) return tl::unexpected(meta.error());
   b.metadata.resize(meta->size() / 8);
-  std::memcpy(b.metadata.data(), meta->data(), b.metadata.size() * 8);
+  if (!b.metadata.empty())  // an empty section's data() may be null
+    std::memcpy(b.metadata.data(), meta->data(), b.metadata.size() * 8);
   auto scopes = read_section(mem, addr, scopes_at, scopes_end, "scopes data");
   if (!scopes) return tl::unexpected(scopes.error());
   b.scopes = std::move(*scopes);

@@ -139,7 +139,9 @@ struct FakeJvm {
   int32_t pc_inner = 0x10, pc_outer = 0x20;  // PcDescs' pc offsets (from code begin)
 
   uint64_t at(uint64_t off) const { return base + off; }
-  void put(uint64_t off, const void* p, size_t n) { std::memcpy(storage.get() + off, p, n); }
+  void put(uint64_t off, const void* p, size_t n) {
+    if (n) std::memcpy(storage.get() + off, p, n);  // an empty vector's data() may be null
+  }
   template <typename T>
   void put_value(uint64_t off, T v) {
     put(off, &v, sizeof v);

@@ -352,16 +352,21 @@ pid_t sleep_as(const std::string& argv0, const std::string& cwd) {
   return child;
 }
 
-// Until the child has exec'd and its program is mapped: its exe is no longer ours, and its maps
-// show that exe's code. The exe changes early in exec, before the loader maps the program's
-// segments: a read in between finds no main object (it failed once in a fresh root).
+// Until the child has exec'd, its program is mapped and its arguments are set: its exe is no
+// longer ours, its maps show that exe's code, and its cmdline reads. exec changes the exe first,
+// maps the program's segments next and sets the arguments' bounds last (create_elf_tables): a
+// read in between finds no main object, or no argv[0] to name it by (both failed once in a fresh
+// root).
 bool wait_for_exec(pid_t pid) {
   for (int i = 0; i < 5000; ++i) {
     const std::string exe = read_link(fmt::format("/proc/{}/exe", pid));
     if (exe != read_link("/proc/self/exe")) {
+      bool mapped = false;
       std::ifstream maps(fmt::format("/proc/{}/maps", pid));
       for (std::string line; std::getline(maps, line);)
-        if (line.find(" r-xp ") != std::string::npos && line.ends_with(" " + exe)) return true;
+        mapped = mapped || (line.find(" r-xp ") != std::string::npos && line.ends_with(" " + exe));
+      std::ifstream cmdline(fmt::format("/proc/{}/cmdline", pid));
+      if (mapped && cmdline.get() != std::ifstream::traits_type::eof()) return true;
     }
     usleep(1000);
   }
