@@ -81,7 +81,8 @@ double complete_share(const std::string& err) {
 // The lines HugeMethod.interpreted's bytecodes are on, by javap.
 std::set<int> huge_method_lines() {
   std::set<int> lines;
-  for (auto [bci, line] : javap_lines("HugeMethod")["HugeMethod.interpreted"]) lines.insert(line);
+  const auto tables = javap_lines("HugeMethod");  // held: the loop below reads one of its values
+  for (auto [bci, line] : tables.at("HugeMethod.interpreted")) lines.insert(line);
   return lines;
 }
 
