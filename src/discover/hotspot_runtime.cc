@@ -28,19 +28,6 @@ std::string path_file_name(const std::string& path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
-std::set<pid_t> jvm_task_ids(pid_t pid) {
-  std::set<pid_t> tids;
-  std::string dir = fmt::format("/proc/{}/task", pid);
-  DIR* d = opendir(dir.c_str());
-  if (!d) return tids;
-  while (dirent* e = readdir(d)) {
-    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
-    tids.insert(static_cast<pid_t>(std::strtol(e->d_name, nullptr, 10)));
-  }
-  closedir(d);
-  return tids;
-}
-
 // Every field the walker reads, or the first one this JDK does not list.
 Result<hs_offsets> walker_offsets(const HotspotVmStructs& vm) {
   hs_offsets off{};
@@ -417,7 +404,7 @@ Result<void> validate_hotspot_runtime(const HotspotRuntime& rt, const TargetMemo
   auto threads = hotspot_threads(rt, mem);
   if (!threads) return tl::unexpected(threads.error());
   if (threads->empty()) return fail("{}: the JVM lists no Java thread: {}", rt.name(), misfit);
-  std::set<pid_t> tids = jvm_task_ids(rt.pid);
+  std::set<pid_t> tids = process_task_ids(rt.pid);
   const HotspotThread* stray = nullptr;
   size_t tasks = 0;
   for (const auto& t : *threads) {

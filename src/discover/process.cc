@@ -1,5 +1,6 @@
 #include "discover/process.h"
 
+#include <dirent.h>
 #include <sys/uio.h>
 
 #include <fcntl.h>
@@ -375,6 +376,19 @@ std::optional<uint64_t> load_bias(const MappedObject& o, const ElfFile& elf) {
   auto at = o.address_of_offset(text->offset);
   if (!at) return std::nullopt;
   return *at - text->addr;
+}
+
+std::set<pid_t> process_task_ids(pid_t pid) {
+  std::set<pid_t> tids;
+  std::string dir = fmt::format("/proc/{}/task", pid);
+  DIR* d = opendir(dir.c_str());
+  if (!d) return tids;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    tids.insert(static_cast<pid_t>(std::strtol(e->d_name, nullptr, 10)));
+  }
+  closedir(d);
+  return tids;
 }
 
 bool process_alive(pid_t pid) {

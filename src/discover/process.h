@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <string_view>
@@ -114,6 +115,8 @@ std::string started_path(pid_t pid, const MappedObject& main);
 
 // True if the process still exists (kill(pid, 0) or /proc/PID present).
 bool process_alive(pid_t pid);
+// Its threads' ids now (/proc/PID/task); empty when it is gone.
+std::set<pid_t> process_task_ids(pid_t pid);
 // True if it has exited, though its parent may not have reaped it yet (a zombie).
 bool process_exited(pid_t pid);
 // True if it has exited, or is exiting: its memory already released (/proc/PID/statm all zero),

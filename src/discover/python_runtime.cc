@@ -61,19 +61,6 @@ std::optional<PythonVersion> python_version_string(const ElfFile& elf,
 
 namespace {
 
-std::set<pid_t> process_tids(pid_t pid) {
-  std::set<pid_t> tids;
-  std::string dir = fmt::format("/proc/{}/task", pid);
-  DIR* d = opendir(dir.c_str());
-  if (!d) return tids;
-  while (dirent* e = readdir(d)) {
-    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
-    tids.insert(static_cast<pid_t>(std::strtol(e->d_name, nullptr, 10)));
-  }
-  closedir(d);
-  return tids;
-}
-
 template <class T>
 std::optional<T> read_value(const TargetMemory& mem, uint64_t addr) {
   T v{};
@@ -319,7 +306,7 @@ Result<void> validate_python_runtime(const PythonRuntime& rt, const TargetMemory
   if (threads->empty())
     return fail("{}: the main interpreter has no thread state (not initialized, or finalizing)",
                 rt.name());
-  std::set<pid_t> tids = process_tids(rt.pid);
+  std::set<pid_t> tids = process_task_ids(rt.pid);
   for (const auto& t : *threads) {
     if (!plausible_pointer(t.interp))
       return fail("{}: PyThreadState.interp reads {:#x}, not a pointer: {}", rt.name(), t.interp,
