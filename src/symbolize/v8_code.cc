@@ -84,12 +84,23 @@ Result<void> string_into(const V8Layout& l, const TargetMemory& mem, uint64_t ta
     if (!parent || !offset || !is_smi(*offset) ||
         !mem(addr + l.string_length, {reinterpret_cast<uint8_t*>(&length), 4}) || length < 0)
       return fail("cannot read the sliced string at {:#x}", tagged);
+    // V8 slices only flat (sequential or external) strings, at offsets inside them: anything
+    // else is not a string we are reading, and would make us read the parent without bound.
+    const int64_t from = smi_value(*offset);
+    if (from < 0 || static_cast<uint64_t>(from) > kMaxSource)
+      return fail("the sliced string at {:#x} starts at {} in its parent", tagged, from);
+    auto parent_type = type_of(l, mem, *parent);
+    if (!parent_type || (*parent_type & l.representation_mask) == l.cons_tag ||
+        (*parent_type & l.representation_mask) == l.sliced_tag ||
+        (*parent_type & l.representation_mask) == l.thin_tag)
+      return fail("the sliced string at {:#x} has no flat parent", tagged);
+    const size_t take = std::min<size_t>(length, max - std::min(max, out.size()));
     std::string whole;
-    if (auto r = string_into(l, mem, *parent, whole, max + smi_value(*offset), depth + 1, budget);
+    if (auto r = string_into(l, mem, *parent, whole, static_cast<size_t>(from) + take, depth + 1,
+                             budget);
         !r)
       return r;
-    const size_t from = std::min<size_t>(whole.size(), smi_value(*offset));
-    out += whole.substr(from, std::min<size_t>(length, max - std::min(max, out.size())));
+    out += whole.substr(std::min<size_t>(whole.size(), from), take);
     return {};
   }
   if (repr != l.seq_tag)

@@ -129,8 +129,13 @@ inline HotspotVmStructs fake_vmstructs_25(uint64_t base) {
 // The image: every structure at a fixed offset in one 16-byte aligned buffer.
 struct FakeJvm {
   static constexpr size_t kSize = 1 << 16;
-  std::unique_ptr<uint8_t[]> storage{new (std::align_val_t{64}) uint8_t[kSize]()};
-  uint64_t base = reinterpret_cast<uint64_t>(storage.get());
+  // An over-aligned type, so that new and delete agree on the alignment (ASan checks they do).
+  struct alignas(64) Image {
+    uint8_t bytes[kSize];
+  };
+  std::unique_ptr<Image> image = std::make_unique<Image>();  // zeroed
+  uint8_t* data = image->bytes;
+  uint64_t base = reinterpret_cast<uint64_t>(data);
   size_t reads = 0;
 
   // Where things are (offsets in the buffer).
@@ -140,7 +145,7 @@ struct FakeJvm {
 
   uint64_t at(uint64_t off) const { return base + off; }
   void put(uint64_t off, const void* p, size_t n) {
-    if (n) std::memcpy(storage.get() + off, p, n);  // an empty vector's data() may be null
+    if (n) std::memcpy(data + off, p, n);  // an empty vector's data() may be null
   }
   template <typename T>
   void put_value(uint64_t off, T v) {
@@ -158,7 +163,7 @@ struct FakeJvm {
     return [this](uint64_t addr, std::span<uint8_t> out) {
       ++reads;
       if (addr < base || addr - base + out.size() > kSize) return false;
-      std::memcpy(out.data(), storage.get() + (addr - base), out.size());
+      std::memcpy(out.data(), data + (addr - base), out.size());
       return true;
     };
   }

@@ -251,6 +251,20 @@ TEST(v8_code, strings_of_every_representation_but_external) {
   h.t.word(sliced + 16, hello);
   h.t.word(sliced + 24, FakeHeap::smi(6));
   EXPECT_EQ(*read_v8_string(h.l, h.t.memory(), FakeHeap::tagged(sliced)), "world");
+  // A slice of a slice, or one starting 1 GiB into its parent, is no string V8 makes: refused
+  // (the fuzzer's slice at 2^30 had us allocate 2 GiB for its parent).
+  uint64_t nested = h.object(8 | 3, 32);
+  h.t.word(nested + 12, 2, 4);
+  h.t.word(nested + 16, FakeHeap::tagged(sliced));
+  h.t.word(nested + 24, FakeHeap::smi(1));
+  auto n = read_v8_string(h.l, h.t.memory(), FakeHeap::tagged(nested));
+  ASSERT_FALSE(n);
+  EXPECT_NE(n.error().message.find("no flat parent"), std::string::npos) << n.error().message;
+  h.t.word(sliced + 24, FakeHeap::smi(1 << 30));
+  auto far = read_v8_string(h.l, h.t.memory(), FakeHeap::tagged(sliced));
+  ASSERT_FALSE(far);
+  EXPECT_NE(far.error().message.find("starts at 1073741824"), std::string::npos)
+      << far.error().message;
   // Thin: the string it forwards to.
   uint64_t thin = h.object(8 | 5, 24);
   h.t.word(thin + 16, hello);
