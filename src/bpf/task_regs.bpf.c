@@ -22,7 +22,9 @@ int dump_task(struct bpf_iter__task* ctx) {
   r.on_cpu = task->on_cpu;
   __builtin_memcpy(r.comm, task->comm, sizeof(r.comm));
   struct pt_regs* regs = (struct pt_regs*)bpf_task_pt_regs(task);
-  if (regs && task->mm) {
+  /* mm only as a value (is the thread still a user thread?): a probe read, not a pointer the
+   * verifier types, which would make it search the kernel's BTF for the field's trust. */
+  if (regs && BPF_CORE_READ(task, mm)) {
     r.ip = BPF_CORE_READ(regs, ip);
     r.sp = BPF_CORE_READ(regs, sp);
     r.bp = BPF_CORE_READ(regs, bp);

@@ -21,7 +21,14 @@ Result<std::vector<ThreadRegs>> read_thread_regs(pid_t pid) {
   if (auto r = object->set_rodata("target_tgid", static_cast<uint32_t>(pid)); !r)
     return tl::unexpected(r.error());
   if (auto r = object->load(); !r) return tl::unexpected(r.error());
-  bpf_link* link = bpf_program__attach_iter(object->program("dump_task"), nullptr);
+  // Only the process's own threads (Linux 6.1+), not every task of the system; an older kernel
+  // refuses the filter, and the program's own check on the tgid does the same work.
+  union bpf_iter_link_info info = {};
+  info.task.pid = static_cast<uint32_t>(pid);
+  LIBBPF_OPTS(bpf_iter_attach_opts, opts, .link_info = &info, .link_info_len = sizeof info);
+  bpf_link* link = bpf_program__attach_iter(object->program("dump_task"), &opts);
+  if (link == nullptr && errno == EINVAL)
+    link = bpf_program__attach_iter(object->program("dump_task"), nullptr);
   if (link == nullptr)
     return fail_errno(errno, "cannot attach the task iterator: {}", std::strerror(errno));
   UniqueFd iter(bpf_iter_create(bpf_link__fd(link)));

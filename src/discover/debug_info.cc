@@ -178,7 +178,7 @@ Result<std::unique_ptr<DebugInfo>> DebugInfo::open(const ElfFile& elf,
   return std::unique_ptr<DebugInfo>(new DebugInfo(std::move(impl)));
 }
 
-std::vector<ElfSymbol> DebugInfo::symbols() {
+std::vector<ElfSymbol> DebugInfo::symbols(bool functions_only) {
   std::vector<ElfSymbol> out;
   const int n = dwfl_module_getsymtab(impl_->module);
   if (n <= 0) return out;
@@ -187,7 +187,7 @@ std::vector<ElfSymbol> DebugInfo::symbols() {
   const SymbolSource own =
       has_section(main, SHT_SYMTAB) ? SymbolSource::Symtab : SymbolSource::Dynsym;
   std::optional<SymbolSource> external;
-  out.reserve(static_cast<size_t>(n));
+  if (!functions_only) out.reserve(static_cast<size_t>(n));
   for (int i = 1; i < n; ++i) {
     GElf_Sym sym;
     GElf_Addr addr;
@@ -196,12 +196,15 @@ std::vector<ElfSymbol> DebugInfo::symbols() {
     Dwarf_Addr bias;
     const char* name = dwfl_module_getsym_info(impl_->module, i, &sym, &addr, &shndx, &from, &bias);
     if (name == nullptr || *name == '\0') continue;
+    const SymbolKind kind = symbol_kind(sym.st_info);
+    if (functions_only && kind != SymbolKind::Function && kind != SymbolKind::IndirectFunction)
+      continue;
     ElfSymbol s;
     s.name = name;
     s.addr = addr - main_bias;
     s.size = sym.st_size;
     s.binding = symbol_binding(sym.st_info);
-    s.kind = symbol_kind(sym.st_info);
+    s.kind = kind;
     s.defined = shndx != SHN_UNDEF;
     if (from == main) {
       s.source = own;

@@ -42,9 +42,10 @@ int source_rank(SymbolSource s) {
 // labels (e.g. cold parts, local aliases) inside a function.
 constexpr size_t kMaxContainingScan = 64;
 
-void collect(const ElfFile& owner, const std::vector<ElfSymbol>& symbols,
+// Takes the names out of `symbols` (a table read for this load alone).
+void collect(const ElfFile& owner, std::vector<ElfSymbol>&& symbols,
              std::optional<SymbolSource> force_source, std::vector<FunctionSymbol>& out) {
-  for (const auto& s : symbols) {
+  for (auto& s : symbols) {
     bool function = s.kind == SymbolKind::Function || s.kind == SymbolKind::IndirectFunction;
     if (!s.defined || !function || s.addr == 0 || s.name.empty()) continue;
     // Addresses always map through the object being traced: a debug file's own segments may
@@ -52,7 +53,7 @@ void collect(const ElfFile& owner, const std::vector<ElfSymbol>& symbols,
     auto offset = owner.vaddr_to_offset(s.addr);
     if (!offset) continue;
     FunctionSymbol f;
-    f.name = s.name;
+    f.name = std::move(s.name);
     f.addr = s.addr;
     f.offset = *offset;
     f.size = s.size;
@@ -274,22 +275,33 @@ Result<SymbolTable> SymbolTable::load(const ElfFile& elf, DebugInfo* debug) {
 Result<SymbolTable> SymbolTable::load(const ElfFile& elf, DebugInfo* debug, const GoPclntab* go) {
   auto own = elf.symbols();
   if (!own) return tl::unexpected(own.error());
-  std::vector<FunctionSymbol> all;
-  collect(elf, *own, std::nullopt, all);
+  const bool own_symtab = has_own_symtab(elf);
   // Without a .symtab, libdwfl's table is a debug file's, or .dynsym merged with MiniDebugInfo;
   // each symbol says which. A broken debug file or .gnu_debugdata yields none, never an error:
   // it must not hide the symbols the object itself has.
-  if (debug != nullptr && !has_own_symtab(elf)) collect(elf, debug->symbols(), std::nullopt, all);
+  std::vector<ElfSymbol> external;
+  if (debug != nullptr && !own_symtab) external = debug->symbols(true);
+  std::vector<FunctionSymbol> all;
+  all.reserve(own->size() + external.size());
+  collect(elf, std::move(*own), std::nullopt, all);
+  collect(elf, std::move(external), std::nullopt, all);
   // A stripped Go program (-ldflags='-s -w') still has its own function table.
-  if (go && !has_own_symtab(elf)) collect_go(elf, *go, all);
+  if (go && !own_symtab) collect_go(elf, *go, all);
 
-  std::sort(all.begin(), all.end(), [](const FunctionSymbol& a, const FunctionSymbol& b) {
+  // Sorted by index, not in place: a FunctionSymbol is three strings, and moving tens of
+  // thousands of them through a sort cost more than the rest of the load (libc's and python's
+  // debug files: `uscope dump` loads both).
+  std::vector<uint32_t> order(all.size());
+  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&all](uint32_t x, uint32_t y) {
+    const FunctionSymbol &a = all[x], &b = all[y];
     return std::forward_as_tuple(a.addr, a.name, source_rank(a.source)) <
            std::forward_as_tuple(b.addr, b.name, source_rank(b.source));
   });
   SymbolTable t;
   t.functions_.reserve(all.size());
-  for (auto& f : all) {
+  for (uint32_t i : order) {
+    FunctionSymbol& f = all[i];
     if (!t.functions_.empty() && t.functions_.back().addr == f.addr &&
         t.functions_.back().name == f.name) {
       // Some tables record a size of 0 (assembly without .size); keep whichever knows it.
