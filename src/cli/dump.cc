@@ -9,7 +9,6 @@
 
 #include <iterator>
 
-#include <future>
 #include <map>
 #include <optional>
 
@@ -48,9 +47,9 @@ int run_dump(const DumpOptions& o) {
   if (o.pid <= 0) return report_error("uscope dump needs a process: -p PID", kExitUsage);
   auto process = Process::open(o.pid);
   if (!process) return report_error(process.error().message);
-  // Loading the task iterator (libbpf parses the kernel's BTF, the kernel verifies the program)
-  // costs about what finding the Python or Java runtime does: the two run side by side.
-  auto reading_threads = std::async(std::launch::async, read_thread_regs, o.pid);
+  auto threads = read_thread_regs(o.pid);
+  if (!threads) return report_error(threads.error().message);
+  if (threads->empty()) return report_error(fmt::format("process {} has exited", o.pid));
 
   const TargetMemory mem = process_target_memory(o.pid);
   std::optional<PythonRuntime> python;
@@ -95,10 +94,6 @@ int run_dump(const DumpOptions& o) {
         for (HotspotThread& t : *list) java_threads[t.tid] = std::move(t);
     }
   }
-
-  auto threads = reading_threads.get();
-  if (!threads) return report_error(threads.error().message);
-  if (threads->empty()) return report_error(fmt::format("process {} has exited", o.pid));
 
   std::string text;  // written at once: a dump is read whole
   auto out = std::back_inserter(text);

@@ -1,39 +1,39 @@
 #include "collect/thread_regs.h"
 
 #include <bpf/bpf.h>
-#include <bpf/libbpf.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <memory>
 
-#include "attach/bpf_loader.h"
 #include "bpf/task_regs.h"
-#include "task_regs.skel.h"
+#include "collect/task_regs_loader.h"
 #include "util/unique_fd.h"
 
 namespace uscope {
 
 Result<std::vector<ThreadRegs>> read_thread_regs(pid_t pid) {
-  auto object = BpfObject::open(task_regs__open, task_regs__destroy, "the thread reader");
-  if (!object) return tl::unexpected(object.error());
-  if (auto r = object->set_rodata("target_tgid", static_cast<uint32_t>(pid)); !r)
-    return tl::unexpected(r.error());
-  if (auto r = object->load(); !r) return tl::unexpected(r.error());
+  task_regs* raw = nullptr;
+  if (int err = task_regs_load(static_cast<uint32_t>(pid), &raw); err < 0)
+    return fail_errno(-err, "cannot load the thread reader (a BPF task iterator): {}",
+                      std::strerror(-err));
+  std::unique_ptr<task_regs, decltype(&task_regs_unload)> skel(raw, task_regs_unload);
   // Only the process's own threads (Linux 6.1+), not every task of the system; an older kernel
   // refuses the filter, and the program's own check on the tgid does the same work.
   union bpf_iter_link_info info = {};
   info.task.pid = static_cast<uint32_t>(pid);
-  LIBBPF_OPTS(bpf_iter_attach_opts, opts, .link_info = &info, .link_info_len = sizeof info);
-  bpf_link* link = bpf_program__attach_iter(object->program("dump_task"), &opts);
-  if (link == nullptr && errno == EINVAL)
-    link = bpf_program__attach_iter(object->program("dump_task"), nullptr);
-  if (link == nullptr)
+  LIBBPF_OPTS(bpf_link_create_opts, opts, .iter_info = &info, .iter_info_len = sizeof info);
+  const int program = task_regs_program_fd(skel.get());
+  UniqueFd link(bpf_link_create(program, 0, BPF_TRACE_ITER, &opts));
+  if (link.get() < 0 && errno == EINVAL)
+    link = UniqueFd(bpf_link_create(program, 0, BPF_TRACE_ITER, nullptr));
+  if (link.get() < 0)
     return fail_errno(errno, "cannot attach the task iterator: {}", std::strerror(errno));
-  UniqueFd iter(bpf_iter_create(bpf_link__fd(link)));
+  UniqueFd iter(bpf_iter_create(link.get()));
   const int err = errno;
-  bpf_link__destroy(link);  // the iterator's fd keeps what it reads alive
+  link = UniqueFd();  // the iterator's fd keeps what it reads alive
   if (iter.get() < 0)
     return fail_errno(err, "cannot open the task iterator: {}", std::strerror(err));
   std::vector<ThreadRegs> out;
