@@ -10,7 +10,7 @@
 #include "cli/command.h"
 #include "cli/session.h"
 #include "collect/event_decoder.h"
-#include "collect/http_red.h"
+#include "model/http_red.h"
 #include "collect/trace_program.h"
 #include "discover/go_types.h"
 #include "plan/http_plan.h"

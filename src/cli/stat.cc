@@ -13,7 +13,7 @@
 #include "cli/command.h"
 #include "cli/session.h"
 #include "collect/go_goroutines.h"
-#include "collect/go_stat.h"
+#include "model/go_stat.h"
 #include "collect/hit_counts.h"
 #include "collect/trace_program.h"
 #include "discover/process.h"

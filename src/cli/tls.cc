@@ -13,7 +13,7 @@
 #include "cli/session.h"
 #include "collect/event_decoder.h"
 #include "collect/tls_peers.h"
-#include "collect/tls_records.h"
+#include "model/tls_records.h"
 #include "collect/trace_program.h"
 #include "discover/go_types.h"
 #include "plan/tls_plan.h"

@@ -7,7 +7,7 @@
 #include <span>
 
 #include "bpf/trace.h"
-#include "collect/decoded_event.h"
+#include "model/decoded_event.h"
 #include "plan/planner.h"
 
 namespace uscope {

@@ -4,7 +4,7 @@
 #include <string>
 #include <string_view>
 
-#include "collect/go_stat.h"
+#include "model/go_stat.h"
 
 namespace uscope {
 

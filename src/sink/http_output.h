@@ -4,7 +4,7 @@
 #include <string>
 #include <string_view>
 
-#include "collect/http_red.h"
+#include "model/http_red.h"
 
 namespace uscope {
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "collect/tls_records.h"
+#include "model/tls_records.h"
 
 namespace uscope {
 
