@@ -3,15 +3,12 @@
 #include <fmt/core.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <memory>
-#include <optional>
 
 #include "cli/aggregate_run.h"
 #include "cli/command.h"
+#include "cli/count_job.h"
 #include "cli/session.h"
-#include "collect/hit_counts.h"
-#include "collect/overhead_meter.h"
 #include "plan/aggregate_plan.h"
 #include "sink/aggregate_output.h"
 #include "sink/overhead_output.h"
@@ -81,71 +78,11 @@ int run_count(const CountOptions& o) {
       fmt::print(stderr, "uscope: {} not counted: {}\n", s.label, s.why);
   }
   if (plan->sites.empty()) return report_error("no probeable site among the matches");
-  std::vector<AttachSite> sites;
-  for (const auto& s : plan->sites) sites.push_back(s.attach);
-
-  OverheadMeter meter((*session)->watch_pid(), o.session.verbose);
-  auto t0 = std::chrono::steady_clock::now();
-  auto counts = HitCounts::attach(sites, (*session)->target_filter(), !o.session.no_multi, true);
-  if (!counts)
-    return report_error((*session)->explain_attach_failure(counts.error(), sites).message);
-  auto attach_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0);
-  size_t unprobeable = plan->skipped.size() + counts->refused().size();
-  if (o.session.verbose)
-    for (const auto& r : counts->refused())
-      fmt::print(stderr, "uscope: {} not counted: {}\n", plan->sites[r.site.cookie].label,
-                 r.error.message);
-  fmt::print(stderr,
-             "uscope: counting {} sites{} (attached in {:.1f} ms through {} {}); Ctrl-C "
-             "to stop\n",
-             sites.size() - counts->refused().size(),
-             unprobeable ? fmt::format(", {} unprobeable skipped", unprobeable) : "",
-             attach_ms.count(), counts->link_count(),
-             counts->used_multi() ? "uprobe_multi links" : "links");
-
-  if (auto r = (*session)->start(); !r) return report_error(r.error().message);
-  meter.start();
-
-  // A counter map that cannot be read is an error, never a row of zeros.
-  std::optional<Error> read_error;
-  OutputBuffer out(output->fd());
-  uint64_t tables_not_written = 0;
-  auto print = [&] {
-    auto values = counts->read();
-    if (!values) {
-      read_error = values.error();
-      return;
-    }
-    std::vector<CountRow> rows;
-    for (const auto& s : plan->sites)
-      rows.push_back({s.label, s.object, (*values)[s.attach.cookie]});
-    if (!append_printed(out, [&](std::FILE* f) { print_counts(rows, output->format, f); }))
-      ++tables_not_written;
-  };
-  EventLoop::Callbacks cb;
-  cb.interval = print;
-  cb.output = &out;
-  cb.done = [&] {
-    meter.sample();
-    return read_error.has_value();
-  };
-  StopReason why = (*session)->run(cb);
-  if (!read_error) print();
-  counts->detach();
-  finish_output(out, tables_not_written);
-  if (read_error) return report_error("cannot read the hit counters: " + read_error->message);
-  if (!output->json()) fmt::print(stderr, "uscope: {}\n", describe(why));
-  if (auto hits = counts->read()) {
-    std::vector<OverheadSite> costed;
-    for (const auto& s : plan->sites)
-      costed.push_back(
-          overhead_site(s.attach, s.label, s.placement.cost.cost, (*hits)[s.attach.cookie]));
-    print_overhead(
-        meter.finish(std::move(costed), counts->program_fds(),
-                     measured_hit_costs().counter_program_ns, (*session)->reaped_target_cpu_time()),
-        output->format, o.session.verbose, stderr);
-  }
-  return kExitOk;
+  TableOutput out(*output);
+  CountJob job(**session, o.session, *plan, [&](std::vector<CountRow> rows) {
+    out.append([&](std::FILE* f) { print_counts(std::move(rows), out.format(), f); });
+  });
+  return run_job(**session, job, out, o.session.verbose);
 }
 
 }  // namespace

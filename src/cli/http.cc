@@ -10,9 +10,9 @@
 #include "cli/command.h"
 #include "cli/session.h"
 #include "collect/event_decoder.h"
-#include "collect/http_red.h"
 #include "collect/trace_program.h"
 #include "discover/go_types.h"
+#include "model/http_red.h"
 #include "plan/http_plan.h"
 #include "sink/http_output.h"
 #include "util/output_buffer.h"
@@ -63,6 +63,7 @@ int run_http(const HttpCommandOptions& o) {
   }
 
   OutputBuffer out(output->fd());
+  const HttpSink sink = http_sink(output->format);
   EventDecoder decoder(plan->trace);
   HttpRed red;
   DecodedEvent decoded;
@@ -85,10 +86,10 @@ int run_http(const HttpCommandOptions& o) {
       ++output_dropped;
       return;
     }
-    out.append(output->json() ? http_json_line(*x) : http_text_line(*x));
+    out.append(sink.line(*x));
   };
   if (auto r = program->open_events(on_event); !r) return report_error(r.error().message);
-  if (!output->json()) out.append(http_text_header());
+  if (!sink.header.empty()) out.append(sink.header);
   if (auto r = (*session)->start(); !r) return report_error(r.error().message);
 
   std::optional<Error> read_error;
@@ -102,8 +103,7 @@ int run_http(const HttpCommandOptions& o) {
   losses.status_unknown = status_unknown;
   const std::string stop = describe(why);
   // The summary is what -d asks for: on the output, after the lines.
-  out.append(output->json() ? http_json_summary(red, losses, stop)
-                            : http_text_summary(red, losses, stop));
+  out.append(sink.summary(red, losses, stop));
   finish_event_output(why, out);
   return kExitOk;
 }

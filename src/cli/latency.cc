@@ -4,15 +4,12 @@
 #include <fmt/core.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <memory>
-#include <optional>
 
 #include "cli/aggregate_run.h"
 #include "cli/command.h"
+#include "cli/latency_job.h"
 #include "cli/session.h"
-#include "collect/overhead_meter.h"
-#include "collect/trace_program.h"
 #include "plan/aggregate_plan.h"
 #include "sink/aggregate_output.h"
 #include "sink/overhead_output.h"
@@ -69,90 +66,13 @@ int run_latency(const LatencyOptions& o) {
   if (!plan) return report_error(plan.error().message);
   announce_plan(**session, cache, plan->sites);
   if (o.session.verbose) print_sites(plan->sites);
-  std::vector<AttachSite> sites;
-  for (const auto& s : plan->sites) sites.push_back(s.attach);
-  OverheadMeter meter((*session)->watch_pid(), o.session.verbose);
-  auto program =
-      TraceProgram::load(plan->recipes, (*session)->target_filter(), !o.session.no_multi);
-  if (!program) return report_error(program.error().message);
-  if (auto r = program->attach(sites, true); !r)
-    return report_error((*session)->explain_attach_failure(r.error(), sites).message);
-  // A function with either half refused cannot be timed: leave it out and say so.
-  std::vector<bool> refused(plan->functions.size());
-  for (const auto& r : program->refused()) {
-    const PlannedSite& s = plan->sites[r.site.cookie];
-    refused[s.probe] = true;
-    fmt::print(stderr, "uscope: {} not timed: {}\n", s.label, r.error.message);
-  }
-  fmt::print(stderr, "uscope: timing {} functions; Ctrl-C to stop\n",
-             std::count(refused.begin(), refused.end(), false));
-
-  if (auto r = (*session)->start(); !r) return report_error(r.error().message);
-  meter.start();
-
-  // A counter or histogram that cannot be read is an error, never zeros.
-  std::optional<Error> read_error;
-  OutputBuffer out(output->fd());
-  uint64_t tables_not_written = 0;
-  auto print = [&] {
-    auto counters = program->counters();
-    if (!counters) {
-      read_error = counters.error();
-      return;
-    }
-    std::vector<LatencyRow> rows;
-    for (uint32_t k = 0; k < plan->functions.size(); ++k) {
-      const auto& f = plan->functions[k];
-      const auto& entry = (*counters)[f.entry_cookie];
-      // Go functions return through several RET sites: their counters and histograms add up.
-      uint64_t ret_hits = 0, matched = 0, no_entry = 0;
-      std::vector<uint64_t> hist;
-      for (uint64_t cookie : f.return_cookies) {
-        const auto& ret = (*counters)[cookie];
-        ret_hits += ret.hits;
-        matched += ret.matched;
-        no_entry += ret.no_entry;
-        auto h = program->histogram(static_cast<uint32_t>(cookie));
-        if (!h) {
-          read_error = h.error();
-          return;
-        }
-        if (hist.size() < h->size()) hist.resize(h->size());
-        for (size_t i = 0; i < h->size(); ++i) hist[i] += (*h)[i];
-      }
-      if (refused[k] || (entry.hits == 0 && ret_hits == 0)) continue;
-      rows.push_back({f.label, f.object, std::move(hist), entry.hits, matched, no_entry,
-                      entry.entry_repeated, entry.entry_save_failed});
-    }
-    if (!append_printed(out, [&](std::FILE* f) {
-          for (const auto& row : rows) print_latency(row, output->format, f);
-        }))
-      ++tables_not_written;
-  };
-  EventLoop::Callbacks cb;
-  cb.interval = print;
-  cb.output = &out;
-  cb.done = [&] {
-    meter.sample();
-    return read_error.has_value();
-  };
-  StopReason why = (*session)->run(cb);
-  program->detach();
-  if (!read_error) print();
-  finish_output(out, tables_not_written);
-  if (read_error) return report_error("cannot read the latency counters: " + read_error->message);
-  if (!output->json()) fmt::print(stderr, "uscope: {}\n", describe(why));
-  if (auto counters = program->counters()) {
-    std::vector<OverheadSite> costed;
-    for (const auto& s : plan->sites)
-      costed.push_back(overhead_site(s.attach, s.label, s.placement.cost.cost,
-                                     (*counters)[s.attach.cookie].hits));
-    print_overhead(
-        meter.finish(std::move(costed), program->program_fds(),
-                     measured_hit_costs().trace_program_ns, (*session)->reaped_target_cpu_time()),
-        output->format, o.session.verbose, stderr);
-  }
-  return kExitOk;
+  TableOutput out(*output);
+  LatencyJob job(**session, o.session, *plan, [&](std::vector<LatencyRow> rows) {
+    out.append([&](std::FILE* f) {
+      for (const auto& row : rows) print_latency(row, out.format(), f);
+    });
+  });
+  return run_job(**session, job, out, o.session.verbose);
 }
 
 }  // namespace

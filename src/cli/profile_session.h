@@ -20,7 +20,7 @@
 #include "collect/exit_maps.h"
 #include "collect/profile_program.h"
 #include "collect/unwind_follower.h"
-#include "sink/profile.h"
+#include "model/profile.h"
 #include "symbolize/kernel_symbols.h"
 #include "symbolize/symbolizer.h"
 #include "util/result.h"

@@ -17,7 +17,7 @@
 #include "cli/output_options.h"
 #include "collect/event_decoder.h"
 #include "collect/event_loop.h"
-#include "collect/event_losses.h"
+#include "model/event_losses.h"
 #include "collect/trace_program.h"
 #include "discover/launched_command.h"
 #include "discover/process.h"

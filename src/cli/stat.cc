@@ -13,10 +13,10 @@
 #include "cli/command.h"
 #include "cli/session.h"
 #include "collect/go_goroutines.h"
-#include "collect/go_stat.h"
 #include "collect/hit_counts.h"
 #include "collect/trace_program.h"
 #include "discover/process.h"
+#include "model/go_stat.h"
 #include "plan/go_stat_plan.h"
 #include "sink/go_stat_output.h"
 #include "util/output_buffer.h"
@@ -135,6 +135,7 @@ int run_stat(const StatOptions& o) {
   };
 
   OutputBuffer out(output->fd());
+  const GoStatSink sink = go_stat_sink(output->format);
   uint64_t lines_not_written = 0;
   auto emit = [&](const std::string& text) {
     if (!out.has_room()) {
@@ -153,9 +154,9 @@ int run_stat(const StatOptions& o) {
     interval_start = now;
     auto i = stats.end_interval(*t, census(target_gone), seconds);
     const std::string at = clock_now();
-    emit(output->json() ? go_stat_json_line(i, at) : go_stat_text_line(i, at));
+    emit(sink.line(i, at));
   };
-  if (!output->json()) emit(go_stat_text_header());
+  if (!sink.header.empty()) emit(sink.header);
   if (auto r = (*session)->start(); !r) return report_error(r.error().message);
   interval_start = clock::now();
 
@@ -190,8 +191,7 @@ int run_stat(const StatOptions& o) {
   losses.unmatched_starts = stats.unmatched_starts();
   losses.open_pauses = stats.open_pauses();
   GoStatSummary about{plan->object, plan->go_version, describe(why), plan->no_goroutines};
-  emit(output->json() ? go_stat_json_summary(stats, losses, about)
-                      : go_stat_text_summary(stats, losses, about));
+  emit(sink.summary(stats, losses, about));
   finish_output(out, lines_not_written);
   return kExitOk;
 }

@@ -13,9 +13,9 @@
 #include "cli/session.h"
 #include "collect/event_decoder.h"
 #include "collect/tls_peers.h"
-#include "collect/tls_records.h"
 #include "collect/trace_program.h"
 #include "discover/go_types.h"
+#include "model/tls_records.h"
 #include "plan/tls_plan.h"
 #include "sink/tls_output.h"
 #include "util/names.h"
@@ -88,6 +88,7 @@ int run_tls(const TlsCommandOptions& o) {
   }
 
   OutputBuffer out(output->fd());
+  const TlsSink sink = tls_sink(output->format);
   EventDecoder decoder(plan->trace);
   TlsPeers peers;
   TlsTotals totals;
@@ -118,10 +119,10 @@ int run_tls(const TlsCommandOptions& o) {
       ++output_dropped;
       return;
     }
-    out.append(output->json() ? tls_json_record(record, render) : tls_text_record(record, render));
+    out.append(sink.line(record, render));
   };
   if (auto r = program->open_events(on_event); !r) return report_error(r.error().message);
-  if (!output->json()) out.append(tls_text_header());
+  if (!sink.header.empty()) out.append(sink.header);
   if (auto r = (*session)->start(); !r) return report_error(r.error().message);
 
   std::optional<Error> read_error;
@@ -132,8 +133,7 @@ int run_tls(const TlsCommandOptions& o) {
   losses.malformed += not_tls;
   losses.output_dropped += output_dropped;
   const std::string stop = describe(why);
-  out.append(output->json() ? tls_json_summary(totals, losses, stop)
-                            : tls_text_summary(totals, losses, stop));
+  out.append(sink.summary(totals, losses, stop));
   finish_event_output(why, out);
   return kExitOk;
 }

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "cli/exit_symbolizer.h"
-#include "collect/decoded_event.h"
+#include "model/decoded_event.h"
 #include "plan/planner.h"
 #include "sink/trace_output.h"
 #include "symbolize/kernel_symbols.h"

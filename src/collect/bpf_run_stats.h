@@ -10,15 +10,11 @@
 #include <cstdint>
 #include <span>
 
+#include "model/bpf_run_time.h"
 #include "util/result.h"
 #include "util/unique_fd.h"
 
 namespace uscope {
-
-struct BpfRunTime {
-  uint64_t run_time_ns = 0;  // summed over the programs, since stats were on
-  uint64_t run_count = 0;
-};
 
 class BpfStatsSwitch {
  public:

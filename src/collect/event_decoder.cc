@@ -9,23 +9,9 @@
 #include <fmt/format.h>
 
 #include "discover/go_types.h"
+#include "plan/payload_wire.h"
 
 namespace uscope {
-
-namespace {
-
-constexpr uint32_t kKnownStrBits =
-    TRACE_STR_DEFERRED | TRACE_STR_EXACT | TRACE_STR_TRUNCATED | TRACE_STR_LEN_MASK;
-
-template <typename T>
-bool take(std::span<const uint8_t> data, size_t& pos, T& v) {
-  if (data.size() - pos < sizeof(T)) return false;
-  std::memcpy(&v, data.data() + pos, sizeof(T));
-  pos += sizeof(T);
-  return true;
-}
-
-}  // namespace
 
 bool EventDecoder::decode(const uscope_event& header, std::span<const uint8_t> payload,
                           DecodedEvent& out) {
@@ -70,7 +56,7 @@ bool EventDecoder::decode(const uscope_event& header, std::span<const uint8_t> p
 bool EventDecoder::decode_fields(const ProbePlan& probe, std::span<const uint8_t> data,
                                  DecodedEvent& out, bool& late_cut) {
   if (out.values.size() < probe.fields.size()) out.values.resize(probe.fields.size());
-  size_t pos = 0;
+  PayloadReader reader(data);
   for (const auto& f : probe.fields) {
     DecodedValue& v = out.values[out.n_values];
     v.is_string = f.kind == OutputField::Kind::String;
@@ -81,50 +67,43 @@ bool EventDecoder::decode_fields(const ProbePlan& probe, std::span<const uint8_t
     const auto pid = static_cast<pid_t>(out.header.tgid);
     if (f.kind == OutputField::Kind::GoValue || f.kind == OutputField::Kind::GoValues) {
       v.is_string = true;
-      if (!take_go_values(data, pos, pid, f.kind == OutputField::Kind::GoValues, v, late_cut))
+      if (!take_go_values(reader, pid, f.kind == OutputField::Kind::GoValues, v, late_cut))
         return false;
       ++out.n_values;
       continue;
     }
     if (!v.is_string) {
-      if (!take(data, pos, v.number)) return false;
+      if (!reader.value(v.number)) return false;
       ++out.n_values;
       continue;
     }
-    if (!take_string(data, pos, pid, v, late_cut)) return false;
+    if (!take_string(reader, pid, v, late_cut)) return false;
     ++out.n_values;
   }
-  return pos == data.size();
+  return reader.at_end();
 }
 
-bool EventDecoder::take_string(std::span<const uint8_t> data, size_t& pos, pid_t pid,
-                               DecodedValue& v, bool& late_cut) {
-  uint32_t word = 0;
-  if (!take(data, pos, word) || (word & ~kKnownStrBits)) return false;
-  uint32_t len = word & TRACE_STR_LEN_MASK;
-  v.truncated = word & TRACE_STR_TRUNCATED;
-  if (word & TRACE_STR_DEFERRED) {
-    uint64_t addr = 0;
-    if (!take(data, pos, addr)) return false;
-    bool cut_before = v.truncated;
-    read_late(pid, addr, len, word & TRACE_STR_EXACT, v);
-    late_cut |= v.truncated && !cut_before;
+bool EventDecoder::take_string(PayloadReader& reader, pid_t pid, DecodedValue& v, bool& late_cut) {
+  WireString s;
+  if (!reader.string(s)) return false;
+  v.truncated = s.truncated;
+  if (s.deferred) {
+    read_late(pid, s.address, s.length, s.exact, v);
+    late_cut |= v.truncated && !s.truncated;
   } else {
-    if (data.size() - pos < len) return false;
-    v.text.assign(reinterpret_cast<const char*>(data.data() + pos), len);
-    pos += len;
+    v.text.assign(s.text);
   }
   return true;
 }
 
 // TOP_EMIT_GOIFACE's payload (bpf/trace.h) as Go's %v prints it: "Hi", "[bye 2 true]", "<nil>".
 // Kinds are reflect.Kind; a value whose kind has no short form shows its kind and address.
-bool EventDecoder::take_go_values(std::span<const uint8_t> data, size_t& pos, pid_t pid, bool slice,
-                                  DecodedValue& v, bool& late_cut) {
+bool EventDecoder::take_go_values(PayloadReader& reader, pid_t pid, bool slice, DecodedValue& v,
+                                  bool& late_cut) {
   uint64_t count = 1;
   bool more = false;
   if (slice) {
-    if (!take(data, pos, count)) return false;
+    if (!reader.value(count)) return false;
     more = count & TRACE_STR_TRUNCATED;
     count &= ~uint64_t{TRACE_STR_TRUNCATED};
     if (count > TRACE_GO_VALUES) return false;
@@ -133,16 +112,16 @@ bool EventDecoder::take_go_values(std::span<const uint8_t> data, size_t& pos, pi
   bool cut = false;
   for (uint64_t i = 0; i < count; ++i) {
     uint64_t type = 0, kind = 0, word = 0;
-    if (!take(data, pos, type) || !take(data, pos, kind)) return false;
+    if (!reader.value(type) || !reader.value(kind)) return false;
     if (i) text += ' ';
     if (kind == 24) {  // string
       DecodedValue s;
-      if (!take_string(data, pos, pid, s, late_cut)) return false;
+      if (!take_string(reader, pid, s, late_cut)) return false;
       text += s.text;
       cut |= s.truncated;
       continue;
     }
-    if (!take(data, pos, word)) return false;
+    if (!reader.value(word)) return false;
     auto as_signed = [&](int bytes) {
       return bytes == 8 ? static_cast<int64_t>(word)
                         : static_cast<int64_t>(word << (64 - 8 * bytes)) >> (64 - 8 * bytes);

@@ -7,10 +7,12 @@
 #include <span>
 
 #include "bpf/trace.h"
-#include "collect/decoded_event.h"
+#include "model/decoded_event.h"
 #include "plan/planner.h"
 
 namespace uscope {
+
+class PayloadReader;
 
 class EventDecoder {
  public:
@@ -36,12 +38,11 @@ class EventDecoder {
  private:
   bool decode_fields(const ProbePlan& probe, std::span<const uint8_t> data, DecodedEvent& out,
                      bool& late_cut);
-  // A string field at `pos` (read from `pid` when the BPF side deferred it).
-  bool take_string(std::span<const uint8_t> data, size_t& pos, pid_t pid, DecodedValue& v,
-                   bool& late_cut);
+  // The next string field (read from `pid` when the BPF side deferred it).
+  bool take_string(PayloadReader& reader, pid_t pid, DecodedValue& v, bool& late_cut);
   // A TOP_EMIT_GOIFACE field, one value or a []any, as text.
-  bool take_go_values(std::span<const uint8_t> data, size_t& pos, pid_t pid, bool slice,
-                      DecodedValue& v, bool& late_cut);
+  bool take_go_values(PayloadReader& reader, pid_t pid, bool slice, DecodedValue& v,
+                      bool& late_cut);
   // `len` bytes at `addr` in `pid` (`exact`), or a NUL-terminated string of at most `len` bytes.
   void read_late(pid_t pid, uint64_t addr, uint32_t len, bool exact, DecodedValue& v);
 

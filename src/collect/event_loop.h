@@ -1,35 +1,24 @@
 #pragma once
-// The loop every tracing session runs: wakes on ring-buffer data, SIGINT/SIGTERM, the target's
-// exit (pidfd) or exec (its /proc/PID/exe changes), the -d deadline, the -i interval and the output
-// becoming writable. The work per wake-up is bounded (one batch of events, a few pieces of
-// output), so a stop takes effect within milliseconds at any event rate.
+// One tracing session's watches on the process's runner (util/runner.h): ring-buffer data, the
+// target's exit (pidfd) or exec (its /proc/PID/exe changes), the -d deadline, the -i interval and
+// the output becoming writable; SIGINT/SIGTERM are the runner's. The work per wake-up is bounded
+// (one batch of events, a few pieces of output), so a stop takes effect within milliseconds at any
+// event rate.
 #include <sys/types.h>
 
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 
 #include "discover/process.h"
 #include "util/output_buffer.h"
 #include "util/result.h"
+#include "util/runner.h"
 #include "util/unique_fd.h"
 
 namespace uscope {
-
-// OutputClosed: a write to the output failed for good (EIO, ENOSPC); a reader that went away
-// (EPIPE) throws OutputClosed instead (util/output_closed.h).
-// Quit: the user asked from the keyboard (top's q).
-enum class StopReason {
-  Signal,
-  Duration,
-  TargetExited,
-  TargetExeced,
-  MaxEvents,
-  OutputClosed,
-  Quit
-};
-std::string describe(StopReason r);
 
 struct EventLoopOptions {
   pid_t watch_pid = 0;          // 0: no target to watch
@@ -45,10 +34,8 @@ struct EventLoopOptions {
 class EventLoop {
  public:
   static Result<EventLoop> create(const EventLoopOptions& opts);
-  // Moves hand over the duty to unblock the stop signals, so only the last owner does it.
-  EventLoop(EventLoop&& o) noexcept;
+  EventLoop(EventLoop&& o) noexcept = default;
   EventLoop& operator=(EventLoop&&) = delete;
-  ~EventLoop();
 
   struct Callbacks {
     int data_fd = -1;  // epoll fd of the ring buffer, -1 if none
@@ -73,6 +60,8 @@ class EventLoop {
   std::optional<int> child_status() const { return child_status_; }
   // Its CPU time (wait4's rusage: its threads and the children it reaped), once reaped.
   std::optional<CpuTime> child_cpu_time() const { return child_cpu_time_; }
+  // The process's runner, for what else a job watches beside its session (util/runner.h).
+  Runner& runner() { return *runner_; }
 
  private:
   EventLoop() = default;
@@ -80,10 +69,9 @@ class EventLoop {
   void reap_child();
 
   EventLoopOptions opts_;
-  UniqueFd signal_fd_;
+  std::unique_ptr<Runner> runner_;
   UniqueFd pid_fd_;
   std::string exe_path_;  // /proc/PID/exe of the watched process
-  bool restore_mask_ = false;
   bool exe_armed_ = false;
   std::optional<int> child_status_;
   std::optional<CpuTime> child_cpu_time_;

@@ -8,7 +8,7 @@
 
 #include <cstdint>
 
-#include "collect/go_stat.h"
+#include "model/go_stat.h"
 #include "plan/go_stat_plan.h"
 #include "util/result.h"
 

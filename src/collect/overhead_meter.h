@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "collect/bpf_run_stats.h"
-#include "collect/overhead.h"
+#include "model/overhead.h"
 #include "discover/process.h"
 
 namespace uscope {

@@ -17,7 +17,7 @@
 
 #include "attach/unwind_maps.h"
 #include "collect/ring_reader.h"
-#include "collect/unwind_ends.h"
+#include "model/unwind_ends.h"
 #include "util/result.h"
 
 namespace uscope {

@@ -1,5 +1,7 @@
 #include "plan/recipe_interpreter.h"
 
+#include "plan/payload_wire.h"
+
 #include <algorithm>
 #include <cstring>
 
@@ -430,54 +432,32 @@ Result<std::vector<PayloadValue>> decode_payload(std::span<const OutputField> fi
                                                  std::span<const uint8_t> payload,
                                                  bool zero_padded) {
   std::vector<PayloadValue> out;
-  size_t pos = 0;
-  auto take = [&](void* dst, size_t n) {
-    if (pos + n > payload.size()) return false;
-    std::memcpy(dst, payload.data() + pos, n);
-    pos += n;
-    return true;
-  };
+  PayloadReader reader(payload, zero_padded);
   for (size_t i = 0; i < fields.size(); ++i) {
     PayloadValue v;
     if (fields[i].kind == OutputField::Kind::GoValue ||
         fields[i].kind == OutputField::Kind::GoValues)
       return fail("field {}: Go values are printed by trace, not kept in keys", i + 1);
+    bool ok = false;
     if (fields[i].kind == OutputField::Kind::Value) {
-      if (!take(&v.number, 8))
-        return fail("field {}: a value needs 8 bytes, {} left", i + 1, payload.size() - pos);
-      out.push_back(std::move(v));
-      continue;
-    }
-    v.is_string = true;
-    uint32_t word = 0;
-    if (!take(&word, 4))
-      return fail("field {}: a string needs a length word, {} bytes left", i + 1,
-                  payload.size() - pos);
-    v.truncated = word & TRACE_STR_TRUNCATED;
-    v.deferred = word & TRACE_STR_DEFERRED;
-    v.exact = word & TRACE_STR_EXACT;
-    uint32_t len = word & ~(TRACE_STR_DEFERRED | TRACE_STR_EXACT | TRACE_STR_TRUNCATED);
-    if (len >= TRACE_MAX_STR)
-      return fail("field {}: string length {} is past TRACE_MAX_STR", i + 1, len);
-    if (v.deferred && zero_padded) {
-      // A key's string that BPF could not read: marked, with no address to read it later.
-      if (len || v.exact) return fail("field {}: an unreadable key string has no length", i + 1);
-    } else if (v.deferred) {
-      v.length = len;
-      if (!take(&v.address, 8)) return fail("field {}: a deferred string needs its address", i + 1);
+      ok = reader.value(v.number);
     } else {
-      if (v.exact) return fail("field {}: TRACE_STR_EXACT without TRACE_STR_DEFERRED", i + 1);
-      if (pos + len > payload.size())
-        return fail("field {}: string of {} bytes, {} left", i + 1, len, payload.size() - pos);
-      v.text.assign(reinterpret_cast<const char*>(payload.data() + pos), len);
-      pos += len;
+      WireString s;
+      ok = reader.string(s);
+      v.is_string = true;
+      v.text = s.text;
+      v.truncated = s.truncated;
+      v.deferred = s.deferred;
+      v.exact = s.exact;
+      v.length = s.length;
+      v.address = s.address;
     }
+    if (!ok)
+      return fail("field {}: {}", i + 1,
+                  fmt::format(fmt::runtime(reader.error()), reader.error_number()));
     out.push_back(std::move(v));
   }
-  if (zero_padded && std::all_of(payload.begin() + static_cast<ptrdiff_t>(pos), payload.end(),
-                                 [](uint8_t b) { return b == 0; }))
-    return out;
-  if (pos != payload.size()) return fail("{} bytes after the last field", payload.size() - pos);
+  if (!reader.at_end()) return fail("{} bytes after the last field", reader.left());
   return out;
 }
 

@@ -3,7 +3,7 @@
 // phrase and under its JSON summary's "losses", with the same names everywhere.
 #include <nlohmann/json.hpp>
 
-#include "collect/event_losses.h"
+#include "model/event_losses.h"
 #include "sink/loss_list.h"
 
 namespace uscope {

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "sink/profile.h"
+#include "model/profile.h"
 
 namespace uscope {
 

@@ -92,8 +92,7 @@ std::string go_stat_text_summary(const GoRuntimeStats& s, const GoStatLosses& l,
         "  stop-the-world: {} pauses, {} in total; p50 {}, p90 {}, p99 {}, max {} (percentiles "
         "within 1.6%)\n",
         p.count(), duration_text(p.sum()), duration_text(p.quantile(0.5)),
-        duration_text(p.quantile(0.9)), duration_text(p.quantile(0.99)),
-        duration_text(p.max()));
+        duration_text(p.quantile(0.9)), duration_text(p.quantile(0.99)), duration_text(p.max()));
   else
     out += "  stop-the-world: no pauses\n";
   std::string lost = losses_text(l);
@@ -106,33 +105,37 @@ std::string go_stat_json_summary(const GoRuntimeStats& s, const GoStatLosses& l,
                                  const GoStatSummary& about) {
   const auto& t = s.totals();
   const auto& p = s.pauses();
-  nlohmann::json j = {
-      {"kind", "summary"},
-      {"stop", about.stop},
-      {"object", about.object},
-      {"go_version", about.go_version},
-      {"seconds", s.seconds()},
-      {"created", t.created},
-      {"exited", t.exited},
-      {"gc_cycles", t.gc_cycles},
-      {"first_live", live_json(s.first_live())},
-      {"last_live", live_json(s.last_live())},
-      {"stw",
-       {{"pauses", p.count()},
-        {"total_ns", p.sum()},
-        {"p50_ns", p.quantile(0.5)},
-        {"p90_ns", p.quantile(0.9)},
-        {"p99_ns", p.quantile(0.99)},
-        {"max_ns", p.max()}}},
-      {"losses",
-       {{"ring_lost", l.ring_lost},
-        {"unmatched_starts", l.unmatched_starts},
-        {"open_pauses", l.open_pauses},
-        {"census_failures", l.census_failures},
-        {"malformed", l.malformed},
-        {"unread", l.unread}}}};
+  nlohmann::json j = {{"kind", "summary"},
+                      {"stop", about.stop},
+                      {"object", about.object},
+                      {"go_version", about.go_version},
+                      {"seconds", s.seconds()},
+                      {"created", t.created},
+                      {"exited", t.exited},
+                      {"gc_cycles", t.gc_cycles},
+                      {"first_live", live_json(s.first_live())},
+                      {"last_live", live_json(s.last_live())},
+                      {"stw",
+                       {{"pauses", p.count()},
+                        {"total_ns", p.sum()},
+                        {"p50_ns", p.quantile(0.5)},
+                        {"p90_ns", p.quantile(0.9)},
+                        {"p99_ns", p.quantile(0.99)},
+                        {"max_ns", p.max()}}},
+                      {"losses",
+                       {{"ring_lost", l.ring_lost},
+                        {"unmatched_starts", l.unmatched_starts},
+                        {"open_pauses", l.open_pauses},
+                        {"census_failures", l.census_failures},
+                        {"malformed", l.malformed},
+                        {"unread", l.unread}}}};
   if (!about.no_goroutines.empty()) j["no_goroutines"] = about.no_goroutines;
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
+GoStatSink go_stat_sink(OutputFormat format) {
+  if (format == OutputFormat::Json) return {"", go_stat_json_line, go_stat_json_summary};
+  return {go_stat_text_header(), go_stat_text_line, go_stat_text_summary};
 }
 
 }  // namespace uscope

@@ -4,7 +4,8 @@
 #include <string>
 #include <string_view>
 
-#include "collect/go_stat.h"
+#include "model/go_stat.h"
+#include "sink/line_sink.h"
 
 namespace uscope {
 
@@ -27,5 +28,10 @@ std::string go_stat_text_summary(const GoRuntimeStats& s, const GoStatLosses& l,
                                  const GoStatSummary& about);
 std::string go_stat_json_summary(const GoRuntimeStats& s, const GoStatLosses& l,
                                  const GoStatSummary& about);
+
+using GoStatSink =
+    LineSink<std::string (*)(const GoStatInterval&, std::string_view),
+             std::string (*)(const GoRuntimeStats&, const GoStatLosses&, const GoStatSummary&)>;
+GoStatSink go_stat_sink(OutputFormat format);
 
 }  // namespace uscope

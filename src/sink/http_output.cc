@@ -114,4 +114,9 @@ std::string http_json_summary(const HttpRed& red, const HttpLosses& l, std::stri
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
+HttpSink http_sink(OutputFormat format) {
+  if (format == OutputFormat::Json) return {"", http_json_line, http_json_summary};
+  return {http_text_header(), http_text_line, http_text_summary};
+}
+
 }  // namespace uscope

@@ -4,7 +4,8 @@
 #include <string>
 #include <string_view>
 
-#include "collect/http_red.h"
+#include "model/http_red.h"
+#include "sink/line_sink.h"
 
 namespace uscope {
 
@@ -22,6 +23,10 @@ std::string http_text_summary(const HttpRed& red, const HttpLosses& losses, std:
 std::string http_json_summary(const HttpRed& red, const HttpLosses& losses, std::string_view stop);
 
 // "0.084 ms", "12.500 ms", "1.204 s".
+using HttpSink = LineSink<std::string (*)(const HttpExchange&),
+                          std::string (*)(const HttpRed&, const HttpLosses&, std::string_view)>;
+HttpSink http_sink(OutputFormat format);
+
 std::string duration_text(uint64_t ns);
 
 }  // namespace uscope

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "collect/decoded_event.h"
+#include "model/decoded_event.h"
 #include "plan/probe_spec.h"
 #include "util/output_buffer.h"
 

@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "collect/overhead.h"
+#include "model/overhead.h"
 #include "sink/output_format.h"
 
 namespace uscope {

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "sink/output_format.h"
-#include "sink/profile.h"
+#include "model/profile.h"
 #include "util/result.h"
 
 namespace uscope {

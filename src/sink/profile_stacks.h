@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "sink/profile.h"
+#include "model/profile.h"
 
 namespace uscope {
 

@@ -6,7 +6,7 @@
 #include <regex>
 #include <string_view>
 
-#include "collect/unwind_ends.h"
+#include "model/unwind_ends.h"
 #include "sink/profile_sink.h"
 #include "sink/profile_stacks.h"
 #include "sink/profile_writers.h"

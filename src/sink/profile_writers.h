@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <string>
 
-#include "sink/profile.h"
+#include "model/profile.h"
 #include "sink/profile_sink.h"
 #include "util/result.h"
 

@@ -146,4 +146,9 @@ std::string tls_json_summary(const TlsTotals& t, const TlsLosses& l, std::string
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
+TlsSink tls_sink(OutputFormat format) {
+  if (format == OutputFormat::Json) return {"", tls_json_record, tls_json_summary};
+  return {tls_text_header(), tls_text_record, tls_text_summary};
+}
+
 }  // namespace uscope

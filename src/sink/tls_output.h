@@ -6,7 +6,8 @@
 #include <string>
 #include <string_view>
 
-#include "collect/tls_records.h"
+#include "model/tls_records.h"
+#include "sink/line_sink.h"
 
 namespace uscope {
 
@@ -23,5 +24,9 @@ std::string tls_json_record(const TlsRecord& r, const TlsRender& how);
 // `stop` says why the session ended ("stopped by SIGINT").
 std::string tls_text_summary(const TlsTotals& t, const TlsLosses& l, std::string_view stop);
 std::string tls_json_summary(const TlsTotals& t, const TlsLosses& l, std::string_view stop);
+
+using TlsSink = LineSink<std::string (*)(const TlsRecord&, const TlsRender&),
+                         std::string (*)(const TlsTotals&, const TlsLosses&, std::string_view)>;
+TlsSink tls_sink(OutputFormat format);
 
 }  // namespace uscope

@@ -9,7 +9,7 @@
 #include <string>
 #include <unordered_map>
 
-#include "sink/profile.h"
+#include "model/profile.h"
 #include "util/result.h"
 
 namespace uscope {

@@ -3,7 +3,7 @@
 #include <time.h>
 
 #include "bpf/unwind.h"
-#include "collect/unwind_ends.h"
+#include "model/unwind_ends.h"
 #include "sink/text_writer.h"
 #include "symbolize/symbol_text.h"
 

@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-#include "collect/decoded_event.h"
+#include "model/decoded_event.h"
 #include "plan/planner.h"
 #include "sink/message_format.h"
 #include "sink/output_format.h"

@@ -7,7 +7,7 @@
 #include <span>
 
 #include "collect/stack_samples.h"
-#include "sink/profile.h"
+#include "model/profile.h"
 #include "symbolize/kernel_symbols.h"
 #include "symbolize/symbolizer.h"
 

@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "collect/go_goroutines.h"
-#include "collect/go_stat.h"
+#include "model/go_stat.h"
 #include "sink/go_stat_output.h"
 
 namespace uscope {

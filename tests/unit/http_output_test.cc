@@ -47,6 +47,16 @@ TEST(http_output, json_line_has_stable_fields) {
   EXPECT_EQ(c["error"], true);
 }
 
+TEST(http_output, the_sink_renders_every_line_in_the_format_chosen_once) {
+  auto x = exchange(HttpSide::Server, "/hello", 200, false, 84'000);
+  const HttpSink text = http_sink(OutputFormat::Text);
+  EXPECT_EQ(text.header, http_text_header());
+  EXPECT_EQ(text.line(x), http_text_line(x));
+  const HttpSink json = http_sink(OutputFormat::Json);
+  EXPECT_EQ(json.header, "");
+  EXPECT_EQ(nlohmann::json::parse(json.line(x))["kind"], "request");
+}
+
 TEST(http_output, summary_text_and_json_say_routes_and_losses) {
   HttpRed red;
   for (int i = 0; i < 20; ++i) {

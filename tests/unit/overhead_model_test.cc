@@ -1,5 +1,5 @@
 // The overhead model (collect/overhead.h), its /proc input and its printing: no BPF, no root.
-#include "collect/overhead.h"
+#include "model/overhead.h"
 
 #include <gtest/gtest.h>
 

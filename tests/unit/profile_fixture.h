@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "sink/profile.h"
+#include "model/profile.h"
 #include "sink/profile_sink.h"
 
 namespace uscope::test {

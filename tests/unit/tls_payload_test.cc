@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "collect/tls_records.h"
+#include "model/tls_records.h"
 #include "sink/tls_output.h"
 
 namespace uscope {

@@ -1,4 +1,4 @@
-#include "collect/duration_histogram.h"
+#include "model/duration_histogram.h"
 
 #include <algorithm>
 #include <bit>

@@ -7,7 +7,7 @@
 #include <map>
 #include <optional>
 
-#include "collect/duration_histogram.h"
+#include "model/duration_histogram.h"
 
 namespace uscope {
 

@@ -1,4 +1,4 @@
-#include "sink/profile.h"
+#include "model/profile.h"
 
 #include <unordered_set>
 

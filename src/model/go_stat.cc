@@ -1,4 +1,4 @@
-#include "collect/go_stat.h"
+#include "model/go_stat.h"
 
 #include <algorithm>
 

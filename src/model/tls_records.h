@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <string>
 
-#include "collect/decoded_event.h"
-#include "collect/event_losses.h"
+#include "model/decoded_event.h"
+#include "model/event_losses.h"
 #include "plan/tls_plan.h"
 
 namespace uscope {

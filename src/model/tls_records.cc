@@ -1,4 +1,4 @@
-#include "collect/tls_records.h"
+#include "model/tls_records.h"
 
 #include <cstring>
 

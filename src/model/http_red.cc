@@ -1,4 +1,4 @@
-#include "collect/http_red.h"
+#include "model/http_red.h"
 
 #include <fmt/core.h>
 

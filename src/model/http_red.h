@@ -9,9 +9,9 @@
 #include <string_view>
 #include <vector>
 
-#include "collect/decoded_event.h"
-#include "collect/duration_histogram.h"
-#include "collect/event_losses.h"
+#include "model/decoded_event.h"
+#include "model/duration_histogram.h"
+#include "model/event_losses.h"
 #include "plan/http_plan.h"
 
 namespace uscope {

@@ -1,4 +1,4 @@
-#include "collect/overhead.h"
+#include "model/overhead.h"
 
 #include <map>
 #include <utility>

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "collect/bpf_run_stats.h"
+#include "model/bpf_run_time.h"
 #include "plan/attach_site.h"
 #include "plan/site_cost.h"
 

@@ -1,0 +1,36 @@
+#include "cli/job.h"
+
+#include <fmt/core.h>
+
+#include "cli/command.h"
+#include "sink/overhead_output.h"
+
+namespace uscope::cli {
+
+std::vector<OverheadSite> costed_sites(std::span<const PlannedSite> sites,
+                                       const std::function<uint64_t(uint64_t cookie)>& hits) {
+  std::vector<OverheadSite> costed;
+  for (const auto& s : sites)
+    costed.push_back(
+        overhead_site(s.attach, s.label, s.placement.cost.cost, hits(s.attach.cookie)));
+  return costed;
+}
+
+void TableOutput::append(const std::function<void(std::FILE*)>& print) {
+  if (!append_printed(out_, print)) ++not_written_;
+}
+
+int run_job(Session& session, Job& job, TableOutput& out, bool verbose) {
+  if (auto r = job.start(); !r) return report_error(r.error().message);
+  EventLoop::Callbacks cb = job.callbacks();
+  cb.output = &out.out_;
+  StopReason why = session.run(cb);
+  auto stopped = job.stop(why);
+  finish_output(out.out_, out.not_written_);
+  if (!stopped) return report_error(stopped.error().message);
+  if (!out.output_.json()) fmt::print(stderr, "uscope: {}\n", describe(why));
+  if (auto cost = job.overhead()) print_overhead(*cost, out.format(), verbose, stderr);
+  return kExitOk;
+}
+
+}  // namespace uscope::cli

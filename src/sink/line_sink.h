@@ -1,0 +1,18 @@
+#pragma once
+// The output of an event command (http, tls, stat) in one format: a header (text only), a line
+// per record or interval, a summary at the end. Each command's sink function (http_sink,
+// tls_sink, go_stat_sink) picks the format's renderers once, so no command chooses per line.
+#include <string>
+
+#include "sink/output_format.h"
+
+namespace uscope {
+
+template <class Line, class Summary>
+struct LineSink {
+  std::string header;  // before the first line; "" in JSON Lines
+  Line line;
+  Summary summary;
+};
+
+}  // namespace uscope
