@@ -1,6 +1,8 @@
 // The agent's config: every key read, and each mistake named with its line, column and a fix.
 #include "agent/agent_config.h"
 
+#include <yaml-cpp/yaml.h>
+
 #include <gtest/gtest.h>
 
 namespace uscope {
@@ -94,6 +96,29 @@ TEST(agent_config, mistakes_name_the_line_and_the_fix) {
   ASSERT_FALSE(missing);
   EXPECT_NE(missing.error().message.find("cannot read the config /nonexistent/agent.yaml"),
             std::string::npos);
+}
+
+}  // namespace
+}  // namespace uscope
+
+namespace uscope {
+namespace {
+
+// The DaemonSet's ConfigMap holds a config the agent accepts, and the pod runs with the host's
+// PIDs, the config mounted where its args say, and /healthz probes on the port it listens on.
+TEST(agent_config, the_kubernetes_manifest_is_consistent) {
+  const auto docs = YAML::LoadAllFromFile(USCOPE_SOURCE_DIR "/deploy/kubernetes/uscope-agent.yaml");
+  ASSERT_EQ(docs.size(), 3u);
+  EXPECT_EQ(docs[1]["kind"].as<std::string>(), "ConfigMap");
+  auto c = parse_agent_config(docs[1]["data"]["agent.yaml"].as<std::string>(), "configmap");
+  ASSERT_TRUE(c) << c.error().message;
+  const YAML::Node pod = docs[2]["spec"]["template"]["spec"];
+  EXPECT_TRUE(pod["hostPID"].as<bool>());
+  const YAML::Node box = pod["containers"][0];
+  EXPECT_EQ(box["args"][2].as<std::string>(), "/etc/uscope/agent.yaml");
+  EXPECT_EQ(box["volumeMounts"][0]["mountPath"].as<std::string>(), "/etc/uscope");
+  EXPECT_EQ(box["ports"][0]["containerPort"].as<int>(), c->listen.port);
+  EXPECT_EQ(box["readinessProbe"]["httpGet"]["path"].as<std::string>(), "/healthz");
 }
 
 }  // namespace
