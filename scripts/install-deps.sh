@@ -9,6 +9,8 @@ packages=(
   libelf-dev libdw-dev libcapstone-dev libiberty-dev zlib1g-dev
   libcli11-dev libfmt-dev nlohmann-json3-dev libexpected-dev libprotobuf-dev protobuf-compiler
   libgtest-dev libgmock-dev
+  # uscope agent: its HTTP listener (/metrics), config file, pushes, and the metrics model
+  libmicrohttpd-dev libyaml-cpp-dev libcurl4-openssl-dev prometheus-cpp-dev
   # man pages made from --help at build time (uscope-trace(1), ...), and man to test them
   help2man man-db
   # pprof's profile.proto (compiled into the pprof output), libpng to check flame graph screenshots

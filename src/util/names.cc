@@ -75,4 +75,9 @@ std::string join(std::span<const std::string> items, std::string_view sep) {
   return out;
 }
 
+std::string_view file_name(std::string_view path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string_view::npos ? path : path.substr(slash + 1);
+}
+
 }  // namespace uscope

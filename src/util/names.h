@@ -16,6 +16,9 @@ bool has_glob_chars(std::string_view s);
 std::vector<std::string> closest_names(std::string_view wanted,
                                        std::span<const std::string> candidates, size_t limit = 5);
 
+// The last component of a path ("redis-server" for "/usr/bin/redis-server").
+std::string_view file_name(std::string_view path);
+
 // "a, b, c" for error messages.
 std::string join(std::span<const std::string> items, std::string_view sep = ", ");
 

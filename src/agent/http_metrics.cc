@@ -1,0 +1,99 @@
+#include "agent/http_metrics.h"
+
+#include <algorithm>
+
+namespace uscope {
+namespace {
+
+void count(MetricPoint& p, double seconds) {
+  if (p.counts.empty()) {
+    p.bounds = advised_duration_bounds();
+    p.counts.assign(p.bounds.size() + 1, 0);
+  }
+  // Bucket i holds (bounds[i-1], bounds[i]]: the first bound not below the value.
+  const size_t i = static_cast<size_t>(std::lower_bound(p.bounds.begin(), p.bounds.end(), seconds) -
+                                       p.bounds.begin());
+  ++p.counts[i];
+  p.sum += seconds;
+}
+
+void merge(MetricPoint& into, const MetricPoint& from) {
+  if (into.counts.empty()) {
+    into = from;
+    return;
+  }
+  for (size_t i = 0; i < into.counts.size() && i < from.counts.size(); ++i)
+    into.counts[i] += from.counts[i];
+  into.sum += from.sum;
+}
+
+}  // namespace
+
+HttpMetrics::Key HttpMetrics::key_of(const HttpExchange& x, bool* widened) {
+  Key k{x.side, x.method, x.status, "", ""};
+  if (x.side == HttpSide::Client) {
+    const size_t scheme_end = x.url.find("://");
+    const size_t host_end =
+        scheme_end == std::string::npos ? std::string::npos : x.url.find('/', scheme_end + 3);
+    k.prefix = x.url.substr(0, host_end);
+  }
+  k.route = templates_.learn(k.prefix, x.path, widened);
+  if (k.route.empty()) k.route = "/";
+  return k;
+}
+
+void HttpMetrics::add(const HttpExchange& x) {
+  ++exchanges_;
+  bool widened = false;
+  Key k = key_of(x, &widened);
+  if (widened) rekey();
+  auto it = series_.find(k);
+  if (it == series_.end()) {
+    if (series_.size() >= max_series_) {  // counted, under its side and method's "other" route
+      ++overflowed_;
+      k.prefix.clear();
+      k.route = HttpRed::kOtherRoutes;
+    }
+    it = series_.try_emplace(std::move(k)).first;
+  }
+  count(it->second, static_cast<double>(x.duration_ns) / 1e9);
+}
+
+// A route position became "*": series counted under the narrower routes join the wider one.
+void HttpMetrics::rekey() {
+  std::map<Key, MetricPoint> merged;
+  for (auto& [k, p] : series_) {
+    Key wider = k;
+    if (k.route != HttpRed::kOtherRoutes) wider.route = templates_.route(k.prefix, k.route);
+    merge(merged[wider], p);
+  }
+  series_ = std::move(merged);
+}
+
+void HttpMetrics::snapshot(MetricsSnapshot& out, const MetricAttributes& resource) const {
+  for (const auto& [k, p] : series_) {
+    const bool server = k.side == HttpSide::Server;
+    Metric& m = out.metric(
+        server ? "http.server.request.duration" : "http.client.request.duration",
+        MetricKind::Histogram, "s",
+        server ? "Duration of HTTP server requests." : "Duration of HTTP client requests.");
+    MetricPoint point = p;
+    point.attributes = resource;
+    point.attributes.emplace_back("http.request.method", k.method);
+    if (k.status > 0)  // 0: no response; kHttpStatusUnknown: an HTTP/2 writer, not read
+      point.attributes.emplace_back("http.response.status_code", std::to_string(k.status));
+    if (server) {
+      point.attributes.emplace_back("http.route", k.route);
+    } else {
+      const size_t host = k.prefix.find("://");
+      point.attributes.emplace_back(
+          "server.address", host == std::string::npos ? k.prefix : k.prefix.substr(host + 3));
+      point.attributes.emplace_back("url.template", k.route);
+      if (!k.status) point.attributes.emplace_back("error.type", "request failed");
+    }
+    if (k.status >= 500) point.attributes.emplace_back("error.type", std::to_string(k.status));
+    m.points.push_back(std::move(point));
+  }
+}
+
+}  // namespace uscope

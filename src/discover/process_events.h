@@ -1,0 +1,41 @@
+#pragma once
+// Processes starting (exec) and ending (exit) anywhere on the host, as the kernel announces them
+// through the netlink process connector (CONFIG_PROC_EVENTS): the agent instruments a matching
+// process at its exec and drops it at its exit, without polling /proc. Written here because no
+// Debian library wraps the connector (libnl does not); the messages are the kernel's
+// <linux/cn_proc.h> structures. Needs CAP_NET_ADMIN. When the socket's buffer overflows, events
+// are lost: overflowed() says so, and the caller rescans /proc.
+#include <sys/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "util/result.h"
+#include "util/unique_fd.h"
+
+namespace uscope {
+
+struct ProcessEvent {
+  enum Kind { Exec, Exit } kind = Exec;
+  pid_t pid = 0;  // the process (thread group) id; threads' own events are left out
+};
+
+class ProcessEvents {
+ public:
+  static Result<std::unique_ptr<ProcessEvents>> open();
+  ~ProcessEvents();
+  // Readable when events are waiting.
+  int fd() const { return fd_.get(); }
+  // The events waiting now (never blocks).
+  std::vector<ProcessEvent> read();
+  // Times the kernel dropped events since the last call (ENOBUFS): rescan /proc.
+  uint64_t take_overflows();
+
+ private:
+  ProcessEvents() = default;
+  UniqueFd fd_;
+  uint64_t overflows_ = 0;
+};
+
+}  // namespace uscope
