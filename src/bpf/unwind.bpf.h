@@ -613,9 +613,13 @@ static __always_inline long hs_step(struct unwind_scratch* s, __u32 len, __u64 p
   __s64 words = hs_blob_s32(s, o->blob_frame_size);
   __s64 complete = hs_blob_s32(s, o->blob_frame_complete);
   if (o->frame_complete_bytes == 2) complete = (__s16)complete;
-  unwind_record(
-      s, len,
-      HS_FRAME_CODE(top ? UNWIND_FRAME_TAG_HS_PC : UNWIND_FRAME_TAG_HS_RETURN, blob, pc - blob));
+  /* An nmethod's generation (bpf/hotspot.h): its compile id, 4 bytes past those read. */
+  __u32 gen = 0;
+  if (name == HS_NAME_NMETHOD || name == HS_NAME_NATIVE)
+    bpf_probe_read_user(&gen, sizeof(gen), (const void*)(blob + o->nm_compile_id));
+  unwind_record(s, len,
+                HS_FRAME_CODE(top ? UNWIND_FRAME_TAG_HS_PC : UNWIND_FRAME_TAG_HS_RETURN,
+                              s->hs_proc.code_start, blob, gen, pc - blob));
   s->hs_emitted++;
 
   __u64 cfa = 0, pair[2], caller_bp = bp;
