@@ -61,7 +61,8 @@ struct hs_offsets {
                                * (int16_t) from JDK 23 */
   __u32 nm_compile_id;        /* nmethod::_compile_id (int; CompiledMethod's in some JDKs): past
                                * the HS_BLOB_READ bytes (304 in JDK 17), read on its own */
-  __u32 reserved;
+  __s32 interp_mirror;        /* interpreter_frame_mirror_offset: -4 (JDK 9+; 0: none), the
+                               * holder class's java.lang.Class, mixed into the stack's hash */
 };
 
 /* A process running a HotSpot JVM (hotspot_procs, by tgid). Addresses are the process's own. */
@@ -83,7 +84,11 @@ struct hs_proc {
  *   TAG_HS_RETURN: the pc is a return address (its call is just before it: PcDesc is keyed by
  *   it); TAG_HS_PC: where the thread was (or a pc the frame was deoptimized from).
  * - HS_FRAME_INTERP: an interpreted frame, by its Method* >> 3 (44 bits) and bytecode index (16
- *   bits; HS_BCI_UNKNOWN when the bcp is not in the method's bytecodes). */
+ *   bits; HS_BCI_UNKNOWN when the bcp is not in the method's bytecodes). A Method's memory is
+ *   reused once its class is unloaded, and no bit is left for a generation: the frame's class
+ *   mirror (a heap object of each class loaded) goes into the stack's hash instead, so that a
+ *   stack of the new method is a new stack, announced, and user space sees the Method* hold
+ *   another method (and names neither, rather than one by the other's name). */
 #define HS_OFFSET_BITS 17
 #define HS_OFFSET_UNKNOWN 0x1ffffu
 #define HS_GEN_BITS 16

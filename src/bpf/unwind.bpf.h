@@ -555,6 +555,13 @@ static __always_inline long hs_interpreted(struct unwind_scratch* s, __u32 len, 
   }
   unwind_record(s, len, HS_FRAME_INTERP(method, bci));
   s->hs_emitted++;
+  /* Its class's mirror tells a method of a class loaded since at the same Method* apart
+   * (bpf/hotspot.h): into the hash, not the frame. */
+  __u64 mirror = 0;
+  if (o->interp_mirror && !unwind_read(&mirror, bp + 8 * (__s64)o->interp_mirror)) {
+    s->hash = (s->hash ^ mirror) * 0x100000001b3ull;
+    s->hash ^= s->hash >> 29;
+  }
   if (sender_sp <= sp) return unwind_end(s, UNWIND_END_BAD_FRAME);
   s->pc = pair[1];
   s->sp = sender_sp; /* the caller's sp before this frame extended it (locals) */

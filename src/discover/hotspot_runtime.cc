@@ -21,6 +21,7 @@ constexpr uint64_t kVtableAddressPoint = 16;
 // 25): used when VMStructs does not list them (JDK 17 lists only the sender sp).
 constexpr int32_t kInterpSenderSp = -1;
 constexpr int32_t kInterpMethod = -3;
+constexpr int32_t kInterpMirror = -4;  // the holder's java.lang.Class (JDK 9+)
 constexpr int32_t kInterpBcp = -8;
 
 std::string path_file_name(const std::string& path) {
@@ -66,6 +67,7 @@ Result<hs_offsets> walker_offsets(const HotspotVmStructs& vm) {
   };
   off.interp_sender_sp = slot("frame::interpreter_frame_sender_sp_offset", kInterpSenderSp);
   off.interp_method = slot("frame::interpreter_frame_method_offset", kInterpMethod);
+  off.interp_mirror = slot("frame::interpreter_frame_mirror_offset", kInterpMirror);
   off.interp_bcp = slot("frame::interpreter_frame_bcp_offset", kInterpBcp);
   return off;
 }

@@ -457,7 +457,7 @@ Result<const HotspotMethod*> HotspotCodeCache::method(pid_t pid, const HotspotCo
     // gone, keeps what was read).
     auto now = read_method_parts(l, mem, addr);
     if (!now || now->identity == it->second->identity) return it->second.get();
-    ++methods_reused_;
+    reused_.insert(key);
   }
   auto m = read_hotspot_method(l, mem, addr);
   if (!m) return tl::unexpected(m.error());
@@ -581,6 +581,11 @@ Result<HotspotFrameName> HotspotCodeCache::interpreted_frame(pid_t pid, const Ho
   out.blob_name = "Interpreter";
   auto m = this->method(pid, l, mem, method);
   if (!m) return tl::unexpected(m.error());
+  if (reused_.contains({pid, method}))
+    return fail_errno(ESTALE,
+                      "Method {:#x} held another method earlier (its class unloaded): its "
+                      "interpreted frames are ambiguous",
+                      method);
   out.methods.push_back(named(**m, method, bci == HS_BCI_UNKNOWN ? -1 : static_cast<int>(bci)));
   return out;
 }
@@ -593,6 +598,7 @@ void HotspotCodeCache::forget(pid_t pid) {
   methods_.erase(methods_.lower_bound({pid, 0}), methods_.lower_bound({pid + 1, 0}));
   blobs_.erase(blobs_.lower_bound({pid, 0, 0}), blobs_.lower_bound({pid + 1, 0, 0}));
   gone_.erase(gone_.lower_bound({pid, 0, 0}), gone_.lower_bound({pid + 1, 0, 0}));
+  reused_.erase(reused_.lower_bound({pid, 0}), reused_.lower_bound({pid + 1, 0}));
 }
 
 }  // namespace uscope

@@ -162,8 +162,10 @@ struct HotspotFrameName {
 // - a blob's once it flushes the nmethod (made not entrant, then swept, or its class unloaded):
 //   a frame's generation says which nmethod ran, and a blob whose generation differs when it is
 //   read is another: the frame is not named (errnum ESTALE), and counted (code_gone());
-// - a Method's once its class is unloaded: a cached Method is read again when Method::_constMethod
-//   reads another value (counted: methods_reused()). A blob keeps the Methods it was read with.
+// - a Method's once its class is unloaded: a cached Method is read again when its Symbols read
+//   back otherwise, and a blob keeps the Methods it was read with; but an interpreted frame
+//   records the Method* alone, which named two methods in the session: such frames are not
+//   named from then on (errnum ESTALE), and counted (methods_reused()).
 class HotspotCodeCache {
  public:
   Result<const HotspotMethod*> method(pid_t pid, const HotspotCodeLayout& l,
@@ -192,8 +194,9 @@ class HotspotCodeCache {
   // Blobs (by pid, address, generation) whose nmethod was flushed and its memory reused before
   // they were read: their frames are unnamed.
   uint64_t code_gone() const { return gone_.size(); }
-  // Methods read again: their memory held another Method than when first read.
-  uint64_t methods_reused() const { return methods_reused_; }
+  // Method addresses that held another Method than when first read: their interpreted frames
+  // are unnamed.
+  uint64_t methods_reused() const { return reused_.size(); }
 
  private:
   using BlobKey = std::tuple<pid_t, uint64_t, uint32_t>;
@@ -201,7 +204,7 @@ class HotspotCodeCache {
   std::map<std::pair<pid_t, uint64_t>, std::shared_ptr<const HotspotMethod>> methods_;
   std::map<BlobKey, HotspotBlob> blobs_;
   std::set<BlobKey> gone_;
-  uint64_t methods_reused_ = 0;
+  std::set<std::pair<pid_t, uint64_t>> reused_;
 };
 
 }  // namespace uscope

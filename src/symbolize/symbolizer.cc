@@ -162,7 +162,7 @@ const char* to_string(FrameMiss miss) {
     case FrameMiss::InterpreterUnreadable:
       return "interpreter frame unreadable";
     case FrameMiss::CodeGone:
-      return "JIT code flushed before it was named";
+      return "code unloaded and its memory reused before it was named";
   }
   return "?";
 }
@@ -470,6 +470,7 @@ void Symbolizer::forget(pid_t pid) {
 std::vector<std::pair<std::string, uint64_t>> Symbolizer::losses() const {
   std::vector<std::pair<std::string, uint64_t>> out;
   if (uint64_t n = java_codes_.code_gone()) out.emplace_back("java_code_gone", n);
+  if (uint64_t n = java_codes_.methods_reused()) out.emplace_back("java_method_reused", n);
   return out;
 }
 

@@ -154,7 +154,9 @@ class Symbolizer {
 
   // What could not be named for a reason a profile counts as a loss (sink/profile_summary.cc):
   // "java_code_gone", Java code frames whose nmethod the JVM flushed, its memory holding another
-  // blob, before they were read (HotspotCodeCache::code_gone()). Only nonzero counts.
+  // blob, before they were read (HotspotCodeCache::code_gone()); "java_method_reused", Methods
+  // whose memory held two methods in the session (a class unloaded), whose interpreted frames
+  // are unnamed (methods_reused()). Only nonzero counts.
   std::vector<std::pair<std::string, uint64_t>> losses() const;
 
   // Drops the cached maps and perf map of `pid`: call it when the process exits or exec()s, since

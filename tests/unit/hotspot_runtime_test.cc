@@ -196,6 +196,7 @@ TEST(hotspot_runtime, reads_heaps_interpreter_and_offsets) {
   EXPECT_EQ(p.off.interp_sender_sp, -1);
   EXPECT_EQ(p.off.interp_method, -3);
   EXPECT_EQ(p.off.interp_bcp, -8);
+  EXPECT_EQ(p.off.interp_mirror, -4);
   auto ok = validate_hotspot_runtime(*rt, image.jvm.mem.memory());
   EXPECT_TRUE(ok) << ok.error().message;
 }
