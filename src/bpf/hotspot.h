@@ -59,6 +59,10 @@ struct hs_offsets {
   __s32 interp_bcp;           /* interpreter_frame_bcp_offset: -8 (JDK 9+), -7 before */
   __u32 frame_complete_bytes; /* of CodeBlob::_frame_complete_offset: 4 (int) to JDK 22, 2
                                * (int16_t) from JDK 23 */
+  __u32 nm_compile_id;        /* nmethod::_compile_id (int; CompiledMethod's in some JDKs): past
+                               * the HS_BLOB_READ bytes (304 in JDK 17), read on its own */
+  __s32 interp_mirror;        /* interpreter_frame_mirror_offset: -4 (JDK 9+; 0: none), the
+                               * holder class's java.lang.Class, mixed into the stack's hash */
 };
 
 /* A process running a HotSpot JVM (hotspot_procs, by tgid). Addresses are the process's own. */
@@ -70,22 +74,39 @@ struct hs_proc {
 };
 
 /* Java frames in a walked stack (unwind_stack.frames; the top nibble tags a value, bpf/python.h):
- * - HS_FRAME_CODE: a code blob's frame, by the blob's address (16-byte aligned: a HeapBlock header
- *   past a segment boundary) >> 4 (43 bits) and the pc's offset from the blob (17 bits;
- *   HS_OFFSET_UNKNOWN when it does not fit). TAG_HS_RETURN: the pc is a return address (its call
- *   is just before it: PcDesc is keyed by it); TAG_HS_PC: where the thread was (or a pc the frame
- *   was deoptimized from).
+ * - HS_FRAME_CODE: a code blob's frame, by the blob's offset in the code cache (from
+ *   hs_proc.code_start; a blob is 16-byte aligned, a HeapBlock header past a segment boundary, and
+ *   the code cache is at most 2 GiB: 27 bits), the nmethod's generation (the low 16 bits of its
+ *   compile id, 0 for a blob that is no nmethod) and the pc's offset from the blob (17 bits;
+ *   HS_OFFSET_UNKNOWN when it does not fit). The generation tells apart two nmethods the JVM put
+ *   at one address in turn (one flushed, its memory reused): their frames are different values,
+ *   so different stacks, and user space names each by the nmethod that ran, or not at all.
+ *   TAG_HS_RETURN: the pc is a return address (its call is just before it: PcDesc is keyed by
+ *   it); TAG_HS_PC: where the thread was (or a pc the frame was deoptimized from).
  * - HS_FRAME_INTERP: an interpreted frame, by its Method* >> 3 (44 bits) and bytecode index (16
- *   bits; HS_BCI_UNKNOWN when the bcp is not in the method's bytecodes). */
+ *   bits; HS_BCI_UNKNOWN when the bcp is not in the method's bytecodes). A Method's memory is
+ *   reused once its class is unloaded, and no bit is left for a generation: the frame's class
+ *   mirror (a heap object of each class loaded) goes into the stack's hash instead, so that a
+ *   stack of the new method is a new stack, announced, and user space sees the Method* hold
+ *   another method (and names neither, rather than one by the other's name). */
 #define HS_OFFSET_BITS 17
 #define HS_OFFSET_UNKNOWN 0x1ffffu
+#define HS_GEN_BITS 16
+#define HS_GEN_MASK 0xffffu
+#define HS_BLOB_BITS 27
+#define HS_CODE_CACHE_MAX (1ull << (HS_BLOB_BITS + 4)) /* 2 GiB: HotSpot's own limit */
+#define HS_GEN(compile_id) ((__u32)(compile_id)&HS_GEN_MASK)
+#define HS_FRAME_CODE(tag, code_start, blob, gen, offset)                             \
+  (((__u64)(tag) << UNWIND_FRAME_TAG_SHIFT) |                                         \
+   ((((__u64)(blob) - (__u64)(code_start)) >> 4) << (HS_GEN_BITS + HS_OFFSET_BITS)) | \
+   ((__u64)HS_GEN(gen) << HS_OFFSET_BITS) |                                           \
+   ((__u64)(offset) < HS_OFFSET_UNKNOWN ? (__u64)(offset) : (__u64)HS_OFFSET_UNKNOWN))
+#define HS_FRAME_BLOB(v, code_start) \
+  ((__u64)(code_start) + ((((v) << 4) >> (4 + HS_GEN_BITS + HS_OFFSET_BITS)) << 4))
+#define HS_FRAME_GEN(v) ((__u32)((v) >> HS_OFFSET_BITS) & HS_GEN_MASK)
+#define HS_FRAME_OFFSET(v) ((__u32)((v)&HS_OFFSET_UNKNOWN))
 #define HS_BCI_BITS 16
 #define HS_BCI_UNKNOWN 0xffffu
-#define HS_FRAME_CODE(tag, blob, offset)                                                 \
-  (((__u64)(tag) << UNWIND_FRAME_TAG_SHIFT) | (((__u64)(blob) >> 4) << HS_OFFSET_BITS) | \
-   ((__u64)(offset) < HS_OFFSET_UNKNOWN ? (__u64)(offset) : (__u64)HS_OFFSET_UNKNOWN))
-#define HS_FRAME_BLOB(v) ((((v) << 4) >> (4 + HS_OFFSET_BITS)) << 4)
-#define HS_FRAME_OFFSET(v) ((__u32)((v)&HS_OFFSET_UNKNOWN))
 #define HS_FRAME_INTERP(method, bci)                        \
   ((UNWIND_FRAME_TAG_HS_INTERP << UNWIND_FRAME_TAG_SHIFT) | \
    (((__u64)(method) >> 3) << HS_BCI_BITS) | ((__u64)(bci)&HS_BCI_UNKNOWN))

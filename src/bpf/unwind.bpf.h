@@ -555,6 +555,13 @@ static __always_inline long hs_interpreted(struct unwind_scratch* s, __u32 len, 
   }
   unwind_record(s, len, HS_FRAME_INTERP(method, bci));
   s->hs_emitted++;
+  /* Its class's mirror tells a method of a class loaded since at the same Method* apart
+   * (bpf/hotspot.h): into the hash, not the frame. */
+  __u64 mirror = 0;
+  if (o->interp_mirror && !unwind_read(&mirror, bp + 8 * (__s64)o->interp_mirror)) {
+    s->hash = (s->hash ^ mirror) * 0x100000001b3ull;
+    s->hash ^= s->hash >> 29;
+  }
   if (sender_sp <= sp) return unwind_end(s, UNWIND_END_BAD_FRAME);
   s->pc = pair[1];
   s->sp = sender_sp; /* the caller's sp before this frame extended it (locals) */
@@ -613,9 +620,13 @@ static __always_inline long hs_step(struct unwind_scratch* s, __u32 len, __u64 p
   __s64 words = hs_blob_s32(s, o->blob_frame_size);
   __s64 complete = hs_blob_s32(s, o->blob_frame_complete);
   if (o->frame_complete_bytes == 2) complete = (__s16)complete;
-  unwind_record(
-      s, len,
-      HS_FRAME_CODE(top ? UNWIND_FRAME_TAG_HS_PC : UNWIND_FRAME_TAG_HS_RETURN, blob, pc - blob));
+  /* An nmethod's generation (bpf/hotspot.h): its compile id, 4 bytes past those read. */
+  __u32 gen = 0;
+  if (name == HS_NAME_NMETHOD || name == HS_NAME_NATIVE)
+    bpf_probe_read_user(&gen, sizeof(gen), (const void*)(blob + o->nm_compile_id));
+  unwind_record(s, len,
+                HS_FRAME_CODE(top ? UNWIND_FRAME_TAG_HS_PC : UNWIND_FRAME_TAG_HS_RETURN,
+                              s->hs_proc.code_start, blob, gen, pc - blob));
   s->hs_emitted++;
 
   __u64 cfa = 0, pair[2], caller_bp = bp;

@@ -242,6 +242,7 @@ Result<Profile> ProfileSession::snapshot() {
       if (name != "entry" && name.rfind("frames_", 0) != 0)
         p.losses.emplace_back("walk_" + name, n);
   }
+  for (auto& loss : symbolizer_->losses()) p.losses.push_back(std::move(loss));
   p.frequency_hz = target_.frequency_hz;
   p.start_unix_ns = start_unix_ns_;
   p.duration_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(

@@ -130,8 +130,10 @@ std::optional<JavaStep> java_step(const hs_proc& j, const TargetMemory& mem, uin
   const uint64_t code_begin =
       o.code_begin_is_offset ? blob + s32_at(o.blob_code_begin) : u64_at(o.blob_code_begin);
   const int64_t words = s32_at(o.blob_frame_size);
-  st.frame =
-      HS_FRAME_CODE(top ? UNWIND_FRAME_TAG_HS_PC : UNWIND_FRAME_TAG_HS_RETURN, blob, pc - blob);
+  const uint32_t gen =
+      name == HS_NAME_NMETHOD || name == HS_NAME_NATIVE ? read_u32(mem, blob + o.nm_compile_id) : 0;
+  st.frame = HS_FRAME_CODE(top ? UNWIND_FRAME_TAG_HS_PC : UNWIND_FRAME_TAG_HS_RETURN, j.code_start,
+                           blob, gen, pc - blob);
   int64_t complete = s32_at(o.blob_frame_complete);
   if (o.frame_complete_bytes == 2) complete = static_cast<int16_t>(complete);
   uint32_t partial = top ? hs_partial(mem, pc, code_begin, complete) : 0;

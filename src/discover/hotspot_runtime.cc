@@ -21,6 +21,7 @@ constexpr uint64_t kVtableAddressPoint = 16;
 // 25): used when VMStructs does not list them (JDK 17 lists only the sender sp).
 constexpr int32_t kInterpSenderSp = -1;
 constexpr int32_t kInterpMethod = -3;
+constexpr int32_t kInterpMirror = -4;  // the holder's java.lang.Class (JDK 9+)
 constexpr int32_t kInterpBcp = -8;
 
 std::string path_file_name(const std::string& path) {
@@ -55,12 +56,18 @@ Result<hs_offsets> walker_offsets(const HotspotVmStructs& vm) {
   } else {
     return fail("libjvm.so lists neither CodeBlob::_code_begin nor CodeBlob::_code_offset");
   }
+  // nmethod::_compile_id (CompiledMethod's in some JDKs): an nmethod's generation in a frame.
+  auto compile_id = vm.offset("nmethod", "_compile_id");
+  if (!compile_id) compile_id = vm.offset("CompiledMethod", "_compile_id");
+  if (!compile_id) return fail("libjvm.so lists no nmethod::_compile_id");
+  if (auto r = u32(*compile_id, off.nm_compile_id); !r) return tl::unexpected(r.error());
   auto slot = [&](const char* name, int32_t fallback) {
     auto v = vm.int_constant(name);
     return v ? static_cast<__s32>(*v) : fallback;
   };
   off.interp_sender_sp = slot("frame::interpreter_frame_sender_sp_offset", kInterpSenderSp);
   off.interp_method = slot("frame::interpreter_frame_method_offset", kInterpMethod);
+  off.interp_mirror = slot("frame::interpreter_frame_mirror_offset", kInterpMirror);
   off.interp_bcp = slot("frame::interpreter_frame_bcp_offset", kInterpBcp);
   return off;
 }
@@ -235,6 +242,11 @@ Result<HotspotRuntime> read_hotspot_runtime(pid_t pid, const std::string& object
     rt.proc.code_start = std::min<uint64_t>(rt.proc.code_start, h->low);
     rt.proc.code_end = std::max<uint64_t>(rt.proc.code_end, h->high);
   }
+  if (rt.proc.code_end - rt.proc.code_start > HS_CODE_CACHE_MAX)
+    return fail(
+        "{}: the code heaps span [{:#x}, {:#x}), more than the 2 GiB a Java frame records a blob "
+        "in (HotSpot's own limit of ReservedCodeCacheSize)",
+        rt.name(), rt.proc.code_start, rt.proc.code_end);
 
   // The template interpreter: AbstractInterpreter::_code, a StubQueue of its codelets.
   const auto& v = rt.vm;

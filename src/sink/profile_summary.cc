@@ -43,6 +43,11 @@ std::string loss_text(std::string_view cause, uint64_t n) {
        "a compiled frame's return address not found: cut short there"},
       {"walk_java_bad_interpreter_frame", "Java stack", "Java stacks",
        "an interpreted frame unreadable: cut short there"},
+      {"java_code_gone", "Java frame", "Java frames",
+       "the nmethod that ran flushed and its memory reused before it was read: unnamed"},
+      {"java_method_reused", "Java method", "Java methods",
+       "their memory reused by another after their class was unloaded: interpreted frames "
+       "unnamed"},
   };
   // How user-stack walks that did not reach the thread's entry stopped (unwind.bpf.h).
   if (cause.starts_with("walk_"))

@@ -1,6 +1,7 @@
 #include "symbolize/hotspot_code.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -70,15 +71,58 @@ Result<std::string> read_symbol(const HotspotCodeLayout& l, const TargetMemory& 
 }
 
 // The Symbol a constant pool slot holds (a Utf8 entry; its low bit is a tag to ignore).
-Result<std::string> pool_symbol(const HotspotCodeLayout& l, const TargetMemory& mem, uint64_t pool,
+Result<uint64_t> pool_symbol_at(const HotspotCodeLayout& l, const TargetMemory& mem, uint64_t pool,
                                 uint16_t index, const char* what) {
   if (index == 0) return fail("the {} has constant pool index 0", what);
   uint64_t slot = 0;
   if (!read(mem, pool + l.pool_size + 8ull * index, {reinterpret_cast<uint8_t*>(&slot), 8}))
     return fail("cannot read constant pool slot {} (the {}) of {:#x}", index, what, pool);
-  auto s = read_symbol(l, mem, slot & ~uint64_t{1});
+  return slot & ~uint64_t{1};
+}
+
+Result<std::string> pool_symbol(const HotspotCodeLayout& l, const TargetMemory& mem, uint64_t pool,
+                                uint16_t index, const char* what) {
+  auto at = pool_symbol_at(l, mem, pool, index, what);
+  if (!at) return tl::unexpected(at.error());
+  auto s = read_symbol(l, mem, *at);
   if (!s) return with_context(fmt::format("the {}", what), s.error());
   return s;
+}
+
+// What a Method is read from: its ConstMethod (copied), ConstantPool, class, and the Symbols of
+// the class's name, its name and signature (HotspotMethod::identity).
+struct MethodParts {
+  uint64_t const_method = 0, pool = 0, klass = 0;
+  std::vector<uint8_t> cm, pool_bytes;
+  std::array<uint64_t, 3> identity{};
+};
+
+Result<MethodParts> read_method_parts(const HotspotCodeLayout& l, const TargetMemory& mem,
+                                      uint64_t method) {
+  MethodParts p;
+  if (!read(mem, method + l.method_const, {reinterpret_cast<uint8_t*>(&p.const_method), 8}) ||
+      p.const_method == 0)
+    return fail("cannot read the Method at {:#x}", method);
+  auto ctx = [&](const Error& e) { return with_context(fmt::format("Method {:#x}", method), e); };
+  auto cmb = read_struct(mem, p.const_method, l.const_method_size, "ConstMethod");
+  if (!cmb) return ctx(cmb.error());
+  p.cm = std::move(*cmb);
+  p.pool = value_at<uint64_t>(p.cm, l.const_method_constants);
+  auto pb = read_struct(mem, p.pool, l.pool_size, "ConstantPool");
+  if (!pb) return ctx(pb.error());
+  p.pool_bytes = std::move(*pb);
+  p.klass = value_at<uint64_t>(p.pool_bytes, l.pool_holder);
+  if (!read(mem, p.klass + l.klass_name, {reinterpret_cast<uint8_t*>(&p.identity[0]), 8}))
+    return ctx(Error{fmt::format("cannot read the class at {:#x}", p.klass)});
+  auto name =
+      pool_symbol_at(l, mem, p.pool, value_at<uint16_t>(p.cm, l.const_method_name_index), "name");
+  if (!name) return ctx(name.error());
+  auto sig = pool_symbol_at(l, mem, p.pool,
+                            value_at<uint16_t>(p.cm, l.const_method_signature_index), "signature");
+  if (!sig) return ctx(sig.error());
+  p.identity[1] = *name;
+  p.identity[2] = *sig;
+  return p;
 }
 
 // A section [begin, end) of an nmethod, bounded.
@@ -205,32 +249,23 @@ std::string java_class_name(std::string_view internal) {
 
 Result<HotspotMethod> read_hotspot_method(const HotspotCodeLayout& l, const TargetMemory& mem,
                                           uint64_t method) {
-  uint64_t cm = 0;
-  if (!read(mem, method + l.method_const, {reinterpret_cast<uint8_t*>(&cm), 8}) || cm == 0)
-    return fail("cannot read the Method at {:#x}", method);
-  auto cmb = read_struct(mem, cm, l.const_method_size, "ConstMethod");
-  if (!cmb) return with_context(fmt::format("Method {:#x}", method), cmb.error());
-  const uint64_t pool = value_at<uint64_t>(*cmb, l.const_method_constants);
-  auto pb = read_struct(mem, pool, l.pool_size, "ConstantPool");
-  if (!pb) return with_context(fmt::format("Method {:#x}", method), pb.error());
-  const uint64_t klass = value_at<uint64_t>(*pb, l.pool_holder);
+  auto parts = read_method_parts(l, mem, method);
+  if (!parts) return tl::unexpected(parts.error());
+  const std::vector<uint8_t>& cmb = parts->cm;
+  const uint64_t cm = parts->const_method, pool = parts->pool, klass = parts->klass;
 
   HotspotMethod m;
   m.excluded = l.unsigned5_excluded;
+  m.identity = parts->identity;
   auto ctx = [&](const Error& e) { return with_context(fmt::format("Method {:#x}", method), e); };
-  uint64_t klass_name = 0;
-  if (!read(mem, klass + l.klass_name, {reinterpret_cast<uint8_t*>(&klass_name), 8}))
-    return ctx(Error{fmt::format("cannot read the class at {:#x}", klass)});
-  auto kname = read_symbol(l, mem, klass_name);
+  auto kname = read_symbol(l, mem, m.identity[0]);
   if (!kname) return ctx(kname.error());
   m.klass = java_class_name(*kname);
-  auto name =
-      pool_symbol(l, mem, pool, value_at<uint16_t>(*cmb, l.const_method_name_index), "name");
-  if (!name) return ctx(name.error());
+  auto name = read_symbol(l, mem, m.identity[1]);
+  if (!name) return with_context(fmt::format("Method {:#x}: the name", method), name.error());
   m.name = std::move(*name);
-  auto sig = pool_symbol(l, mem, pool, value_at<uint16_t>(*cmb, l.const_method_signature_index),
-                         "signature");
-  if (!sig) return ctx(sig.error());
+  auto sig = read_symbol(l, mem, m.identity[2]);
+  if (!sig) return with_context(fmt::format("Method {:#x}: the signature", method), sig.error());
   m.signature = std::move(*sig);
 
   // The source file is optional (generated classes name none): a miss leaves it empty.
@@ -238,13 +273,13 @@ Result<HotspotMethod> read_hotspot_method(const HotspotCodeLayout& l, const Targ
   if (l.source_file_index_in_klass)
     (void)read(mem, klass + l.source_file_index, {reinterpret_cast<uint8_t*>(&sf), 2});
   else
-    sf = value_at<uint16_t>(*pb, l.source_file_index);
+    sf = value_at<uint16_t>(parts->pool_bytes, l.source_file_index);
   if (sf != 0)
     if (auto f = pool_symbol(l, mem, pool, sf, "source file")) m.source_file = std::move(*f);
 
-  m.code_size = value_at<uint16_t>(*cmb, l.const_method_code_size);
+  m.code_size = value_at<uint16_t>(cmb, l.const_method_code_size);
   // Flags are u2 before JDK 21, u4 since; the line-table bit is in the low byte either way.
-  const uint32_t flags = value_at<uint8_t>(*cmb, l.const_method_flags);
+  const uint32_t flags = value_at<uint8_t>(cmb, l.const_method_flags);
   if (flags & l.has_line_table_flag) {
     // The table follows the bytecodes; its length is not stored, so read until its terminator
     // in pieces that stay within the page the previous ended in.
@@ -409,55 +444,87 @@ const char* to_string(HotspotCodeKind kind) {
   return "?";
 }
 
+uint32_t hotspot_generation(const HotspotBlob& b) {
+  return b.kind != HotspotBlobKind::Stub ? HS_GEN(b.compile_id) : 0;
+}
+
 Result<const HotspotMethod*> HotspotCodeCache::method(pid_t pid, const HotspotCodeLayout& l,
                                                       const TargetMemory& mem, uint64_t addr) {
   auto key = std::pair{pid, addr};
-  if (auto it = methods_.find(key); it != methods_.end()) return &it->second;
+  auto it = methods_.find(key);
+  if (it != methods_.end()) {
+    // Still the same Method? Its Symbols read back (what cannot be read, as from a process
+    // gone, keeps what was read).
+    auto now = read_method_parts(l, mem, addr);
+    if (!now || now->identity == it->second->identity) return it->second.get();
+    reused_.insert(key);
+  }
   auto m = read_hotspot_method(l, mem, addr);
   if (!m) return tl::unexpected(m.error());
-  return &methods_.emplace(key, std::move(*m)).first->second;
+  // A blob read before keeps its own copy of the Method it was read with.
+  auto& slot = methods_[key];
+  slot = std::make_shared<const HotspotMethod>(std::move(*m));
+  return slot.get();
 }
 
 Result<const HotspotBlob*> HotspotCodeCache::blob(pid_t pid, const HotspotCodeLayout& l,
-                                                  const TargetMemory& mem, uint64_t addr) {
-  auto key = std::pair{pid, addr};
+                                                  const TargetMemory& mem, uint64_t addr,
+                                                  uint32_t gen) {
+  const BlobKey key{pid, addr, gen};
   if (auto it = blobs_.find(key); it != blobs_.end()) return &it->second;
+  if (gone_.contains(key))
+    return fail_errno(ESTALE, "the nmethod of generation {} at {:#x} was flushed", gen, addr);
   auto b = read_hotspot_blob(l, mem, addr);
   if (!b) return tl::unexpected(b.error());
+  if (const uint32_t now = hotspot_generation(*b); now != gen) {
+    gone_.insert(key);
+    return fail_errno(ESTALE,
+                      "the nmethod of generation {} at {:#x} was flushed: the blob there now is "
+                      "\"{}\" of generation {}",
+                      gen, addr, b->name, now);
+  }
+  // The Methods its frames name, read now: its own, and those inlined into it (its metadata
+  // holds Method* and Klass* alike: only the scopes' Methods are read, when a frame names them).
+  if (b->kind != HotspotBlobKind::Stub) {
+    auto m = method(pid, l, mem, b->method);
+    if (!m) return with_context(fmt::format("code blob {:#x}", addr), m.error());
+    b->methods.emplace(b->method, methods_.at({pid, b->method}));
+  }
   return &blobs_.emplace(key, std::move(*b)).first->second;
 }
 
 const HotspotMethod* HotspotCodeCache::find_method(pid_t pid, uint64_t addr) const {
   auto it = methods_.find(std::pair{pid, addr});
-  return it == methods_.end() ? nullptr : &it->second;
+  return it == methods_.end() ? nullptr : it->second.get();
 }
 
-const HotspotBlob* HotspotCodeCache::find_blob(pid_t pid, uint64_t addr) const {
-  auto it = blobs_.find(std::pair{pid, addr});
+const HotspotBlob* HotspotCodeCache::find_blob(pid_t pid, uint64_t addr, uint32_t gen) const {
+  auto it = blobs_.find(BlobKey{pid, addr, gen});
   return it == blobs_.end() ? nullptr : &it->second;
 }
 
-Result<HotspotNamedMethod> HotspotCodeCache::named(pid_t pid, const HotspotCodeLayout& l,
-                                                   const TargetMemory& mem, uint64_t method,
-                                                   int bci) {
-  auto m = this->method(pid, l, mem, method);
-  if (!m) return tl::unexpected(m.error());
+namespace {
+
+HotspotNamedMethod named(const HotspotMethod& m, uint64_t method, int bci) {
   HotspotNamedMethod n;
   n.method = method;
   n.bci = bci;
-  n.name = (*m)->qualified();
-  n.signature = (*m)->signature;
-  n.file = (*m)->source_file;
-  n.line = (*m)->line_of(bci);
+  n.name = m.qualified();
+  n.signature = m.signature;
+  n.file = m.source_file;
+  n.line = m.line_of(bci);
   return n;
 }
 
+}  // namespace
+
 Result<HotspotFrameName> HotspotCodeCache::code_frame(pid_t pid, const HotspotCodeLayout& l,
                                                       const TargetMemory& mem, uint64_t blob,
-                                                      uint32_t offset, bool is_return) {
-  auto b = this->blob(pid, l, mem, blob);
+                                                      uint32_t gen, uint32_t offset,
+                                                      bool is_return) {
+  auto b = this->blob(pid, l, mem, blob, gen);
   if (!b) return tl::unexpected(b.error());
-  const HotspotBlob& bl = **b;
+  HotspotBlob& bl = blobs_.at(BlobKey{pid, blob, gen});
   HotspotFrameName out;
   out.blob_name = bl.name;
   out.comp_level = bl.comp_level;
@@ -495,9 +562,13 @@ Result<HotspotFrameName> HotspotCodeCache::code_frame(pid_t pid, const HotspotCo
     chain.push_back({bl.method, -1});
   }
   for (const HotspotScope& s : chain) {
-    auto n = named(pid, l, mem, s.method, s.bci);
-    if (!n) return with_context(fmt::format("nmethod {:#x}", blob), n.error());
-    out.methods.push_back(std::move(*n));
+    auto it = bl.methods.find(s.method);
+    if (it == bl.methods.end()) {  // an inlined method no frame named before: read it now
+      auto m = method(pid, l, mem, s.method);
+      if (!m) return with_context(fmt::format("nmethod {:#x}", blob), m.error());
+      it = bl.methods.emplace(s.method, methods_.at({pid, s.method})).first;
+    }
+    out.methods.push_back(named(*it->second, s.method, s.bci));
   }
   return out;
 }
@@ -508,19 +579,26 @@ Result<HotspotFrameName> HotspotCodeCache::interpreted_frame(pid_t pid, const Ho
   HotspotFrameName out;
   out.kind = HotspotCodeKind::Interpreted;
   out.blob_name = "Interpreter";
-  auto n = named(pid, l, mem, method, bci == HS_BCI_UNKNOWN ? -1 : static_cast<int>(bci));
-  if (!n) return tl::unexpected(n.error());
-  out.methods.push_back(std::move(*n));
+  auto m = this->method(pid, l, mem, method);
+  if (!m) return tl::unexpected(m.error());
+  if (reused_.contains({pid, method}))
+    return fail_errno(ESTALE,
+                      "Method {:#x} held another method earlier (its class unloaded): its "
+                      "interpreted frames are ambiguous",
+                      method);
+  out.methods.push_back(named(**m, method, bci == HS_BCI_UNKNOWN ? -1 : static_cast<int>(bci)));
   return out;
 }
 
 void HotspotCodeCache::forget_blob(pid_t pid, uint64_t addr) {
-  blobs_.erase(std::pair{pid, addr});
+  blobs_.erase(blobs_.lower_bound({pid, addr, 0}), blobs_.lower_bound({pid, addr + 1, 0}));
 }
 
 void HotspotCodeCache::forget(pid_t pid) {
   methods_.erase(methods_.lower_bound({pid, 0}), methods_.lower_bound({pid + 1, 0}));
-  blobs_.erase(blobs_.lower_bound({pid, 0}), blobs_.lower_bound({pid + 1, 0}));
+  blobs_.erase(blobs_.lower_bound({pid, 0, 0}), blobs_.lower_bound({pid + 1, 0, 0}));
+  gone_.erase(gone_.lower_bound({pid, 0, 0}), gone_.lower_bound({pid + 1, 0, 0}));
+  reused_.erase(reused_.lower_bound({pid, 0}), reused_.lower_bound({pid + 1, 0}));
 }
 
 }  // namespace uscope

@@ -12,9 +12,12 @@
 // field the JVM does not list fails naming it.
 #include <sys/types.h>
 
+#include <array>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <tuple>
@@ -90,6 +93,9 @@ struct HotspotMethod {
   uint16_t code_size = 0;
   std::vector<uint8_t> line_table;  // compressed; empty when the method has none
   uint8_t excluded = 0;             // its UNSIGNED5 flavour
+  // Its class's name, name and signature as Symbol addresses (interned: one per string) when
+  // read: what tells that a Method's memory holds another Method since (its class unloaded).
+  std::array<uint64_t, 3> identity{};
 
   std::string qualified() const { return klass + "." + name; }  // "java.lang.String.hashCode"
   int line_of(int bci) const {
@@ -118,7 +124,14 @@ struct HotspotBlob {
   std::vector<HotspotPcDesc> pcs;  // nmethods only
   std::vector<uint8_t> scopes;
   std::vector<uint64_t> metadata;
+  // The methods its frames name (its own and those inlined into it), as they were when the blob
+  // was read: its frames keep those names once their classes are unloaded and the Methods'
+  // memory reused (HotspotCodeCache fills it).
+  std::map<uint64_t, std::shared_ptr<const HotspotMethod>> methods;
 };
+// The generation a frame in `b` records (bpf/hotspot.h's HS_FRAME_CODE): the low bits of an
+// nmethod's compile id, 0 for any other blob.
+uint32_t hotspot_generation(const HotspotBlob& b);
 // Reads the code blob at `addr` (its name bounded to 256 bytes; an nmethod's sections to 4 MiB
 // each). Fails naming what could not be read or made no sense.
 Result<HotspotBlob> read_hotspot_blob(const HotspotCodeLayout& l, const TargetMemory& mem,
@@ -144,39 +157,54 @@ struct HotspotFrameName {
   std::vector<HotspotNamedMethod> methods;
 };
 
-// Methods and code blobs by (pid, address). A blob's address is reused once the JVM flushes it
-// (and a Method*'s once its class is unloaded): forget a blob the JVM unloads, a process when it
-// exits.
+// Methods by (pid, address), code blobs by (pid, address, generation); a process is forgotten
+// when it exits. The JVM reuses the memory of what it frees while uscope runs:
+// - a blob's once it flushes the nmethod (made not entrant, then swept, or its class unloaded):
+//   a frame's generation says which nmethod ran, and a blob whose generation differs when it is
+//   read is another: the frame is not named (errnum ESTALE), and counted (code_gone());
+// - a Method's once its class is unloaded: a cached Method is read again when its Symbols read
+//   back otherwise, and a blob keeps the Methods it was read with; but an interpreted frame
+//   records the Method* alone, which named two methods in the session: such frames are not
+//   named from then on (errnum ESTALE), and counted (methods_reused()).
 class HotspotCodeCache {
  public:
   Result<const HotspotMethod*> method(pid_t pid, const HotspotCodeLayout& l,
                                       const TargetMemory& mem, uint64_t addr);
+  // The blob at `addr` of generation `gen` (hotspot_generation()).
   Result<const HotspotBlob*> blob(pid_t pid, const HotspotCodeLayout& l, const TargetMemory& mem,
-                                  uint64_t addr);
+                                  uint64_t addr, uint32_t gen);
   const HotspotMethod* find_method(pid_t pid, uint64_t addr) const;
-  const HotspotBlob* find_blob(pid_t pid, uint64_t addr) const;
+  const HotspotBlob* find_blob(pid_t pid, uint64_t addr, uint32_t gen) const;
 
-  // A code frame (bpf/hotspot.h's HS_FRAME_CODE: blob and pc offset from it; `is_return`: the
-  // pc is a return address, TAG_HS_RETURN). An unknown offset names the blob's method only.
+  // A code frame (bpf/hotspot.h's HS_FRAME_CODE: blob, generation and pc offset from the blob;
+  // `is_return`: the pc is a return address, TAG_HS_RETURN). An unknown offset names the blob's
+  // method only.
   Result<HotspotFrameName> code_frame(pid_t pid, const HotspotCodeLayout& l,
-                                      const TargetMemory& mem, uint64_t blob, uint32_t offset,
-                                      bool is_return);
+                                      const TargetMemory& mem, uint64_t blob, uint32_t gen,
+                                      uint32_t offset, bool is_return);
   // An interpreted frame (HS_FRAME_INTERP): its Method* and bci (HS_BCI_UNKNOWN: unknown).
   Result<HotspotFrameName> interpreted_frame(pid_t pid, const HotspotCodeLayout& l,
                                              const TargetMemory& mem, uint64_t method,
                                              uint32_t bci);
 
-  void forget_blob(pid_t pid, uint64_t addr);
+  void forget_blob(pid_t pid, uint64_t addr);  // every generation of it
   void forget(pid_t pid);
   size_t methods() const { return methods_.size(); }
   size_t blobs() const { return blobs_.size(); }
+  // Blobs (by pid, address, generation) whose nmethod was flushed and its memory reused before
+  // they were read: their frames are unnamed.
+  uint64_t code_gone() const { return gone_.size(); }
+  // Method addresses that held another Method than when first read: their interpreted frames
+  // are unnamed.
+  uint64_t methods_reused() const { return reused_.size(); }
 
  private:
-  Result<HotspotNamedMethod> named(pid_t pid, const HotspotCodeLayout& l, const TargetMemory& mem,
-                                   uint64_t method, int bci);
+  using BlobKey = std::tuple<pid_t, uint64_t, uint32_t>;
 
-  std::map<std::pair<pid_t, uint64_t>, HotspotMethod> methods_;
-  std::map<std::pair<pid_t, uint64_t>, HotspotBlob> blobs_;
+  std::map<std::pair<pid_t, uint64_t>, std::shared_ptr<const HotspotMethod>> methods_;
+  std::map<BlobKey, HotspotBlob> blobs_;
+  std::set<BlobKey> gone_;
+  std::set<std::pair<pid_t, uint64_t>> reused_;
 };
 
 }  // namespace uscope

@@ -23,6 +23,8 @@ enum class FrameMiss {
   NoPerfMap,       // executable memory no file backs (JIT code), and the process wrote no perf map
   InterpreterUnreadable,  // an interpreter's frame (bpf/python.h) whose code object could not be
                           // read or made no sense (freed since, or the offsets do not fit)
+  CodeGone,  // a Java frame (bpf/hotspot.h) whose code (nmethod, Method) the runtime freed, and
+             // its memory reused, before the frame was read
 };
 
 struct NormalizedAddress {

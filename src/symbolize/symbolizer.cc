@@ -43,6 +43,7 @@ struct Symbolizer::ProcessState {
   // Its JVM's layout, looked for at its first Java frame.
   bool hotspot_looked = false;
   std::optional<HotspotCodeLayout> hotspot{};
+  uint64_t hotspot_code_start = 0;  // bpf/hotspot.h's hs_proc.code_start
   // Its V8, likewise.
   bool v8_looked = false;
   std::optional<V8Runtime> v8{};
@@ -85,8 +86,8 @@ const FunctionSymbol* find_function(const ElfFile& elf, const SymbolTable& table
 }
 
 // The JVM of a process when the caller gave no source of its own.
-std::optional<HotspotVmStructs> default_hotspot_vm(const Process& p) {
-  if (auto rt = find_hotspot_runtime(p); rt && *rt) return std::move((*rt)->vm);
+std::optional<HotspotRuntime> default_hotspot_vm(const Process& p) {
+  if (auto rt = find_hotspot_runtime(p); rt && *rt) return std::move(**rt);
   return std::nullopt;
 }
 
@@ -160,6 +161,8 @@ const char* to_string(FrameMiss miss) {
       return "JIT code without a perf map";
     case FrameMiss::InterpreterUnreadable:
       return "interpreter frame unreadable";
+    case FrameMiss::CodeGone:
+      return "code unloaded and its memory reused before it was named";
   }
   return "?";
 }
@@ -464,8 +467,11 @@ void Symbolizer::forget(pid_t pid) {
   java_codes_.forget(pid);
 }
 
-void Symbolizer::forget_java_code(pid_t pid, uint64_t blob) {
-  java_codes_.forget_blob(pid, blob);
+std::vector<std::pair<std::string, uint64_t>> Symbolizer::losses() const {
+  std::vector<std::pair<std::string, uint64_t>> out;
+  if (uint64_t n = java_codes_.code_gone()) out.emplace_back("java_code_gone", n);
+  if (uint64_t n = java_codes_.methods_reused()) out.emplace_back("java_method_reused", n);
+  return out;
 }
 
 const PythonRuntime* Symbolizer::python_runtime(ProcessState* state) {
@@ -519,10 +525,13 @@ const HotspotCodeLayout* Symbolizer::hotspot_layout(pid_t pid, ProcessState* sta
   if (state == nullptr) return nullptr;
   if (!state->hotspot_looked && !state->exited) {
     state->hotspot_looked = true;
-    auto vm = options_.hotspot ? options_.hotspot(state->maps) : default_hotspot_vm(state->maps);
-    if (vm) {
+    auto rt = options_.hotspot ? options_.hotspot(state->maps) : default_hotspot_vm(state->maps);
+    if (rt) {
       TargetMemory mem = process_target_memory(pid);
-      if (auto l = hotspot_code_layout(*vm, &mem)) state->hotspot = *l;
+      if (auto l = hotspot_code_layout(rt->vm, &mem)) {
+        state->hotspot = *l;
+        state->hotspot_code_start = rt->proc.code_start;
+      }
     }
   }
   return state->hotspot ? &*state->hotspot : nullptr;
@@ -539,14 +548,18 @@ Frame Symbolizer::java_frame(pid_t pid, ProcessState* state, uint64_t value) {
   const TargetMemory mem = live ? process_target_memory(pid) : TargetMemory(no_memory);
   const HotspotCodeLayout& l = layout ? *layout : kNoLayout;
   const uint64_t tag = UNWIND_FRAME_TAG(value);
+  // Code frames record their blob from the code cache's start (read with the layout).
+  const uint64_t code_start = layout ? state->hotspot_code_start : 0;
   auto name =
       tag == UNWIND_FRAME_TAG_HS_INTERP
           ? java_codes_.interpreted_frame(pid, l, mem, HS_FRAME_METHOD(value), HS_FRAME_BCI(value))
-          : java_codes_.code_frame(pid, l, mem, HS_FRAME_BLOB(value), HS_FRAME_OFFSET(value),
+          : java_codes_.code_frame(pid, l, mem, HS_FRAME_BLOB(value, code_start),
+                                   HS_FRAME_GEN(value), HS_FRAME_OFFSET(value),
                                    tag == UNWIND_FRAME_TAG_HS_RETURN);
   if (!name) {
-    f.miss = state == nullptr || state->exited ? FrameMiss::ProcessGone
-                                               : FrameMiss::InterpreterUnreadable;
+    f.miss = name.error().errnum == ESTALE       ? FrameMiss::CodeGone
+             : state == nullptr || state->exited ? FrameMiss::ProcessGone
+                                                 : FrameMiss::InterpreterUnreadable;
     return f;
   }
   f.origin = SymbolOrigin::Java;

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "discover/debug_info.h"
+#include "discover/hotspot_runtime.h"
 #include "discover/object_store.h"
 #include "discover/process.h"
 #include "symbolize/hotspot_code.h"
@@ -95,10 +96,10 @@ struct SymbolizerOptions {
   // Called when a process's maps can no longer be read (it exited), before its addresses are
   // given up: a source of maps kept from its exit (collect/exit_maps.h) delivers them to adopt().
   std::function<void()> catch_up;
-  // The JVM a process runs, as its VMStructs tables, for naming its Java frames (bpf/hotspot.h);
-  // nullopt when it runs none that can be read. Empty: discover/hotspot_runtime.h's
-  // find_hotspot_runtime.
-  std::function<std::optional<HotspotVmStructs>(const Process&)> hotspot;
+  // The JVM a process runs (its VMStructs tables and where its code cache starts), for naming its
+  // Java frames (bpf/hotspot.h); nullopt when it runs none that can be read. Empty:
+  // discover/hotspot_runtime.h's find_hotspot_runtime.
+  std::function<std::optional<HotspotRuntime>(const Process&)> hotspot;
 };
 
 // Whether a walked stack's value is a runtime's frame (bpf/unwind.h's tagged values: Python,
@@ -151,8 +152,12 @@ class Symbolizer {
   // (no command line left to read) is named as it was started.
   void started_as(pid_t pid, std::string path);
 
-  // The JVM unloaded (or flushed) the code blob at `blob`: its address may hold other code next.
-  void forget_java_code(pid_t pid, uint64_t blob);
+  // What could not be named for a reason a profile counts as a loss (sink/profile_summary.cc):
+  // "java_code_gone", Java code frames whose nmethod the JVM flushed, its memory holding another
+  // blob, before they were read (HotspotCodeCache::code_gone()); "java_method_reused", Methods
+  // whose memory held two methods in the session (a class unloaded), whose interpreted frames
+  // are unnamed (methods_reused()). Only nonzero counts.
+  std::vector<std::pair<std::string, uint64_t>> losses() const;
 
   // Drops the cached maps and perf map of `pid`: call it when the process exits or exec()s, since
   // the same PID then names different (or no) mappings. Objects stay in the store; other

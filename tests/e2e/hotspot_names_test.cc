@@ -45,8 +45,9 @@ TEST(hotspot_names, every_nmethod_of_the_codelist_is_named_with_its_method_and_t
   HotspotCodeCache cache;
   std::map<std::pair<int, uint64_t>, Result<HotspotFrameName>> named;
   for (const CodelistEntry& e : before)
-    named.emplace(std::pair{e.compile_id, e.blob},
-                  cache.code_frame(pid, *layout, mem, e.blob, HS_OFFSET_UNKNOWN, true));
+    named.emplace(
+        std::pair{e.compile_id, e.blob},
+        cache.code_frame(pid, *layout, mem, e.blob, HS_GEN(e.compile_id), HS_OFFSET_UNKNOWN, true));
   std::set<std::pair<int, uint64_t>> alive;
   for (const CodelistEntry& e : codelist(pid)) alive.insert({e.compile_id, e.blob});
 
@@ -69,13 +70,13 @@ TEST(hotspot_names, every_nmethod_of_the_codelist_is_named_with_its_method_and_t
 
     // Every PcDesc's inlined chain ends in the nmethod's own Method* (nmethod::_method), and the
     // line of each HotLoop method in it is the class file's line of its bci.
-    const HotspotBlob* blob = cache.find_blob(pid, e.blob);
+    const HotspotBlob* blob = cache.find_blob(pid, e.blob, HS_GEN(e.compile_id));
     ASSERT_NE(blob, nullptr);
     for (const HotspotPcDesc& pc : blob->pcs) {
       if (pc.pc_offset < 0 || pc.scope_decode_offset == 0) continue;
       const uint32_t offset = static_cast<uint32_t>(blob->code_begin - e.blob + pc.pc_offset);
       if (offset >= HS_OFFSET_UNKNOWN) continue;
-      auto f = cache.code_frame(pid, *layout, mem, e.blob, offset, true);
+      auto f = cache.code_frame(pid, *layout, mem, e.blob, HS_GEN(e.compile_id), offset, true);
       ASSERT_TRUE(f) << e.method << " at pc offset " << pc.pc_offset << ": " << f.error().message;
       ++scopes;
       inlined += f->methods.size() > 1;
@@ -103,11 +104,12 @@ TEST(hotspot_names, every_nmethod_of_the_codelist_is_named_with_its_method_and_t
   for (const CodelistEntry& e : before) {
     if (e.method != "HotLoop.hotMethod" || e.level != 4 || !alive.contains({e.compile_id, e.blob}))
       continue;
-    const HotspotBlob* blob = cache.find_blob(pid, e.blob);
+    const HotspotBlob* blob = cache.find_blob(pid, e.blob, HS_GEN(e.compile_id));
     for (const HotspotPcDesc& pc : blob->pcs) {
       if (pc.pc_offset < 0) continue;
-      const uint64_t value = HS_FRAME_CODE(UNWIND_FRAME_TAG_HS_RETURN, e.blob,
-                                           blob->code_begin - e.blob + pc.pc_offset);
+      const uint64_t value =
+          HS_FRAME_CODE(UNWIND_FRAME_TAG_HS_RETURN, (*rt)->proc.code_start, e.blob,
+                        HS_GEN(e.compile_id), blob->code_begin - e.blob + pc.pc_offset);
       Frame f = symbolizer.symbolize(pid, value);
       EXPECT_EQ(f.miss, FrameMiss::None) << f.describe();
       EXPECT_EQ(f.function, "HotLoop.hotMethod");

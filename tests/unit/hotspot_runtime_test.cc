@@ -47,6 +47,7 @@ struct Image {
     j.field("CodeBlob", "_frame_complete_offset", 20, code_offset ? "int16_t" : "int");
     j.field("CodeBlob", "_frame_size", 28);
     j.field("CodeBlob", code_offset ? "_code_offset" : "_code_begin", 32);
+    j.field("nmethod", "_compile_id", 304, "int");
     j.field("Method", "_constMethod", 8);
     j.static_field("AbstractInterpreter", "_code", kData + 0x100);
     j.field("StubQueue", "_stub_buffer", 8);
@@ -187,6 +188,7 @@ TEST(hotspot_runtime, reads_heaps_interpreter_and_offsets) {
   EXPECT_EQ(p.off.blob_frame_complete, 20u);
   EXPECT_EQ(p.off.blob_code_begin, 32u);
   EXPECT_EQ(p.off.code_begin_is_offset, 0u);
+  EXPECT_EQ(p.off.nm_compile_id, 304u);  // past the bytes read with the blob: read on its own
   EXPECT_EQ(rt->blob_frame_complete_bytes, 4u);
   EXPECT_EQ(p.off.method_const, 8u);
   EXPECT_EQ(p.off.constmethod_size, 48u);
@@ -194,6 +196,7 @@ TEST(hotspot_runtime, reads_heaps_interpreter_and_offsets) {
   EXPECT_EQ(p.off.interp_sender_sp, -1);
   EXPECT_EQ(p.off.interp_method, -3);
   EXPECT_EQ(p.off.interp_bcp, -8);
+  EXPECT_EQ(p.off.interp_mirror, -4);
   auto ok = validate_hotspot_runtime(*rt, image.jvm.mem.memory());
   EXPECT_TRUE(ok) << ok.error().message;
 }

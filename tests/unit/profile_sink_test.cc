@@ -120,6 +120,15 @@ TEST(profile_summary, reads_every_cause_the_profiler_counts) {
                         "complete"));
 }
 
+TEST(profile_summary, says_what_the_java_names_lost_and_why) {
+  Profile p;
+  p.losses = {{"java_code_gone", 1}, {"java_method_reused", 2}};
+  EXPECT_THAT(written_summary(p),
+              HasSubstr("lost: 1 Java frame (the nmethod that ran flushed and its memory reused "
+                        "before it was read: unnamed), 2 Java methods (their memory reused by "
+                        "another after their class was unloaded: interpreted frames unnamed); "));
+}
+
 // A profile of python3.11 whose innermost frame is unnamed in `unnamed` of 10 samples.
 Profile python_profile(uint64_t unnamed, const std::string& file) {
   Profile p;
