@@ -528,9 +528,14 @@ Result<EntrySitePlan> plan_swept(const Sweep* swept, bool complete,
     return plan;
   }
 
-  std::set<std::string> wanted;
-  for (const std::string& r : reads) wanted.insert(canonical_register(r));
-  if (wanted.contains("rip")) return keep("the probe reads rip, which differs at any other site");
+  // A few names, looked up for each register an instruction writes: a vector, not a set (whose
+  // nodes were a malloc each, twice for each of 63,000 functions `list` plans).
+  std::vector<std::string> wanted;
+  for (const std::string& r : reads) wanted.push_back(canonical_register(r));
+  auto is_wanted = [&wanted](std::string_view reg) {
+    return std::find(wanted.begin(), wanted.end(), reg) != wanted.end();
+  };
+  if (is_wanted("rip")) return keep("the probe reads rip, which differs at any other site");
   if (!complete) {
     return keep(fmt::format("cannot decode the function past {}", at(swept->stopped_at)));
   }
@@ -595,7 +600,7 @@ Result<EntrySitePlan> plan_swept(const Sweep* swept, bool complete,
     // Of several, the last in name order is named (as a sorted set of names gave it).
     std::string clobbered = d.writes_unknown ? "?" : "";
     for (const std::string* w : d.writes)
-      if (!d.writes_unknown && *w != "rsp" && wanted.contains(*w) && *w > clobbered) clobbered = *w;
+      if (!d.writes_unknown && *w != "rsp" && is_wanted(*w) && *w > clobbered) clobbered = *w;
     if (!clobbered.empty()) {
       stop = fmt::format("{} written by {} at {}", clobbered, d.mnemonic, at(d.offset));
       break;

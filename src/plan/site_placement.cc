@@ -175,7 +175,8 @@ SitePlacement place_site(const MatchedSite& m, ProbeKind kind, const SiteReads& 
 }
 
 SitePlacement listed_entry_site(PlannedObject& o, const FunctionSymbol& f) {
-  return place_site(function_site(o, f, f.demangled), ProbeKind::Entry, all_argument_reads(), true);
+  static const SiteReads reads = all_argument_reads();  // the same for every function
+  return place_site(function_site(o, f, f.demangled()), ProbeKind::Entry, reads, true);
 }
 
 SitePlacement listed_usdt_site(PlannedObject& o, const UsdtProbe& p, const UsdtLocation& loc) {
