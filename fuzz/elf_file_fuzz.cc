@@ -99,7 +99,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (auto table = uscope::SymbolTable::load(*elf, paths)) {
     volatile size_t sink = 0;
     for (const auto& f : table->functions()) {
-      sink = sink + f.demangled.size();
+      sink = sink + f.demangled().size();
       if (table->containing(f.addr) == nullptr) __builtin_trap();
     }
     sink = sink + table->names().size() + table->find("main").size();

@@ -7,6 +7,7 @@
 #include <ar.h>
 #include <fcntl.h>
 #include <gelf.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -156,8 +157,26 @@ struct ElfFile::Impl {
   // Executable sections as read from the file (code_bytes()), by section index. Not through
   // libelf's mapping: a read-only private mapping of a file is still VM_MAYEXEC, so the kernel
   // writes the int3 of every uprobe another session holds on the file into it, and the code would
-  // read as breakpoints.
-  mutable std::map<size_t, std::vector<uint8_t>> code;
+  // read as breakpoints. Read in pieces of kCodePiece bytes as code_bytes() asks for them, into an
+  // anonymous mapping of the section's size whose pages are resident only once read: planning one
+  // function of a 22 MB Go .text keeps kilobytes, not all of it.
+  static constexpr uint64_t kCodePiece = 64 * 1024;
+  struct CodeSection {
+    uint8_t* base = nullptr;
+    uint64_t size = 0;
+    std::vector<bool> read;  // by piece
+    UniqueFd fd;
+    CodeSection() = default;
+    CodeSection(const CodeSection&) = delete;
+    CodeSection& operator=(const CodeSection&) = delete;
+    ~CodeSection() {
+      if (base != nullptr) munmap(base, size);
+    }
+  };
+  mutable std::map<size_t, CodeSection> code;
+  // [start, start + len) of executable section `s` (index `i`) read, or empty when it cannot be.
+  std::span<const uint8_t> code_locked(size_t i, const ElfSection& s, uint64_t start,
+                                       uint64_t len) const;
 
   Result<void> load();
   Result<std::span<const uint8_t>> data_locked(const ElfSection& s) const;
@@ -549,28 +568,71 @@ Result<std::vector<ElfNote>> ElfFile::notes(std::string_view owner) const {
   return impl_->notes_locked(owner);
 }
 
+std::span<const uint8_t> ElfFile::Impl::code_locked(size_t i, const ElfSection& s, uint64_t start,
+                                                    uint64_t len) const {
+  auto [it, added] = code.try_emplace(i);
+  CodeSection& c = it->second;
+  if (added) {
+    c.fd = UniqueFd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    void* m = mmap(nullptr, s.size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m != MAP_FAILED) {
+      c.base = static_cast<uint8_t*>(m);
+      c.size = s.size;
+      c.read.assign((s.size + kCodePiece - 1) / kCodePiece, false);
+    }
+  }
+  if (c.base == nullptr || !c.fd.valid()) return {};
+  len = std::min(len, c.size - start);
+  for (uint64_t piece = start / kCodePiece; len > 0 && piece <= (start + len - 1) / kCodePiece;
+       ++piece) {
+    if (c.read[piece]) continue;
+    const uint64_t at = piece * kCodePiece, n = std::min(kCodePiece, c.size - at);
+    uint64_t done = 0;
+    while (done < n) {
+      ssize_t r = ::pread(c.fd.get(), c.base + at + done, n - done,
+                          static_cast<off_t>(s.offset + at + done));
+      if (r <= 0) return {};
+      done += static_cast<uint64_t>(r);
+    }
+    c.read[piece] = true;
+  }
+  return {c.base + start, len};
+}
+
 std::span<const uint8_t> ElfFile::code_bytes(uint64_t addr, uint64_t len) const {
   const auto& all = sections();
   for (size_t i = 0; i < all.size(); ++i) {
     const auto& s = all[i];
     if (!(s.flags & SHF_EXECINSTR) || s.type == SHT_NOBITS) continue;
     if (addr < s.addr || addr - s.addr >= s.size) continue;
-    std::span<const uint8_t> data;
+    uint64_t start = addr - s.addr;
     if (!impl_->memory.empty() || (s.flags & SHF_COMPRESSED)) {
       auto d = section_data(s);
-      if (!d) return {};
-      data = *d;
-    } else {
-      std::lock_guard lock(impl_->mu);
-      auto [it, added] = impl_->code.try_emplace(i);
-      if (added && !read_file_range(impl_->path, s.offset, s.size, it->second)) return {};
-      data = it->second;
+      if (!d || start >= d->size()) return {};
+      return d->subspan(start, std::min<uint64_t>(len, d->size() - start));
     }
-    if (addr - s.addr >= data.size()) return {};
-    uint64_t start = addr - s.addr;
-    return data.subspan(start, std::min<uint64_t>(len, data.size() - start));
+    std::lock_guard lock(impl_->mu);
+    return impl_->code_locked(i, s, start, len);
   }
   return {};
+}
+
+bool ElfFile::read_code(uint64_t addr, uint64_t len, std::vector<uint8_t>& out) const {
+  for (const auto& s : sections()) {
+    if (!(s.flags & SHF_EXECINSTR) || s.type == SHT_NOBITS) continue;
+    if (addr < s.addr || addr - s.addr >= s.size) continue;
+    const uint64_t start = addr - s.addr;
+    len = std::min(len, s.size - start);
+    if (!impl_->memory.empty() || (s.flags & SHF_COMPRESSED)) {
+      auto d = section_data(s);
+      if (!d || start >= d->size()) return false;
+      auto bytes = d->subspan(start, std::min<uint64_t>(len, d->size() - start));
+      out.assign(bytes.begin(), bytes.end());
+      return true;
+    }
+    return read_file_range(impl_->path, s.offset + start, len, out);
+  }
+  return false;
 }
 
 std::optional<std::span<const uint8_t>> ElfFile::allocated_bytes(uint64_t addr,

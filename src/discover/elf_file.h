@@ -91,6 +91,9 @@ class ElfFile {
   // Up to `len` bytes of code at link-time address `addr`, from the executable section holding
   // it; empty when no executable section does.
   std::span<const uint8_t> code_bytes(uint64_t addr, uint64_t len) const;
+  // The same bytes copied into `out` and not kept: for one pass over a whole section (a scan for
+  // branches into one function), which code_bytes() would keep resident. False when unreadable.
+  bool read_code(uint64_t addr, uint64_t len, std::vector<uint8_t>& out) const;
 
   // Exactly `len` bytes at link-time address `addr` from the file-backed contents of one
   // allocated section (data, read-only data, code); nullopt when no section holds them all.

@@ -43,6 +43,15 @@ class Bytes {
     if (n == max) return std::nullopt;
     return std::string(p, n);
   }
+  // The same string where it lies in the bytes.
+  std::optional<std::string_view> cstr_view(uint64_t off) const {
+    if (off >= b_.size()) return std::nullopt;
+    size_t max = std::min<size_t>(b_.size() - off, 4096);
+    const auto* p = reinterpret_cast<const char*>(b_.data() + off);
+    size_t n = strnlen(p, max);
+    if (n == max) return std::nullopt;
+    return std::string_view(p, n);
+  }
   size_t size() const { return b_.size(); }
   std::span<const uint8_t> span() const { return b_; }
 
@@ -88,6 +97,10 @@ struct GoPclntab::Impl {
   std::optional<std::string> func_name(int32_t name_off) const {
     if (name_off < 0) return std::nullopt;
     return bytes().cstr(funcname_off + static_cast<uint64_t>(name_off));
+  }
+  std::optional<std::string_view> func_name_view(int32_t name_off) const {
+    if (name_off < 0) return std::nullopt;
+    return bytes().cstr_view(funcname_off + static_cast<uint64_t>(name_off));
   }
 
   static std::optional<uint64_t> varint(const Bytes& b, uint64_t& pos) {
@@ -306,10 +319,10 @@ Result<GoPclntab> GoPclntab::parse_in_place(std::span<const uint8_t> data, uint6
     r.npcdata = std::min<uint32_t>(*npcdata, 64);
     r.cu_offset = *cu_offset;
     r.nfuncdata = static_cast<uint8_t>(*nfuncdata);
-    auto name = t.func_name(r.name_off);
+    auto name = t.func_name_view(r.name_off);
     if (!name) return fail(".gopclntab's name of function {} is out of bounds", i);
     GoFunction g;
-    g.name = std::move(*name);
+    g.name = *name;
     g.entry = r.entry;
     g.end = r.end;
     g.flag = static_cast<uint8_t>(*flag);

@@ -16,6 +16,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "discover/elf_file.h"
@@ -24,8 +25,10 @@
 namespace uscope {
 
 struct GoFunction {
-  std::string name;    // as the runtime prints it: "net/http.(*Client).do", "main.Sum[...]"
-                       // (1.19 names generic shapes "main.Sum[go.shape.int_0]": kept as is)
+  // As the runtime prints it: "net/http.(*Client).do", "main.Sum[...]" (1.19 names generic
+  // shapes "main.Sum[go.shape.int_0]": kept as is). Where the table's bytes hold it, which live
+  // as long as the GoPclntab: not a copy of each of 63,000 names (4 MB) in a big program.
+  std::string_view name;
   uint64_t entry = 0;  // link-time address
   uint64_t end = 0;    // first address past it (its file and line: frames_at(entry))
   // _func.flag (go1.17+, 0 before): kGoFuncTopFrame, kGoFuncSpWrite.

@@ -3,6 +3,7 @@
 // MiniDebugInfo, separate debug file), deduplicated, demangled and sorted by address. The lookup
 // by address is uscope's own: libdwfl's dwfl_module_addrinfo scans every symbol per call.
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -15,16 +16,31 @@
 namespace uscope {
 
 struct FunctionSymbol {
-  std::string name;       // mangled, as in the symbol table
-  std::string demangled;  // C++ (Itanium) or Rust (legacy and v0) demangled; == name otherwise
-  std::string qualified;  // demangled without return type, parameters and Rust hash, the name
-                          // users type: "orchard::Pear::ripen", "myapp::server::handle"
-  uint64_t addr = 0;      // link-time virtual address
-  uint64_t offset = 0;    // file offset of addr (what a uprobe attaches to)
+  std::string name;  // mangled, as in the symbol table
+  // C++ (Itanium) or Rust (legacy and v0) demangled; `name` otherwise.
+  const std::string& demangled() const { return decoded_ ? decoded_->demangled : name; }
+  // demangled() without return type, parameters and Rust hash, the name users type:
+  // "orchard::Pear::ripen", "myapp::server::handle".
+  const std::string& qualified() const {
+    return decoded_ && !decoded_->qualified.empty() ? decoded_->qualified : demangled();
+  }
+  uint64_t addr = 0;    // link-time virtual address
+  uint64_t offset = 0;  // file offset of addr (what a uprobe attaches to)
   uint64_t size = 0;
   SymbolBinding binding = SymbolBinding::Global;
   SymbolSource source = SymbolSource::Symtab;
   bool ifunc = false;  // an IFUNC resolver, not the function it resolves to
+
+ private:
+  friend class SymbolTable;
+  // Kept only where they differ (from name, from demangled()): in a C or Go program all three are
+  // the same string, which was two copies of every name (8 MB for 63,000 Go functions) and 64
+  // bytes of every symbol (4 MB).
+  struct Decoded {
+    std::string demangled;
+    std::string qualified;  // empty: the same as demangled
+  };
+  std::shared_ptr<const Decoded> decoded_;  // null: demangled() is name
 };
 
 // Demangles Itanium C++ (_Z...) and Rust (_R... v0, and legacy _ZN...17h<hash>E with the hash

@@ -32,9 +32,7 @@ std::vector<PossibleBranch> possible_far_branches(
   std::vector<PossibleBranch> out;
   for (const auto& [addr, bytes] : code) {
     for_each_possible_branch(bytes, addr, [&](uint64_t pc, uint64_t target) {
-      const auto reach = static_cast<int64_t>(target - pc);
-      if (target >= first && target <= last &&
-          (reach > kNearBranchReach || reach < -kNearBranchReach) && inside(target))
+      if (target >= first && target <= last && is_far_branch(pc, target) && inside(target))
         out.push_back({target, pc});
     });
   }

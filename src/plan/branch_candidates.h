@@ -77,17 +77,26 @@ struct PossibleBranch {
 std::vector<PossibleBranch> possible_far_branches(
     std::span<const std::pair<uint64_t, std::span<const uint8_t>>> code, uint64_t first = 0,
     uint64_t last = UINT64_MAX);
+// Whether a possible branch from `pc` to `target` is a far one (lands beyond kNearBranchReach).
+inline bool is_far_branch(uint64_t pc, uint64_t target) {
+  const auto reach = static_cast<int64_t>(target - pc);
+  return reach > kNearBranchReach || reach < -kNearBranchReach;
+}
 
 // What an object's entry-site planner keeps between functions: its far possible branches, found
-// once for the second function that needs them (the first, often the only one a trace plans,
-// takes only its own), and the real direct branches (pc, target), sorted, of the functions it
-// last decoded to check a possible branch; a function's neighbours are checked again for the next
-// function, and `list` goes through them in address order. Bounded: cleared past kMaxDecoded
-// functions.
+// takes only its own), and the real direct branches (pc, target) of the functions it last decoded
+// to check a possible branch, each decoded from its start only as far as a checked branch (the
+// function after this one is checked for branches in its first bytes); a function's neighbours are
+// checked again for the next function, and `list` goes through them in address order. Bounded:
+// cleared past kMaxDecoded functions.
 struct BranchScan {
   std::optional<std::vector<PossibleBranch>> far;
   size_t far_scans = 0;  // scans of the code for far branches so far
-  std::map<uint64_t, std::vector<std::pair<uint64_t, uint64_t>>> decoded;  // by function start
+  struct Decoded {
+    std::vector<std::pair<uint64_t, uint64_t>> branches;  // in pc order
+    uint64_t next = 0;                                    // the first instruction not decoded yet
+  };
+  std::map<uint64_t, Decoded> decoded;  // by function start
   static constexpr size_t kMaxDecoded = 64;
 };
 

@@ -265,9 +265,9 @@ struct Decoded {
   unsigned id = 0;
   std::string mnemonic;
   SiteClass cls;
-  bool ends_block = false;          // jump, call, ret, int, iret: not straight-line
-  bool indirect_jump = false;       // jmp reg/mem: jump table or computed tail call
-  std::optional<uint64_t> target;   // absolute target of a direct jmp/jcc/call
+  bool ends_block = false;         // jump, call, ret, int, iret: not straight-line
+  bool indirect_jump = false;      // jmp reg/mem: jump table or computed tail call
+  std::optional<uint64_t> target;  // absolute target of a direct jmp/jcc/call
   // Canonical names of the registers written (canonical_register_names()); unknown effects
   // (`writes_unknown`) are never skippable past a read register.
   std::vector<const std::string*> writes;
@@ -528,9 +528,14 @@ Result<EntrySitePlan> plan_swept(const Sweep* swept, bool complete,
     return plan;
   }
 
-  std::set<std::string> wanted;
-  for (const std::string& r : reads) wanted.insert(canonical_register(r));
-  if (wanted.contains("rip")) return keep("the probe reads rip, which differs at any other site");
+  // A few names, looked up for each register an instruction writes: a vector, not a set (whose
+  // nodes were a malloc each, twice for each of 63,000 functions `list` plans).
+  std::vector<std::string> wanted;
+  for (const std::string& r : reads) wanted.push_back(canonical_register(r));
+  auto is_wanted = [&wanted](std::string_view reg) {
+    return std::find(wanted.begin(), wanted.end(), reg) != wanted.end();
+  };
+  if (is_wanted("rip")) return keep("the probe reads rip, which differs at any other site");
   if (!complete) {
     return keep(fmt::format("cannot decode the function past {}", at(swept->stopped_at)));
   }
@@ -595,7 +600,7 @@ Result<EntrySitePlan> plan_swept(const Sweep* swept, bool complete,
     // Of several, the last in name order is named (as a sorted set of names gave it).
     std::string clobbered = d.writes_unknown ? "?" : "";
     for (const std::string* w : d.writes)
-      if (!d.writes_unknown && *w != "rsp" && wanted.contains(*w) && *w > clobbered) clobbered = *w;
+      if (!d.writes_unknown && *w != "rsp" && is_wanted(*w) && *w > clobbered) clobbered = *w;
     if (!clobbered.empty()) {
       stop = fmt::format("{} written by {} at {}", clobbered, d.mnemonic, at(d.offset));
       break;
@@ -713,19 +718,21 @@ Result<std::vector<ReturnInstruction>> return_instructions(std::span<const uint8
 
 namespace {
 
-// Linear sweep over all of `code` (at `addr`), calling `fn` with each instruction and its address.
-// Bytes that do not decode are stepped over one at a time.
-void for_each_instruction(std::span<const uint8_t> code, uint64_t addr,
-                          const std::function<void(const cs_insn&, uint64_t)>& fn) {
+// Linear sweep over `code` (at `addr`), calling `fn` with each instruction and its address, up to
+// the first instruction at or past `end`; returns its address (where the sweep stopped). Bytes that
+// do not decode are stepped over one at a time.
+uint64_t for_each_instruction(std::span<const uint8_t> code, uint64_t addr,
+                              const std::function<void(const cs_insn&, uint64_t)>& fn,
+                              uint64_t end = std::numeric_limits<uint64_t>::max()) {
   auto cs = thread_capstone();
-  if (!cs) return;
+  if (!cs) return addr;
   csh h = *cs;
   InsnBuffer insn(capstone().malloc(h));
-  if (!insn) return;
+  if (!insn) return addr;
   const uint8_t* p = code.data();
   size_t left = code.size();
   uint64_t pc = addr;
-  while (left > 0) {
+  while (left > 0 && pc < end) {
     const uint64_t at = pc;
     if (!capstone().disasm_iter(h, &p, &left, &pc, insn.get())) {
       ++p;  // data or an encoding capstone 4 lacks (EVEX): resynchronise on the next byte
@@ -735,18 +742,27 @@ void for_each_instruction(std::span<const uint8_t> code, uint64_t addr,
     }
     fn(*insn, at);
   }
+  return pc;
 }
 
 }  // namespace
 
 void for_each_direct_branch(std::span<const uint8_t> code, uint64_t addr,
                             const std::function<void(const DirectBranch&)>& fn) {
-  for_each_instruction(code, addr, [&](const cs_insn& insn, uint64_t at) {
-    const cs_x86& x = insn.detail->x86;
-    if (in_group(insn, X86_GRP_BRANCH_RELATIVE) && x.op_count == 1 &&
-        x.operands[0].type == X86_OP_IMM)
-      fn({at, static_cast<uint64_t>(x.operands[0].imm), in_group(insn, X86_GRP_CALL)});
-  });
+  for_each_direct_branch_before(code, addr, std::numeric_limits<uint64_t>::max(), fn);
+}
+
+uint64_t for_each_direct_branch_before(std::span<const uint8_t> code, uint64_t addr, uint64_t end,
+                                       const std::function<void(const DirectBranch&)>& fn) {
+  return for_each_instruction(
+      code, addr,
+      [&](const cs_insn& insn, uint64_t at) {
+        const cs_x86& x = insn.detail->x86;
+        if (in_group(insn, X86_GRP_BRANCH_RELATIVE) && x.op_count == 1 &&
+            x.operands[0].type == X86_OP_IMM)
+          fn({at, static_cast<uint64_t>(x.operands[0].imm), in_group(insn, X86_GRP_CALL)});
+      },
+      end);
 }
 
 std::vector<RipRelativeLoad> rip_relative_loads(std::span<const uint8_t> code, uint64_t addr) {

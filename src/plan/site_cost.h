@@ -95,6 +95,11 @@ struct DirectBranch {
 };
 void for_each_direct_branch(std::span<const uint8_t> code, uint64_t addr,
                             const std::function<void(const DirectBranch&)>& fn);
+// The same for the instructions that start before `end` only. Returns the address of the first
+// instruction not decoded, where a later call on the rest of `code` goes on: the sweep is the same
+// in pieces as in one go.
+uint64_t for_each_direct_branch_before(std::span<const uint8_t> code, uint64_t addr, uint64_t end,
+                                       const std::function<void(const DirectBranch&)>& fn);
 // Their targets, sorted and unique.
 std::vector<uint64_t> direct_branch_targets(std::span<const uint8_t> code, uint64_t addr);
 

@@ -80,12 +80,13 @@ Result<std::vector<MatchedSite>> match_functions(ObjectCache& cache, PlannedObje
     if (!seen.insert(f->offset).second) continue;  // alias of a function already taken
     if (spec.offset && f->size && spec.offset >= f->size)
       return fail("probe spec column {}: {}+{:#x} is past the end of the function ({} bytes)",
-                  spec.function_column, f->demangled, spec.offset, f->size);
+                  spec.function_column, f->demangled(), spec.offset, f->size);
     // A glob names every alias; a label should be the one users know.
-    out.push_back(function_site(
-        o, *f,
-        is_function_glob(spec.function) ? (*syms)->preferred_alias(*f)->demangled : f->demangled,
-        spec.offset));
+    out.push_back(function_site(o, *f,
+                                is_function_glob(spec.function)
+                                    ? (*syms)->preferred_alias(*f)->demangled()
+                                    : f->demangled(),
+                                spec.offset));
   }
   out.insert(out.end(), inlined.begin(), inlined.end());
   return out;
@@ -142,7 +143,7 @@ std::vector<std::string> functions_called_by_copy(const MatchedSite& m) {
         bool inside = false;
         for (size_t i = 0; i + 1 < frames.size(); ++i) inside |= frames[i].function == m.label;
         if (inside && std::find(out.begin(), out.end(), callee->name) == out.end())
-          out.push_back(callee->name);
+          out.emplace_back(callee->name);
       });
   return out;
 }

@@ -15,6 +15,34 @@ void add_unique(std::vector<std::string>& v, const std::string& s) {
   if (std::find(v.begin(), v.end(), s) == v.end()) v.push_back(s);
 }
 
+// possible_far_branches() into [first, last] of the executable `sections`, read a piece at a time
+// and not kept (ElfFile::read_code): planning one function does not make all of a big .text
+// resident. A piece is read on past its end by the longest encoding, so none is cut in two.
+std::vector<PossibleBranch> far_branches_into(const ElfFile& elf,
+                                              const std::vector<ElfSection>& sections,
+                                              uint64_t first, uint64_t last) {
+  constexpr uint64_t kPiece = 1 << 20, kLongest = 6;
+  auto inside = [&](uint64_t target) {
+    return std::any_of(sections.begin(), sections.end(),
+                       [&](const ElfSection& s) { return target - s.addr < s.size; });
+  };
+  std::vector<PossibleBranch> out;
+  std::vector<uint8_t> bytes;
+  for (const auto& s : sections) {
+    for (uint64_t at = 0; at < s.size; at += kPiece) {
+      if (!elf.read_code(s.addr + at, kPiece + kLongest, bytes)) break;
+      const uint64_t end = s.addr + at + kPiece;
+      for_each_possible_branch(bytes, s.addr + at, [&](uint64_t pc, uint64_t target) {
+        if (pc < end && target >= first && target <= last && is_far_branch(pc, target) &&
+            inside(target))
+          out.push_back({target, pc});
+      });
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 }  // namespace
 
 SiteReads all_argument_reads() {
@@ -29,18 +57,21 @@ Result<EntrySitePlan> plan_function_entry(const ElfFile& elf, uint64_t addr, uin
   auto code = elf.code_bytes(addr, size);
   auto plan = plan_entry_site(code, addr, reads, reads_memory);
   if (!plan || plan->offset_in_function == 0 || plan->skipped_only_landing_pads) return plan;
-  std::vector<std::pair<uint64_t, std::span<const uint8_t>>> sections;
-  for (const auto& s : elf.sections()) {
-    if (!(s.flags & SHF_EXECINSTR) || s.type == SHT_NOBITS) continue;
-    auto bytes = elf.code_bytes(s.addr, s.size);
-    if (!bytes.empty()) sections.emplace_back(s.addr, bytes);
-  }
+  std::vector<ElfSection> sections;  // the executable ones
+  for (const auto& s : elf.sections())
+    if ((s.flags & SHF_EXECINSTR) && s.type != SHT_NOBITS) sections.push_back(s);
   // Branches from outside the function into what the move skips: the far ones found once for the
   // object, the near ones in the bytes just before and after the function.
   const uint64_t first = addr + 1, last = addr + plan->offset_in_function;
   std::vector<PossibleBranch> own_far;  // the first function's: trace plans one or a few
-  if (!scan.far && scan.far_scans++ > 0) scan.far = possible_far_branches(sections);
-  if (!scan.far) own_far = possible_far_branches(sections, first, last);
+  if (!scan.far && scan.far_scans++ > 0) {
+    std::vector<std::pair<uint64_t, std::span<const uint8_t>>> all;
+    for (const auto& s : sections)
+      if (auto bytes = elf.code_bytes(s.addr, s.size); !bytes.empty())
+        all.emplace_back(s.addr, bytes);
+    scan.far = possible_far_branches(all);
+  }
+  if (!scan.far) own_far = far_branches_into(elf, sections, first, last);
   const std::vector<PossibleBranch>& far_branches = scan.far ? *scan.far : own_far;
   // A possible branch is a real one when the function holding it, decoded from its start, has
   // that branch at that pc; one in code no symbol covers counts as real. A symbol without a size
@@ -62,14 +93,13 @@ Result<EntrySitePlan> plan_function_entry(const ElfFile& elf, uint64_t addr, uin
     const auto [start, size] = *f;
     auto code = elf.code_bytes(start, size);
     if (code.size() != size) return true;  // not all of it readable: count the branch
-    auto [it, added] = scan.decoded.try_emplace(start);
-    auto& branches = it->second;  // clang 14 (the fuzz build) cannot capture a structured binding
-    if (added) {
-      for_each_direct_branch(
-          code, start, [&](const DirectBranch& b) { branches.emplace_back(b.pc, b.target); });
-      std::sort(branches.begin(), branches.end());
-    }
-    return std::binary_search(branches.begin(), branches.end(), std::pair{pc, target});
+    BranchScan::Decoded& d =
+        scan.decoded.try_emplace(start, BranchScan::Decoded{{}, start}).first->second;
+    if (d.next <= pc)
+      d.next = for_each_direct_branch_before(
+          code.subspan(d.next - start), d.next, pc + 1,
+          [&](const DirectBranch& b) { d.branches.emplace_back(b.pc, b.target); });
+    return std::binary_search(d.branches.begin(), d.branches.end(), std::pair{pc, target});
   };
   std::vector<uint64_t> external;
   for (auto it =
@@ -79,11 +109,11 @@ Result<EntrySitePlan> plan_function_entry(const ElfFile& elf, uint64_t addr, uin
       external.push_back(it->target);
   // Encodings starting in [lo, hi), read on past hi (one may end inside the function).
   auto near = [&](uint64_t lo, uint64_t hi) {
-    for (const auto& [start, bytes] : sections) {
-      const uint64_t from = std::max(lo, start), to = std::min(hi + 8, start + bytes.size());
+    for (const auto& s : sections) {
+      const uint64_t from = std::max(lo, s.addr), to = std::min(hi + 8, s.addr + s.size);
       if (from >= to) continue;
       for_each_possible_branch(
-          bytes.subspan(from - start, to - from), from, [&](uint64_t pc, uint64_t target) {
+          elf.code_bytes(from, to - from), from, [&](uint64_t pc, uint64_t target) {
             if (pc < hi && target >= first && target <= last && real(pc, target))
               external.push_back(target);
           });
@@ -145,7 +175,8 @@ SitePlacement place_site(const MatchedSite& m, ProbeKind kind, const SiteReads& 
 }
 
 SitePlacement listed_entry_site(PlannedObject& o, const FunctionSymbol& f) {
-  return place_site(function_site(o, f, f.demangled), ProbeKind::Entry, all_argument_reads(), true);
+  static const SiteReads reads = all_argument_reads();  // the same for every function
+  return place_site(function_site(o, f, f.demangled()), ProbeKind::Entry, reads, true);
 }
 
 SitePlacement listed_usdt_site(PlannedObject& o, const UsdtProbe& p, const UsdtLocation& loc) {

@@ -145,7 +145,7 @@ void ListPrinter::print_json(const ListedObject& o) {
     const FunctionSymbol* f = o.functions[i];
     nlohmann::json j = {{"kind", "function"},
                         {"object", o.path},
-                        {"name", f->demangled},
+                        {"name", f->demangled()},
                         {"mangled", f->name},
                         {"address", f->addr},
                         {"offset", f->offset},
@@ -201,7 +201,7 @@ void ListPrinter::print_text(const ListedObject& o) {
       const FunctionSymbol* f = o.functions[i];
       std::string site = i < o.entry_sites.size() ? describe_entry_site(o.entry_sites[i]) : "-";
       fmt::print(out_, "  {:#018x} {:>#10x} {:>8} {:<6}  {:<20}  {}{}\n", f->addr, f->offset,
-                 f->size, binding_name(f->binding), site, f->demangled,
+                 f->size, binding_name(f->binding), site, f->demangled(),
                  f->ifunc ? " [ifunc resolver]" : "");
     }
   }

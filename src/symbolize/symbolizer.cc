@@ -309,7 +309,7 @@ Frame Symbolizer::name_in(Frame f, StoredObject& object, uint64_t file_offset, u
     f.miss = FrameMiss::UnknownAddress;
     return f;
   }
-  f.function = fn->demangled;
+  f.function = fn->demangled();
   // "memcpy@@GLIBC_2.14" is memcpy: a symbol version is no mangling.
   if (std::string plain = fn->name.substr(0, fn->name.find('@')); plain != f.function)
     f.mangled = std::move(plain);

@@ -411,5 +411,42 @@ TEST(elf_file, python3_has_build_id_and_matching_type) {
             command_output("readelf -SW " + path).find(" .symtab ") != std::string::npos);
 }
 
+// Code is read from the file in pieces as it is asked for (code_bytes) or once (read_code): both
+// give the file's bytes at readelf's offset of .text, across the 64 KiB pieces' boundaries too.
+TEST(elf_file, code_bytes_and_read_code_are_the_files_bytes_at_readelfs_offset) {
+  const std::string path = "/usr/bin/python3.11";  // .text of 2.6 MB: many pieces
+  ASSERT_TRUE(fs::exists(path)) << path << " not installed (apt-get install python3.11)";
+  std::smatch m;
+  const std::string sections = command_output("readelf -SW " + path);
+  ASSERT_TRUE(std::regex_search(
+      sections, m, std::regex(R"( \.text\s+PROGBITS\s+([0-9a-f]+) ([0-9a-f]+) ([0-9a-f]+))")));
+  const uint64_t addr = std::stoull(m[1].str(), nullptr, 16),
+                 off = std::stoull(m[2].str(), nullptr, 16),
+                 size = std::stoull(m[3].str(), nullptr, 16);
+  ASSERT_GT(size, 3u * 65536);
+  std::ifstream in(path, std::ios::binary);
+  std::vector<uint8_t> file(size);
+  in.seekg(static_cast<std::streamoff>(off));
+  in.read(reinterpret_cast<char*>(file.data()), static_cast<std::streamsize>(size));
+  ASSERT_TRUE(in);
+
+  auto elf = ElfFile::open(path);
+  ASSERT_TRUE(elf) << elf.error().message;
+  auto expect_file_bytes = [&](uint64_t at, uint64_t len) {
+    auto got = elf->code_bytes(addr + at, len);
+    ASSERT_EQ(got.size(), std::min(len, size - at)) << "at +" << at;
+    EXPECT_TRUE(std::equal(got.begin(), got.end(), file.begin() + static_cast<ptrdiff_t>(at)))
+        << "at +" << at;
+  };
+  expect_file_bytes(65536 - 10, 20);          // across the first pieces' boundary
+  expect_file_bytes(2 * 65536 + 100, 65536);  // a piece and a half, from a third piece
+  expect_file_bytes(0, 16);                   // an earlier piece after later ones
+  expect_file_bytes(size - 8, 64);            // cut at the section's end
+  std::vector<uint8_t> whole;
+  ASSERT_TRUE(elf->read_code(addr, size, whole));
+  EXPECT_EQ(whole, file);
+  EXPECT_FALSE(elf->read_code(addr + size + (1u << 30), 16, whole));  // in no section
+}
+
 }  // namespace
 }  // namespace uscope

@@ -348,6 +348,30 @@ TEST(site_cost, direct_branch_targets_sweeps_past_undecodable_bytes) {
             (std::vector<uint64_t>{kAddr, kAddr + 0xa, kAddr + 0x15}));
 }
 
+// A sweep stopped before a pc and gone on from where it stopped finds what one sweep finds.
+TEST(site_cost, direct_branches_found_in_pieces_are_those_of_one_sweep) {
+  const std::vector<uint8_t> code = {
+      0xe8, 0x10, 0x00, 0x00, 0x00,  // call +0x10
+      0x06,                          // invalid in 64-bit mode
+      0x74, 0x02,                    // je +2
+      0xeb, 0xf6,                    // jmp -10
+  };
+  std::vector<uint64_t> whole, pieces;
+  for_each_direct_branch(code, kAddr, [&](const DirectBranch& b) { whole.push_back(b.pc); });
+  auto add = [&](const DirectBranch& b) { pieces.push_back(b.pc); };
+  // Stops before the first instruction at or past kAddr + 6: the call and the skipped byte.
+  uint64_t next = for_each_direct_branch_before(code, kAddr, kAddr + 6, add);
+  EXPECT_EQ(next, kAddr + 6);
+  EXPECT_EQ(pieces, (std::vector<uint64_t>{kAddr}));
+  next = for_each_direct_branch_before(std::span(code).subspan(next - kAddr), next, kAddr + 7, add);
+  EXPECT_EQ(next, kAddr + 8);  // the je started before kAddr + 7
+  next =
+      for_each_direct_branch_before(std::span(code).subspan(next - kAddr), next, UINT64_MAX, add);
+  EXPECT_EQ(next, kAddr + code.size());
+  EXPECT_EQ(pieces, whole);
+  EXPECT_EQ(whole, (std::vector<uint64_t>{kAddr, kAddr + 6, kAddr + 8}));
+}
+
 // Past kMaxScan (8) instructions the planner decodes the rest only when a byte could branch back:
 // this loop's jne at the end must still keep the probe off the instruction it returns to.
 TEST(site_cost, keeps_start_when_a_branch_past_the_first_eight_insns_targets_the_prologue) {
