@@ -336,7 +336,7 @@ std::vector<Frame> Symbolizer::symbolize(pid_t pid, std::span<const uint64_t> ad
   ProcessState* state = cached(pid);
   bool refreshed = false;  // maps read during this call: re-reading again would change nothing
   if (state == nullptr) {
-    auto p = Process::open(pid);
+    auto p = open_process(pid);
     // A zombie's maps read empty: it has exited as surely as a reaped process. So has one past
     // exit_mm() that is no zombie yet (its maps read empty, or not at all): its maps as it
     // exited are on their way (caught_up), where /proc has nothing left to say.
@@ -369,7 +369,7 @@ std::vector<Frame> Symbolizer::symbolize(pid_t pid, std::span<const uint64_t> ad
       // Most likely a library dlopen()ed after the maps were cached. Earlier frames are already
       // copied out, so replacing the snapshot under them is safe.
       refreshed = true;
-      auto p = Process::open(pid);
+      auto p = open_process(pid);
       if (p && !(p->mappings().empty() && process_exiting(pid))) {
         state->maps = std::move(*p);
       } else if (caught_up(pid) == nullptr) {
@@ -424,7 +424,7 @@ void Symbolizer::hold_code_objects(ProcessState& state) {
 
 void Symbolizer::remember(pid_t pid) {
   if (processes_.contains(pid)) return;
-  auto p = Process::open(pid);
+  auto p = open_process(pid);
   if (!p) return;
   auto state = std::make_unique<ProcessState>(ProcessState{std::move(*p)});
   hold_code_objects(*state);
@@ -451,6 +451,14 @@ void Symbolizer::adopt(Process last) {
 
 void Symbolizer::started_as(pid_t pid, std::string path) {
   started_as_[pid] = std::move(path);
+}
+
+Result<Process> Symbolizer::open_process(pid_t pid) const {
+  auto p = Process::open(pid);
+  if (p)
+    if (auto hint = started_as_.find(pid); hint != started_as_.end())
+      p->name_started_as(hint->second);
+  return p;
 }
 
 Symbolizer::ProcessState* Symbolizer::caught_up(pid_t pid) {

@@ -206,6 +206,9 @@ class Symbolizer {
   Frame v8_frame(pid_t pid, ProcessState* state, uint64_t value);
   const V8Runtime* v8_runtime(ProcessState* state);
   ProcessState* cached(pid_t pid);
+  // Process::open with the started_as() hint applied: a -c program read as it exits has no
+  // command line left to say how it was started (/proc/PID/cmdline reads empty past exit_mm).
+  Result<Process> open_process(pid_t pid) const;
   // The state of a process /proc no longer shows, if catch_up() delivers it.
   ProcessState* caught_up(pid_t pid);
   void hold_code_objects(ProcessState& state);

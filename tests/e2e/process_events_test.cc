@@ -13,16 +13,20 @@
 namespace uscope {
 namespace {
 
-// Reads events until `want` shows up (the host runs other processes too).
-bool wait_for(ProcessEvents& e, ProcessEvent want, std::vector<ProcessEvent>* seen = nullptr) {
-  for (;;) {
+// Reads events into `seen` until `want` is among them (the host runs other processes too; one
+// read may bring several of the child's events at once).
+bool wait_for(ProcessEvents& e, ProcessEvent want, std::vector<ProcessEvent>& seen) {
+  auto in_seen = [&] {
+    return std::any_of(seen.begin(), seen.end(), [&](const ProcessEvent& ev) {
+      return ev.kind == want.kind && ev.pid == want.pid;
+    });
+  };
+  while (!in_seen()) {
     pollfd p{e.fd(), POLLIN, 0};
     if (poll(&p, 1, 60'000) <= 0) return false;  // a minute without any event on the host
-    for (const ProcessEvent& ev : e.read()) {
-      if (seen) seen->push_back(ev);
-      if (ev.kind == want.kind && ev.pid == want.pid) return true;
-    }
+    for (const ProcessEvent& ev : e.read()) seen.push_back(ev);
   }
+  return true;
 }
 
 TEST(process_events, exec_and_exit_of_a_child) {
@@ -35,8 +39,8 @@ TEST(process_events, exec_and_exit_of_a_child) {
     _exit(127);
   }
   std::vector<ProcessEvent> seen;
-  EXPECT_TRUE(wait_for(**events, {ProcessEvent::Exec, child}, &seen));
-  EXPECT_TRUE(wait_for(**events, {ProcessEvent::Exit, child}, &seen));
+  EXPECT_TRUE(wait_for(**events, {ProcessEvent::Exec, child}, seen));
+  EXPECT_TRUE(wait_for(**events, {ProcessEvent::Exit, child}, seen));
   int status = 0;
   waitpid(child, &status, 0);
   EXPECT_EQ(WEXITSTATUS(status), 3);
@@ -75,7 +79,7 @@ TEST(process_events, a_threads_exit_is_not_its_process_exit) {
   ASSERT_NE(thread, child);
   close(to_child[1]);  // the child ends
   std::vector<ProcessEvent> seen;
-  EXPECT_TRUE(wait_for(**events, {ProcessEvent::Exit, child}, &seen));
+  EXPECT_TRUE(wait_for(**events, {ProcessEvent::Exit, child}, seen));
   waitpid(child, nullptr, 0);
   for (const ProcessEvent& e : seen) EXPECT_NE(e.pid, thread) << "the thread's exit was reported";
 }
