@@ -213,11 +213,7 @@ Result<void> AggregateJob::stop(StopReason) {
 }
 
 std::optional<Overhead> AggregateJob::overhead() {
-  auto counters = program_->counters();
-  if (!counters) return std::nullopt;
-  auto costed = costed_sites(plan_.sites, [&](uint64_t c) { return (*counters)[c].hits; });
-  return meter_.finish(std::move(costed), program_->program_fds(),
-                       measured_hit_costs().trace_program_ns, session_.reaped_target_cpu_time());
+  return trace_program_overhead(*program_, plan_.sites, meter_, session_);
 }
 
 }  // namespace uscope::cli

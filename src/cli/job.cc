@@ -16,6 +16,16 @@ std::vector<OverheadSite> costed_sites(std::span<const PlannedSite> sites,
   return costed;
 }
 
+std::optional<Overhead> trace_program_overhead(TraceProgram& program,
+                                               std::span<const PlannedSite> sites,
+                                               OverheadMeter& meter, const Session& session) {
+  auto counters = program.counters();
+  if (!counters) return std::nullopt;
+  auto costed = costed_sites(sites, [&](uint64_t c) { return (*counters)[c].hits; });
+  return meter.finish(std::move(costed), program.program_fds(),
+                      measured_hit_costs().trace_program_ns, session.reaped_target_cpu_time());
+}
+
 void TableOutput::append(const std::function<void(std::FILE*)>& print) {
   if (!append_printed(out_, print)) ++not_written_;
 }

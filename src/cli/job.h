@@ -12,6 +12,8 @@
 #include "cli/output_options.h"
 #include "cli/session.h"
 #include "collect/event_loop.h"
+#include "collect/overhead_meter.h"
+#include "collect/trace_program.h"
 #include "model/overhead.h"
 #include "plan/planner.h"
 #include "util/output_buffer.h"
@@ -37,6 +39,11 @@ class Job {
 // The planned sites with the BPF runs `hits` gives per cookie: the overhead estimate's input.
 std::vector<OverheadSite> costed_sites(std::span<const PlannedSite> sites,
                                        const std::function<uint64_t(uint64_t cookie)>& hits);
+// What the trace program's probes at `sites` cost (latency, count --by, hist); nullopt when its
+// counters cannot be read.
+std::optional<Overhead> trace_program_overhead(TraceProgram& program,
+                                               std::span<const PlannedSite> sites,
+                                               OverheadMeter& meter, const Session& session);
 
 // The sink of the table commands (count, latency, hist): each table rendered in the output's
 // format into a buffer that the loop writes when the output takes it, so a blocked stdout never
