@@ -188,8 +188,7 @@ void AggregateJob::emit_table() {
 }
 
 EventLoop::Callbacks AggregateJob::callbacks() {
-  EventLoop::Callbacks cb;
-  cb.interval = [this] { emit_table(); };
+  EventLoop::Callbacks cb = table_job_callbacks([this] { emit_table(); }, meter_, read_error_);
   if (ustack_) {
     cb.drain = [this] {  // on every wake-up of the loop (at least every 100 ms)
       follower_->serve();
@@ -198,10 +197,6 @@ EventLoop::Callbacks AggregateJob::callbacks() {
     };
     cb.data_poll = std::chrono::milliseconds(1);
   }
-  cb.done = [this] {
-    meter_.sample();
-    return read_error_.has_value();
-  };
   return cb;
 }
 

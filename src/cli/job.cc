@@ -16,6 +16,17 @@ std::vector<OverheadSite> costed_sites(std::span<const PlannedSite> sites,
   return costed;
 }
 
+EventLoop::Callbacks table_job_callbacks(std::function<void()> emit_table, OverheadMeter& meter,
+                                         const std::optional<Error>& read_error) {
+  EventLoop::Callbacks cb;
+  cb.interval = std::move(emit_table);
+  cb.done = [&meter, &read_error] {
+    meter.sample();
+    return read_error.has_value();
+  };
+  return cb;
+}
+
 std::optional<Overhead> trace_program_overhead(TraceProgram& program,
                                                std::span<const PlannedSite> sites,
                                                OverheadMeter& meter, const Session& session) {

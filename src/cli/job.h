@@ -36,6 +36,11 @@ class Job {
   virtual std::optional<Overhead> overhead() = 0;
 };
 
+// What a table job asks of the loop: its table at each -i, and at every wake-up its overhead
+// meter sampled and the session ended once a read of its counters failed (`read_error` set).
+EventLoop::Callbacks table_job_callbacks(std::function<void()> emit_table, OverheadMeter& meter,
+                                         const std::optional<Error>& read_error);
+
 // The planned sites with the BPF runs `hits` gives per cookie: the overhead estimate's input.
 std::vector<OverheadSite> costed_sites(std::span<const PlannedSite> sites,
                                        const std::function<uint64_t(uint64_t cookie)>& hits);

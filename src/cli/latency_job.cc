@@ -70,13 +70,7 @@ void LatencyJob::emit_table() {
 }
 
 EventLoop::Callbacks LatencyJob::callbacks() {
-  EventLoop::Callbacks cb;
-  cb.interval = [this] { emit_table(); };
-  cb.done = [this] {
-    meter_.sample();
-    return read_error_.has_value();
-  };
-  return cb;
+  return table_job_callbacks([this] { emit_table(); }, meter_, read_error_);
 }
 
 Result<void> LatencyJob::stop(StopReason) {
