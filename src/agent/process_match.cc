@@ -37,14 +37,10 @@ std::vector<int> listening_ports(pid_t pid) {
     closedir(d);
   }
   std::set<int> ports;
-  for (bool v6 : {false, true}) {
-    const auto rows =
-        parse_tcp_table(read_text(fmt::format("/proc/{}/net/{}", pid, v6 ? "tcp6" : "tcp")), v6);
-    for (const TcpSocket& s : rows) {
-      // A listener has no peer: remote 0.0.0.0:0 or [::]:0.
-      if (!inodes.contains(s.inode) || !s.remote.ends_with(":0")) continue;
-      ports.insert(std::atoi(s.local.substr(s.local.rfind(':') + 1).c_str()));
-    }
+  for (const TcpSocket& s : tcp_sockets(pid)) {
+    // A listener has no peer: remote 0.0.0.0:0 or [::]:0.
+    if (!inodes.contains(s.inode) || !s.remote.ends_with(":0")) continue;
+    ports.insert(std::atoi(s.local.substr(s.local.rfind(':') + 1).c_str()));
   }
   return {ports.begin(), ports.end()};
 }

@@ -79,15 +79,21 @@ std::optional<uint64_t> socket_inode(pid_t pid, int fd) {
   return inode;
 }
 
-std::optional<TcpSocket> tcp_socket(pid_t pid, uint64_t inode) {
+std::vector<TcpSocket> tcp_sockets(pid_t pid) {
+  std::vector<TcpSocket> all;
   for (bool v6 : {false, true}) {
     std::ifstream f(fmt::format("/proc/{}/net/{}", pid, v6 ? "tcp6" : "tcp"));
     if (!f) continue;
     std::stringstream text;
     text << f.rdbuf();
-    for (auto& s : parse_tcp_table(text.str(), v6))
-      if (s.inode == inode) return std::move(s);
+    for (auto& s : parse_tcp_table(text.str(), v6)) all.push_back(std::move(s));
   }
+  return all;
+}
+
+std::optional<TcpSocket> tcp_socket(pid_t pid, uint64_t inode) {
+  for (auto& s : tcp_sockets(pid))
+    if (s.inode == inode) return std::move(s);
   return std::nullopt;
 }
 

@@ -25,6 +25,9 @@ std::vector<TcpSocket> parse_tcp_table(std::string_view text, bool v6);
 // nullopt when it is not a socket or is gone.
 std::optional<uint64_t> socket_inode(pid_t pid, int fd);
 
+// Every TCP socket (IPv4, then IPv6) of `pid`'s network namespace; none when it is gone.
+std::vector<TcpSocket> tcp_sockets(pid_t pid);
+
 // The TCP socket with `inode` in `pid`'s network namespace; nullopt when it is not TCP or gone.
 std::optional<TcpSocket> tcp_socket(pid_t pid, uint64_t inode);
 
