@@ -31,12 +31,7 @@ void merge(MetricPoint& into, const MetricPoint& from) {
 
 HttpMetrics::Key HttpMetrics::key_of(const HttpExchange& x, bool* widened) {
   Key k{x.side, x.method, x.status, "", ""};
-  if (x.side == HttpSide::Client) {
-    const size_t scheme_end = x.url.find("://");
-    const size_t host_end =
-        scheme_end == std::string::npos ? std::string::npos : x.url.find('/', scheme_end + 3);
-    k.prefix = x.url.substr(0, host_end);
-  }
+  if (x.side == HttpSide::Client) k.prefix = http_origin(x.url);
   k.route = templates_.learn(k.prefix, x.path, widened);
   if (k.route.empty()) k.route = "/";
   return k;

@@ -100,14 +100,18 @@ std::string HttpRouteTemplates::walk(NodeMap& nodes, size_t max_values, std::str
   return out;
 }
 
+std::string_view http_origin(std::string_view url) {
+  const size_t scheme_end = url.find("://");
+  if (scheme_end == std::string_view::npos) return url;
+  return url.substr(0, url.find('/', scheme_end + 3));
+}
+
 namespace {
 
 // Where a route's path starts: after a client's scheme://host, 0 for a server's.
 size_t path_start(const HttpRouteKey& k) {
-  if (k.side == HttpSide::Server) return 0;
-  auto scheme_end = k.route.find("://");
-  if (scheme_end == std::string::npos) return 0;
-  return std::min(k.route.find('/', scheme_end + 3), k.route.size());
+  if (k.side == HttpSide::Server || k.route.find("://") == std::string::npos) return 0;
+  return http_origin(k.route).size();
 }
 
 }  // namespace
@@ -120,10 +124,7 @@ std::string HttpRed::add(const HttpExchange& x) {
     key.route = templates_.learn("", x.path, &widened);
     if (key.route.empty()) key.route = "/";
   } else {
-    auto scheme_end = x.url.find("://");
-    auto host_end =
-        scheme_end == std::string::npos ? std::string::npos : x.url.find('/', scheme_end + 3);
-    const std::string prefix = x.url.substr(0, host_end);
+    const std::string prefix(http_origin(x.url));
     key.route = prefix + templates_.learn(prefix, x.path, &widened);
   }
   if (widened) widen();

@@ -39,6 +39,10 @@ struct HttpExchange {
 // (malformed: counted by the decoder).
 std::optional<HttpExchange> http_exchange(HttpSide side, const DecodedEvent& ev);
 
+// A client URL's "scheme://host", the part its route keeps as it is (the whole URL when it has
+// no scheme).
+std::string_view http_origin(std::string_view url);
+
 // Routes made from the paths seen, since net/http of Go 1.19 keeps no mux pattern on the request:
 // a segment position becomes "*" once the paths that share the segments before it (and their
 // number of segments) have shown more than `max_values` distinct values there. Ids, hashes and
