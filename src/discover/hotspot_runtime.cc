@@ -9,6 +9,7 @@
 
 #include "discover/hotspot_read.h"
 #include "discover/object_store.h"
+#include "util/names.h"
 
 namespace uscope {
 namespace {
@@ -23,11 +24,6 @@ constexpr int32_t kInterpSenderSp = -1;
 constexpr int32_t kInterpMethod = -3;
 constexpr int32_t kInterpMirror = -4;  // the holder's java.lang.Class (JDK 9+)
 constexpr int32_t kInterpBcp = -8;
-
-std::string path_file_name(const std::string& path) {
-  auto slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
 
 // Every field the walker reads, or the first one this JDK does not list.
 Result<hs_offsets> walker_offsets(const HotspotVmStructs& vm) {
@@ -151,7 +147,7 @@ void read_version(HotspotRuntime& rt, const TargetMemory& mem) {
   std::string dir = rt.object_path;
   for (const char* tail : {"/lib/server/libjvm.so", "/jre/lib/amd64/server/libjvm.so"})
     if (dir.size() > strlen(tail) && dir.ends_with(tail)) {
-      rt.version = path_file_name(dir.substr(0, dir.size() - strlen(tail)));
+      rt.version = file_name(dir.substr(0, dir.size() - strlen(tail)));
       rt.version_source = "libjvm.so path";
       return;
     }
@@ -281,7 +277,7 @@ Result<std::optional<HotspotRuntime>> find_hotspot_runtime(pid_t pid) {
 
 Result<std::optional<HotspotRuntime>> find_hotspot_runtime(const Process& process) {
   for (const auto& o : process.objects()) {
-    if (path_file_name(o.path) != "libjvm.so") continue;
+    if (file_name(o.path) != "libjvm.so") continue;
     auto stored = ObjectStore::shared()->open(o.open_path, o.path);
     if (!stored)
       return fail("java (pid {}): cannot open {}: {}", process.pid(), o.path,

@@ -113,11 +113,6 @@ Result<std::vector<LdCacheEntry>> parse_new_format(std::span<const uint8_t> byte
   return parse_entries(bytes, base + kNewHeaderSize, count, kNewEntrySize, base);
 }
 
-std::string_view base_name(std::string_view path) {
-  size_t slash = path.rfind('/');
-  return slash == std::string_view::npos ? path : path.substr(slash + 1);
-}
-
 // Does `s` contain ".so" as a whole dot-separated component ("libc.so.6", "libc-2.31.so")?
 bool has_so_component(std::string_view s) {
   for (size_t at = s.find(".so"); at != std::string_view::npos; at = s.find(".so", at + 1))
@@ -132,7 +127,7 @@ bool is_versioned(std::string_view soname) {
 
 // "libssl.so.3" -> "ssl", "libc-2.31.so" -> "c": the part users type, for suggestions.
 std::string short_form(std::string_view name) {
-  name = base_name(name);
+  name = file_name(name);
   if (name.starts_with("lib")) name.remove_prefix(3);
   for (size_t i = 0; i < name.size(); ++i) {
     bool so = name.substr(i, 3) == ".so" && (i + 3 == name.size() || name[i + 3] == '.');
@@ -167,7 +162,7 @@ std::vector<std::string> suggest(std::string_view wanted, const std::vector<std:
 }
 
 bool is_exact(std::string_view short_name, std::string_view name) {
-  std::string_view base = base_name(name);
+  std::string_view base = file_name(name);
   return base == short_name || (!short_name.starts_with("lib") && base.starts_with("lib") &&
                                 base.substr(3) == short_name);
 }
@@ -216,7 +211,7 @@ bool is_library_short_name(std::string_view name) {
 
 bool library_name_matches(std::string_view short_name, std::string_view path) {
   if (!is_library_short_name(short_name)) return false;
-  std::string_view base = base_name(path);
+  std::string_view base = file_name(path);
   std::string prefixed = short_name.starts_with("lib") ? "" : "lib" + std::string(short_name);
   for (std::string_view stem : {short_name, std::string_view(prefixed)}) {
     if (stem.empty() || !base.starts_with(stem)) continue;
@@ -282,7 +277,7 @@ Result<const MappedObject*> resolve_library(std::string_view short_name, const P
   if (best) return best;
   std::vector<std::string> names;
   for (const auto& o : process.objects()) {
-    std::string n(base_name(o.path));
+    std::string n(file_name(o.path));
     if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(std::move(n));
   }
   auto close = suggest(short_name, names);

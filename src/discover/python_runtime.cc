@@ -8,6 +8,7 @@
 #include <set>
 
 #include "discover/object_store.h"
+#include "util/names.h"
 
 namespace uscope {
 namespace {
@@ -15,16 +16,11 @@ namespace {
 constexpr uint8_t kOwnedByGenerator = 1;
 constexpr uint64_t kUserTop = 1ull << 47;
 
-std::string base_name(const std::string& path) {
-  auto slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
 // "python3.11", "python3.11d", "libpython3.11.so.1.0", "libpython3.11d.so.1.0": {3, 11}, debug.
 std::optional<std::pair<PythonVersion, bool>> version_from_name(const std::string& path) {
   static const std::regex re(R"(^(?:lib)?python(\d)\.(\d+)(d?)(?:m|dm)?(?:\.so.*)?$)");
   std::smatch m;
-  std::string name = base_name(path);
+  std::string name(file_name(path));
   if (!std::regex_match(name, m, re)) return std::nullopt;
   PythonVersion v{static_cast<uint32_t>(std::stoul(m[1])), static_cast<uint32_t>(std::stoul(m[2])),
                   0};
@@ -176,7 +172,7 @@ Result<std::optional<PythonRuntime>> find_python_runtime(const Process& process)
   // into the main executable (an embedding program); other libraries are not opened.
   std::vector<const MappedObject*> candidates;
   for (const auto& o : process.objects())
-    if (base_name(o.path).find("python") != std::string::npos) candidates.push_back(&o);
+    if (file_name(o.path).find("python") != std::string::npos) candidates.push_back(&o);
   if (const auto* main = process.main_object();
       main && std::find(candidates.begin(), candidates.end(), main) == candidates.end())
     candidates.push_back(main);
