@@ -19,9 +19,9 @@
 #include "collect/overhead_meter.h"
 #include "collect/trace_program.h"
 #include "collect/unwind_follower.h"
+#include "model/map_table.h"
 #include "model/overhead.h"
 #include "plan/keyed_plan.h"
-#include "model/map_table.h"
 
 namespace uscope::cli {
 

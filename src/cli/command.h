@@ -27,6 +27,7 @@ void add_http_command(CLI::App& app, Run& run);
 void add_tls_command(CLI::App& app, Run& run);
 void add_stat_command(CLI::App& app, Run& run);
 void add_dump_command(CLI::App& app, Run& run);
+void add_agent_command(CLI::App& app, Run& run);
 
 // Ends a subcommand's --help with its examples, after the footer it has (bcc's tools end -h so).
 inline void add_examples(CLI::App* cmd, const char* examples) {

@@ -13,6 +13,7 @@
 #include "discover/launched_command.h"
 #include "util/names.h"
 #include "util/output_closed.h"
+#include "util/version.h"
 
 namespace uscope::cli {
 
@@ -71,7 +72,7 @@ int main(int argc, char** argv) {
   signal(SIGPIPE, SIG_IGN);
   CLI::App app{"uscope: instrument and profile user-space programs with eBPF"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "uscope 0.1");
+  app.set_version_flag("--version", std::string("uscope ") + uscope::kUscopeVersion);
   Run run;
   add_list_command(app, run);
   add_check_command(app, run);
@@ -85,6 +86,7 @@ int main(int argc, char** argv) {
   add_tls_command(app, run);
   add_stat_command(app, run);
   add_dump_command(app, run);
+  add_agent_command(app, run);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

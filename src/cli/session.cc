@@ -53,7 +53,7 @@ Result<std::vector<ProbeSpec>> parse_patterns(const std::vector<std::string>& te
   return out;
 }
 
-Result<std::unique_ptr<Session>> Session::open(const SessionOptions& o) {
+Result<std::unique_ptr<Session>> Session::open(const SessionOptions& o, Runner* shared) {
   if (o.pid > 0 && !o.command.empty()) return fail("give -p PID or -c CMD, not both");
   if (auto r = check_capabilities(o); !r) return tl::unexpected(r.error());
   std::unique_ptr<Session> s(new Session);
@@ -82,6 +82,8 @@ Result<std::unique_ptr<Session>> Session::open(const SessionOptions& o) {
     }
   }
   lo.watch_pid = s->context_.pid;
+  lo.runner = shared;
+  lo.check_exec = shared == nullptr;
   if (o.duration_s > 0) lo.duration = std::chrono::duration<double>(o.duration_s);
   if (o.interval_s > 0) lo.interval = std::chrono::duration<double>(o.interval_s);
   auto loop = EventLoop::create(lo);

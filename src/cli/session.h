@@ -17,10 +17,10 @@
 #include "cli/output_options.h"
 #include "collect/event_decoder.h"
 #include "collect/event_loop.h"
-#include "model/event_losses.h"
 #include "collect/trace_program.h"
 #include "discover/launched_command.h"
 #include "discover/process.h"
+#include "model/event_losses.h"
 #include "plan/planner.h"
 #include "util/output_buffer.h"
 
@@ -49,7 +49,10 @@ Result<std::vector<ProbeSpec>> parse_patterns(const std::vector<std::string>& te
 // anything attaches, so that every way out goes through the loop and its detach.
 class Session {
  public:
-  static Result<std::unique_ptr<Session>> open(const SessionOptions& o);
+  // `shared`: the agent's runner, on which the session is install()ed beside others; nullptr: a
+  // runner of the session's own, for run(). On a shared runner the agent learns of the target's
+  // exec from the kernel's process events, so the session does not look for one itself.
+  static Result<std::unique_ptr<Session>> open(const SessionOptions& o, Runner* shared = nullptr);
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
@@ -68,6 +71,11 @@ class Session {
   Result<void> start();
   // Runs the event loop until a stop.
   StopReason run(const EventLoop::Callbacks& cb);
+  // On a shared runner: see EventLoop::install and uninstall.
+  void install(const EventLoop::Callbacks& cb, std::function<void(StopReason)> stopped) {
+    loop_->install(cb, std::move(stopped));
+  }
+  void uninstall() { loop_->uninstall(); }
   // The launched command's CPU time, when the loop reaped it (wait4).
   std::optional<CpuTime> reaped_target_cpu_time() const { return loop_->child_cpu_time(); }
   // The target's command line (-p: as /proc shows it now; -c: as given); nullopt without one.

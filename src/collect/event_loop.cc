@@ -23,9 +23,14 @@ constexpr auto kExecCheck = std::chrono::milliseconds(100);
 Result<EventLoop> EventLoop::create(const EventLoopOptions& opts) {
   EventLoop loop;
   loop.opts_ = opts;
-  auto runner = Runner::create();
-  if (!runner) return tl::unexpected(runner.error());
-  loop.runner_ = std::move(*runner);
+  if (opts.runner) {
+    loop.runner_ = opts.runner;
+  } else {
+    auto runner = Runner::create();
+    if (!runner) return tl::unexpected(runner.error());
+    loop.own_runner_ = std::move(*runner);
+    loop.runner_ = loop.own_runner_.get();
+  }
   if (opts.watch_pid > 0) {
     int fd = static_cast<int>(syscall(SYS_pidfd_open, opts.watch_pid, 0));
     if (fd < 0) {
@@ -75,69 +80,90 @@ void EventLoop::reap_child() {
 
 StopReason EventLoop::run(const Callbacks& cb) {
   Runner& r = *runner_;
+  install(cb, [&r](StopReason why) { r.stop(why); });
+  StopReason why = r.run();
+  uninstall();
+  return why;
+}
+
+void EventLoop::install(const Callbacks& callbacks, std::function<void(StopReason)> stopped) {
+  uninstall();
+  installed_ = std::make_unique<Installed>();
+  Installed& in = *installed_;
+  in.cb = callbacks;
+  in.stopped = std::move(stopped);
+  const Callbacks& cb = in.cb;
+  Runner& r = *runner_;
   const auto start = Runner::Clock::now();
   exe_armed_ = !opts_.watch_is_child;
-  bool more = false;        // the last drain left events in the ring
-  bool data_ready = false;  // the ring signalled in this turn
-  std::vector<Runner::Id> watches, timers;
+  auto stop = [&in](StopReason why) { in.stopped(why); };
   if (pid_fd_.valid())
-    watches.push_back(r.watch(pid_fd_.get(), POLLIN, [&](short) {
+    in.watches.push_back(r.watch(pid_fd_.get(), POLLIN, [this, stop](short) {
       reap_child();
-      r.stop(StopReason::TargetExited);  // the caller reads what is left after detaching
+      stop(StopReason::TargetExited);  // the caller reads what is left after detaching
     }));
   if (cb.input_fd >= 0)
-    watches.push_back(r.watch(cb.input_fd, POLLIN, [&](short) {
-      if (cb.input()) r.stop(StopReason::Quit);
+    in.watches.push_back(r.watch(cb.input_fd, POLLIN, [&cb, stop](short) {
+      if (cb.input()) stop(StopReason::Quit);
     }));
-  Runner::Id out_watch = 0, data_watch = 0;
   if (cb.output)
-    watches.push_back(out_watch = r.watch(cb.output->fd(), 0, [&](short) {
+    in.watches.push_back(in.out_watch = r.watch(cb.output->fd(), 0, [&cb, stop](short) {
       cb.output->write_ready();
-      if (cb.output->failed()) r.stop(StopReason::OutputClosed);
+      if (cb.output->failed()) stop(StopReason::OutputClosed);
     }));
   if (cb.data_fd >= 0)
-    watches.push_back(data_watch = r.watch(cb.data_fd, 0, [&](short) { data_ready = true; }));
+    in.watches.push_back(in.data_watch =
+                             r.watch(cb.data_fd, 0, [&in](short) { in.data_ready = true; }));
   // While the output is full the ring is not read (the kernel counts what no longer fits as lost).
-  auto arm = [&] {
+  auto arm = [&in, &r] {
+    const Callbacks& cb = in.cb;
     bool room = !cb.output || cb.output->has_room();
-    if (out_watch) r.set_events(out_watch, cb.output->pending() > 0 ? POLLOUT : 0);
-    if (data_watch) r.set_events(data_watch, room ? POLLIN : 0);
+    if (in.out_watch) r.set_events(in.out_watch, cb.output->pending() > 0 ? POLLOUT : 0);
+    if (in.data_watch) r.set_events(in.data_watch, room ? POLLIN : 0);
     return room;
   };
   arm();
-  auto turn = r.each_turn([&] {
+  in.turn = r.each_turn([&in, arm, stop] {
+    const Callbacks& cb = in.cb;
     if (cb.drain && (!cb.output || cb.output->has_room())) {
-      bool due = more || data_ready || cb.data_poll.count() > 0;
-      more = due && cb.drain();
+      bool due = in.more || in.data_ready || cb.data_poll.count() > 0;
+      in.more = due && cb.drain();
     }
-    data_ready = false;
-    if (cb.done && cb.done()) r.stop(StopReason::MaxEvents);
-    return arm() && more;
+    in.data_ready = false;
+    if (cb.done && cb.done()) stop(StopReason::MaxEvents);
+    return arm() && in.more;
   });
   // In the order they win when due together: an exec, then -d, then -i.
   // A stat() of /proc/PID/exe per wake-up would cost a syscall per ring-buffer batch.
-  auto check_exec = [&] {
-    if (target_execed()) r.stop(StopReason::TargetExeced);
-  };
-  timers.push_back(r.at(start, check_exec));
-  timers.push_back(r.every(kExecCheck, check_exec));
+  if (opts_.check_exec) {
+    auto check_exec = [this, stop] {
+      if (target_execed()) stop(StopReason::TargetExeced);
+    };
+    in.timers.push_back(r.at(start, check_exec));
+    in.timers.push_back(r.every(kExecCheck, check_exec));
+  }
   if (opts_.duration)
-    timers.push_back(
+    in.timers.push_back(
         r.at(start + std::chrono::duration_cast<Runner::Clock::duration>(*opts_.duration),
-             [&] { r.stop(StopReason::Duration); }));
+             [stop] { stop(StopReason::Duration); }));
   if (opts_.interval)
-    timers.push_back(
-        r.every(std::chrono::duration_cast<Runner::Clock::duration>(*opts_.interval), [&] {
+    in.timers.push_back(
+        r.every(std::chrono::duration_cast<Runner::Clock::duration>(*opts_.interval), [&cb, arm] {
           if (cb.interval) cb.interval();
           arm();  // what it printed waits for the output to take it
         }));
   // The BPF side batches its wake-ups: the ring is looked at this often even without one.
-  if (cb.data_fd >= 0 && cb.data_poll.count() > 0) timers.push_back(r.every(cb.data_poll, [] {}));
-  StopReason why = r.run();
-  for (auto id : watches) r.unwatch(id);
-  for (auto id : timers) r.cancel(id);
-  r.remove_turn(turn);
-  return why;
+  if (cb.data_fd >= 0 && cb.data_poll.count() > 0)
+    in.timers.push_back(r.every(cb.data_poll, [] {}));
+}
+
+void EventLoop::uninstall() {
+  if (!installed_) return;
+  Runner& r = *runner_;
+  for (auto id : installed_->watches) r.unwatch(id);
+  for (auto id : installed_->timers) r.cancel(id);
+  r.remove_turn(installed_->turn);
+  installed_.reset();
 }
 
 }  // namespace uscope

@@ -127,6 +127,22 @@ testing::AssertionResult RunningCommand::wait_for_output(const std::string& text
          << result_.err;
 }
 
+testing::AssertionResult RunningCommand::wait_for_stderr(const std::string& text, size_t times) {
+  auto count = [&] {
+    size_t n = 0;
+    for (size_t at = result_.err.find(text); at != std::string::npos;
+         at = result_.err.find(text, at + text.size()))
+      ++n;
+    return n;
+  };
+  std::unique_lock lock(mu_);
+  changed_.wait_for(lock, kWaitTimeout, [&] { return exited_ || count() >= times; });
+  if (count() >= times) return testing::AssertionSuccess();
+  return testing::AssertionFailure() << (exited_ ? "exited" : "timed out") << " with '" << text
+                                     << "' " << count() << " of " << times << " times on stderr:\n"
+                                     << result_.err;
+}
+
 CommandResult RunningCommand::finish() {
   if (collector_.joinable()) collector_.join();
   std::lock_guard lock(mu_);
@@ -387,6 +403,14 @@ int free_port() {
   getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
   close(fd);
   return ntohs(a.sin_port);
+}
+
+std::string prometheus_query(int port, const std::string& promql) {
+  const std::string out = shell(fmt::format(
+      "curl -s -G --data-urlencode 'query={}' http://127.0.0.1:{}/api/v1/query", promql, port));
+  auto j = nlohmann::json::parse(out, nullptr, false);
+  if (j.is_discarded() || j["status"] != "success" || j["data"]["result"].empty()) return "";
+  return j["data"]["result"][0]["value"][1].get<std::string>();
 }
 
 }  // namespace uscope::e2e

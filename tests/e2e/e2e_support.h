@@ -43,6 +43,8 @@ class RunningCommand {
   void signal(int sig);
   // Until its stdout contains `text`.
   testing::AssertionResult wait_for_output(const std::string& text);
+  // Until its stderr holds `text` at least `times` times (a daemon's status lines).
+  testing::AssertionResult wait_for_stderr(const std::string& text, size_t times = 1);
   // Waits for the exit; the full output and exit code.
   CommandResult finish();
 
@@ -113,6 +115,10 @@ testing::AssertionResult links_released(const std::string& prefix, pid_t owner =
 std::vector<int> bpf_links_held_by(pid_t pid, const std::string& prefix);
 
 std::string fixture(const std::string& relative);
+
+// The single value Prometheus (its HTTP API on 127.0.0.1:`port`) answers for `promql` now; ""
+// while it has none.
+std::string prometheus_query(int port, const std::string& promql);
 
 // The JSON objects among the lines of `out` (lines starting with '{'; a traced command's own
 // output around them is skipped).

@@ -17,15 +17,6 @@
 namespace uscope::e2e {
 namespace {
 
-// `query`'s single value as Prometheus answers it now; "" while it has none.
-std::string query(int port, const std::string& promql) {
-  const std::string out = shell(fmt::format(
-      "curl -s -G --data-urlencode 'query={}' http://127.0.0.1:{}/api/v1/query", promql, port));
-  auto j = nlohmann::json::parse(out, nullptr, false);
-  if (j.is_discarded() || j["status"] != "success" || j["data"]["result"].empty()) return "";
-  return j["data"]["result"][0]["value"][1].get<std::string>();
-}
-
 TEST(prometheus_scrape, prometheus_reads_the_counts_the_agent_exposes) {
   HttpMetrics red;
   auto served = [&](const std::string& path, int status, uint64_t ns) {
@@ -73,23 +64,26 @@ TEST(prometheus_scrape, prometheus_reads_the_counts_the_agent_exposes) {
       "http_server_request_duration_seconds_count{job=\"uscope\",http_route=\"/api/items\","
       "http_response_status_code=\"200\",service_name=\"fixture\"}";
   ASSERT_TRUE(wait_until(
-      "prometheus has scraped the agent", [&] { return !query(port, count).empty(); },
+      "prometheus has scraped the agent", [&] { return !prometheus_query(port, count).empty(); },
       std::chrono::seconds(120)));
-  EXPECT_EQ(query(port, count), "7");
+  EXPECT_EQ(prometheus_query(port, count), "7");
   EXPECT_EQ(
-      query(port,
-            "sum(http_server_request_duration_seconds_count{http_response_status_code=\"500\"})"),
+      prometheus_query(
+          port,
+          "sum(http_server_request_duration_seconds_count{http_response_status_code=\"500\"})"),
       "2");
   // The 300 ms requests sit above the 250 ms bound and within 500 ms.
-  EXPECT_EQ(query(port,
-                  "http_server_request_duration_seconds_bucket{http_response_status_code=\"500\","
-                  "le=\"0.25\"}"),
+  EXPECT_EQ(prometheus_query(
+                port,
+                "http_server_request_duration_seconds_bucket{http_response_status_code=\"500\","
+                "le=\"0.25\"}"),
             "0");
-  EXPECT_EQ(query(port,
-                  "http_server_request_duration_seconds_bucket{http_response_status_code=\"500\","
-                  "le=\"0.5\"}"),
+  EXPECT_EQ(prometheus_query(
+                port,
+                "http_server_request_duration_seconds_bucket{http_response_status_code=\"500\","
+                "le=\"0.5\"}"),
             "2");
-  EXPECT_EQ(query(port, "up{job=\"uscope\"}"), "1");
+  EXPECT_EQ(prometheus_query(port, "up{job=\"uscope\"}"), "1");
   const std::string targets =
       shell(fmt::format("curl -s http://127.0.0.1:{}/api/v1/targets", port));
   auto t = nlohmann::json::parse(targets, nullptr, false);

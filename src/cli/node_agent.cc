@@ -1,0 +1,398 @@
+#include "cli/node_agent.h"
+
+#include <dirent.h>
+#include <fmt/core.h>
+#include <poll.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+
+#include "collect/bpf_run_stats.h"
+#include "discover/object_store.h"
+#include "export/otlp_metrics.h"
+#include "export/prometheus_text.h"
+#include "plan/http_plan.h"
+#include "util/version.h"
+
+namespace uscope::cli {
+
+namespace {
+
+using namespace std::chrono_literals;
+// How often every job's ring is read: events wait at most this long, and the agent wakes ten
+// times a second however many processes it watches.
+constexpr auto kTick = 100ms;
+// Batches per job and tick: a job at a high rate cannot hold up the others.
+constexpr int kBatchesPerTick = 8;
+// A look at /proc for what the process events may have missed (a port bound after the exec, a
+// dropped event).
+constexpr auto kRescan = 30s;
+// libmicrohttpd's idle-connection timeouts are served on this beat.
+constexpr auto kListenerBeat = 1s;
+// Executables judged (Go HTTP server or not) that are kept open for planning; the verdicts
+// themselves are kept by file identity.
+constexpr size_t kJudgedObjects = 8;
+
+uint64_t unix_now_ns() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::system_clock::now().time_since_epoch())
+                                   .count());
+}
+
+std::string host_name() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof buf - 1) != 0) return "";
+  return buf;
+}
+
+bool bpf_stats_on() {
+  std::ifstream in("/proc/sys/kernel/bpf_stats_enabled");
+  int on = 0;
+  return (in >> on) && on == 1;
+}
+
+void add_losses(HttpLosses& into, const HttpLosses& l) {
+  into.ring_lost += l.ring_lost;
+  into.read_errors += l.read_errors;
+  into.no_entry += l.no_entry;
+  into.entry_save_failed += l.entry_save_failed;
+  into.malformed += l.malformed;
+  into.truncated += l.truncated;
+  into.output_dropped += l.output_dropped;
+  into.status_unknown += l.status_unknown;
+}
+
+}  // namespace
+
+NodeAgent::NodeAgent(AgentConfig config, ConfigReader reread, bool verbose)
+    : config_(std::move(config)), reread_(std::move(reread)), verbose_(verbose) {}
+
+NodeAgent::~NodeAgent() {
+  // Jobs first: each detaches its probes and uninstalls its watches from the runner.
+  watched_.clear();
+}
+
+Result<std::unique_ptr<NodeAgent>> NodeAgent::create(AgentConfig config, ConfigReader reread,
+                                                     bool verbose) {
+  std::unique_ptr<NodeAgent> a(new NodeAgent(std::move(config), std::move(reread), verbose));
+  auto runner = Runner::create();
+  if (!runner) return tl::unexpected(runner.error());
+  a->runner_ = std::move(*runner);
+  auto events = ProcessEvents::open();
+  if (!events)
+    return fail("cannot follow processes as they start and exit: {}", events.error().message);
+  a->events_ = std::move(*events);
+  if (auto r = a->listen(); !r) return tl::unexpected(r.error());
+  if (!a->config_.otlp_endpoint.empty()) a->pusher_ = std::make_unique<Pusher>();
+  a->start_unix_ns_ = unix_now_ns();
+  a->host_ = host_name();
+  return a;
+}
+
+Result<void> NodeAgent::listen() {
+  std::map<std::string, HttpRoute> routes;
+  routes["/metrics"] = [this] {
+    return HttpReply{200, kPrometheusTextType, prometheus_text(snapshot())};
+  };
+  routes["/healthz"] = [] { return HttpReply{200, "text/plain; charset=utf-8", "ok\n"}; };
+  auto listener = HttpListener::start(config_.listen, std::move(routes));
+  if (!listener)
+    return fail("cannot listen on {}: {}", config_.listen.text(), listener.error().message);
+  if (listener_watch_) runner_->unwatch(listener_watch_);
+  listener_ = std::move(*listener);
+  listener_watch_ = runner_->watch(listener_->fd(), POLLIN, [this](short) { listener_->serve(); });
+  if (!config_.listen.loopback())
+    fmt::print(stderr,
+               "uscope: listening on {}, which is not loopback: other machines can read this "
+               "node's metrics (give --listen 127.0.0.1:PORT to keep them local)\n",
+               config_.listen.text());
+  return {};
+}
+
+bool NodeAgent::go_http_server(pid_t pid) {
+  const std::string exe = fmt::format("/proc/{}/exe", pid);
+  struct stat st {};
+  if (stat(exe.c_str(), &st) != 0) return false;
+  auto key = std::make_pair(st.st_dev, st.st_ino);
+  auto it = verdicts_.find(key);
+  if (it == verdicts_.end()) {
+    static const auto store = std::make_shared<ObjectStore>(kJudgedObjects);
+    TargetContext ctx;
+    ctx.main_executable = exe;
+    ObjectCache cache(ctx, store);
+    auto sides = http_sides(cache, "");
+    ExeVerdict v;
+    v.go_http = sides && sides->server;
+    if (!sides)
+      v.why_not = sides.error().message;
+    else if (!sides->server)
+      v.why_not = "it makes HTTP calls but serves none";
+    it = verdicts_.emplace(key, std::move(v)).first;
+  }
+  return it->second.go_http;
+}
+
+void NodeAgent::consider(pid_t pid) {
+  if (pid == getpid() || watched_.contains(pid)) return;
+  bool ports = false;
+  for (const auto& s : config_.select) ports |= s.port != 0;
+  auto facts = process_facts(pid, ports);
+  if (!facts) return;  // gone, or a kernel thread
+  static const ProcessSelector kEveryGoServer = [] {
+    ProcessSelector s;
+    s.go_http = true;
+    return s;
+  }();
+  const ProcessSelector* picked = nullptr;
+  if (config_.select.empty()) {
+    if (selects(kEveryGoServer, *facts, [&] { return go_http_server(pid); }))
+      picked = &kEveryGoServer;
+  } else {
+    for (const auto& s : config_.select)
+      if (selects(s, *facts, [&] { return go_http_server(pid); })) {
+        picked = &s;
+        break;
+      }
+  }
+  if (!picked) return;
+  Watched w;
+  w.facts = std::move(*facts);
+  w.service = service_name(*picked, w.facts);
+  if (config_.http_metrics && go_http_server(pid)) {
+    auto job = HttpRedJob::start(pid, *runner_, config_.max_series, [this, pid](StopReason) {
+      // Its exit, seen by its pidfd: dropped once this callback is over.
+      runner_->at(Runner::Clock::now(), [this, pid] { drop(pid); });
+    });
+    if (job) {
+      w.http = std::move(*job);
+    } else {
+      ++attach_failures_;
+      if (verbose_)
+        fmt::print(stderr, "uscope: process {} ({}): {}\n", pid, w.service, job.error().message);
+      if (kill(pid, 0) != 0) return;  // it is gone: nothing to watch
+    }
+  }
+  if (verbose_)
+    fmt::print(stderr, "uscope: watching process {} ({}){}\n", pid, w.service,
+               w.http ? fmt::format(": HTTP RED, {} probe link(s)", w.http->links()) : "");
+  watched_.emplace(pid, std::move(w));
+}
+
+void NodeAgent::drop(pid_t pid) {
+  auto it = watched_.find(pid);
+  if (it == watched_.end()) return;
+  if (it->second.http) {
+    it->second.http->stop();
+    add_losses(gone_losses_, it->second.http->losses());
+  }
+  if (verbose_) fmt::print(stderr, "uscope: process {} ({}) dropped\n", pid, it->second.service);
+  watched_.erase(it);
+}
+
+void NodeAgent::rescan() {
+  DIR* d = opendir("/proc");
+  if (!d) return;
+  std::set<pid_t> alive;
+  while (dirent* e = readdir(d)) {
+    char* end = nullptr;
+    long pid = std::strtol(e->d_name, &end, 10);
+    if (*end || pid <= 0) continue;
+    alive.insert(static_cast<pid_t>(pid));
+  }
+  closedir(d);
+  std::vector<pid_t> gone;
+  for (const auto& [pid, w] : watched_)
+    if (!alive.contains(pid)) gone.push_back(pid);
+  for (pid_t pid : gone) drop(pid);
+  for (pid_t pid : alive) consider(pid);
+}
+
+void NodeAgent::tick() {
+  for (auto& [pid, w] : watched_)
+    if (w.http)
+      for (int i = 0; i < kBatchesPerTick && w.http->drain(); ++i) {
+      }
+}
+
+void NodeAgent::reload() {
+  ++reloads_;
+  if (!reread_) {
+    fmt::print(stderr, "uscope: SIGHUP: no --config to re-read; going on as before\n");
+    return;
+  }
+  auto next = reread_();
+  if (!next) {
+    ++reload_failures_;
+    fmt::print(stderr, "uscope: SIGHUP: {}; going on with the config read before\n",
+               next.error().message);
+    return;
+  }
+  const bool relisten = next->listen.text() != config_.listen.text();
+  const bool repush = next->otlp_endpoint != config_.otlp_endpoint;
+  config_ = std::move(*next);
+  if (relisten)
+    if (auto r = listen(); !r) fmt::print(stderr, "uscope: SIGHUP: {}\n", r.error().message);
+  if (repush) pusher_ = config_.otlp_endpoint.empty() ? nullptr : std::make_unique<Pusher>();
+  // Every process judged again under the new selectors.
+  watched_.clear();
+  rescan();
+  fmt::print(stderr, "uscope: SIGHUP: config re-read; watching {} process(es)\n", watched_.size());
+}
+
+MetricAttributes NodeAgent::resource(pid_t pid, const Watched& w) const {
+  MetricAttributes r{{"service.name", w.service}, {"process.pid", std::to_string(pid)}};
+  if (!w.facts.container_id.empty()) r.emplace_back("container.id", w.facts.container_id);
+  return r;
+}
+
+MetricsSnapshot NodeAgent::snapshot() const {
+  MetricsSnapshot out;
+  out.start_unix_ns = start_unix_ns_;
+  out.time_unix_ns = unix_now_ns();
+  for (const auto& [pid, w] : watched_)
+    if (w.http) w.http->metrics().snapshot(out, resource(pid, w));
+  add_own_metrics(out);
+  return out;
+}
+
+void NodeAgent::add_own_metrics(MetricsSnapshot& out) const {
+  auto gauge = [&](const std::string& name, const std::string& unit, const std::string& what,
+                   double v, MetricAttributes attrs = {}) {
+    MetricPoint p;
+    p.attributes = std::move(attrs);
+    p.value = v;
+    out.metric(name, MetricKind::Gauge, unit, what).points.push_back(std::move(p));
+  };
+  auto counter = [&](const std::string& name, const std::string& unit, const std::string& what,
+                     double v, MetricAttributes attrs = {}) {
+    MetricPoint p;
+    p.attributes = std::move(attrs);
+    p.value = v;
+    out.metric(name, MetricKind::Counter, unit, what).points.push_back(std::move(p));
+  };
+  size_t links = 0, jobs = 0;
+  uint64_t overflowed = 0;
+  HttpLosses losses = gone_losses_;
+  std::vector<int> fds;
+  for (const auto& [pid, w] : watched_) {
+    if (!w.http) continue;
+    ++jobs;
+    links += w.http->links();
+    overflowed += w.http->metrics().overflowed();
+    add_losses(losses, w.http->losses());
+    for (int fd : w.http->program_fds()) fds.push_back(fd);
+  }
+  gauge("uscope.processes", "{process}", "Processes the agent's selectors picked.",
+        static_cast<double>(watched_.size()));
+  gauge("uscope.jobs", "{job}", "Processes whose HTTP requests are measured.",
+        static_cast<double>(jobs));
+  gauge("uscope.probe.links", "{link}", "uprobe links attached.", static_cast<double>(links));
+  const std::pair<const char*, uint64_t> causes[] = {{"ring_full", losses.ring_lost},
+                                                     {"read_error", losses.read_errors},
+                                                     {"no_entry", losses.no_entry},
+                                                     {"entry_map_full", losses.entry_save_failed},
+                                                     {"malformed", losses.malformed},
+                                                     {"truncated", losses.truncated},
+                                                     {"status_unknown", losses.status_unknown}};
+  for (const auto& [cause, n] : causes)
+    counter("uscope.events.lost", "{event}", "Events lost or incomplete, by cause.",
+            static_cast<double>(n), {{"cause", cause}});
+  counter("uscope.http.series.overflow", "{request}",
+          "Requests counted under \"(other routes)\" because the series cap was reached.",
+          static_cast<double>(overflowed));
+  counter("uscope.attach.failures", "{process}",
+          "Selected processes whose probes could not be attached.",
+          static_cast<double>(attach_failures_));
+  counter("uscope.process_events.overflows", "{overflow}",
+          "Times the kernel dropped process events (the agent then rescans /proc).",
+          static_cast<double>(process_event_overflows_));
+  counter("uscope.config.reloads", "{reload}", "SIGHUP reloads, and those that failed.",
+          static_cast<double>(reloads_ - reload_failures_), {{"result", "ok"}});
+  counter("uscope.config.reloads", "{reload}", "SIGHUP reloads, and those that failed.",
+          static_cast<double>(reload_failures_), {{"result", "failed"}});
+  // Only while the kernel's BPF stats are on (sysctl kernel.bpf_stats_enabled=1): otherwise
+  // the kernel does not time the programs, and a 0 would read as "free".
+  if (bpf_stats_on())
+    if (auto t = bpf_run_time(fds))
+      counter("uscope.bpf.time", "s", "Time the agent's BPF programs ran (kernel BPF stats).",
+              static_cast<double>(t->run_time_ns) / 1e9);
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  auto secs = [](const timeval& tv) { return tv.tv_sec + tv.tv_usec / 1e6; };
+  counter("process.cpu.time", "s", "CPU time of the agent.", secs(ru.ru_utime),
+          {{"cpu.mode", "user"}});
+  counter("process.cpu.time", "s", "CPU time of the agent.", secs(ru.ru_stime),
+          {{"cpu.mode", "system"}});
+  std::ifstream statm("/proc/self/statm");
+  uint64_t size = 0, resident = 0;
+  if (statm >> size >> resident)
+    gauge("process.memory.usage", "By", "Resident memory of the agent.",
+          static_cast<double>(resident * static_cast<uint64_t>(sysconf(_SC_PAGESIZE))));
+  if (listener_) {
+    counter("uscope.listener.requests", "{request}", "Requests to the agent's endpoints.",
+            static_cast<double>(listener_->served()), {{"result", "served"}});
+    counter("uscope.listener.requests", "{request}", "Requests to the agent's endpoints.",
+            static_cast<double>(listener_->refused()), {{"result", "refused"}});
+  }
+  if (pusher_) {
+    const PushCounters c = pusher_->counters();
+    for (const auto& [result, n] : {std::pair<const char*, uint64_t>{"sent", c.sent},
+                                    {"failed", c.failed},
+                                    {"dropped", c.dropped}})
+      counter("uscope.pushes", "{push}", "OTLP pushes, by result.", static_cast<double>(n),
+              {{"result", result}});
+  }
+}
+
+void NodeAgent::push_otlp() {
+  if (!pusher_) return;
+  PushRequest req;
+  req.url = config_.otlp_endpoint;
+  if (!req.url.ends_with("/v1/metrics")) {
+    if (req.url.ends_with('/')) req.url.pop_back();
+    req.url += "/v1/metrics";
+  }
+  req.content_type = kOtlpProtobufType;
+  req.body = otlp_metrics_request(snapshot(), {{"host.name", host_}, {"service.name", "uscope"}},
+                                  kUscopeVersion);
+  pusher_->push(std::move(req));
+}
+
+int NodeAgent::run() {
+  Runner& r = *runner_;
+  rescan();
+  r.watch(events_->fd(), POLLIN, [this](short) {
+    for (const ProcessEvent& e : events_->read()) {
+      if (e.kind == ProcessEvent::Exit) {
+        drop(e.pid);
+      } else {  // an exec: another program now, or a selected one starting
+        drop(e.pid);
+        consider(e.pid);
+      }
+    }
+    if (uint64_t n = events_->take_overflows()) {
+      process_event_overflows_ += n;
+      rescan();
+    }
+  });
+  r.every(kTick, [this] { tick(); });
+  r.every(kRescan, [this] { rescan(); });
+  r.every(kListenerBeat, [this] { listener_->serve(); });
+  if (pusher_) r.every(config_.otlp_period, [this] { push_otlp(); });
+  r.on_hangup([this] { reload(); });
+  fmt::print(stderr,
+             "uscope: agent serving http://{}/metrics; watching {} process(es); Ctrl-C or "
+             "SIGTERM to stop, SIGHUP to re-read the config\n",
+             config_.listen.text(), watched_.size());
+  StopReason why = r.run();
+  const size_t n = watched_.size();
+  watched_.clear();
+  fmt::print(stderr, "uscope: agent stopped ({}); {} process(es) released\n", describe(why), n);
+  return 0;
+}
+
+}  // namespace uscope::cli

@@ -1,0 +1,86 @@
+#pragma once
+// `uscope agent`: one process per node that keeps measuring the processes its config selects,
+// on one runner (util/runner.h) beside its HTTP listener, the kernel's process events and its
+// timers. A selected Go HTTP server gets an HttpRedJob at its exec (or at the agent's start) and
+// loses it at its exit or next exec; /metrics serves every job's series and the agent's own, and
+// the same snapshot is pushed as OTLP when the config names a collector. SIGHUP reloads the
+// config; SIGINT and SIGTERM stop it with every probe detached.
+#include <sys/types.h>
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "agent/agent_config.h"
+#include "agent/process_match.h"
+#include "cli/http_red_job.h"
+#include "discover/process_events.h"
+#include "export/http_listener.h"
+#include "export/http_push.h"
+#include "model/metrics.h"
+#include "util/runner.h"
+
+namespace uscope::cli {
+
+class NodeAgent {
+ public:
+  // Reads the config again on SIGHUP (the file, then the flags over it); null without a file.
+  using ConfigReader = std::function<Result<AgentConfig>()>;
+  static Result<std::unique_ptr<NodeAgent>> create(AgentConfig config, ConfigReader reread,
+                                                   bool verbose);
+  ~NodeAgent();
+  NodeAgent(const NodeAgent&) = delete;
+  NodeAgent& operator=(const NodeAgent&) = delete;
+
+  // Until SIGINT or SIGTERM; then every job stopped. The exit code.
+  int run();
+
+  // What /metrics serves now.
+  MetricsSnapshot snapshot() const;
+
+ private:
+  // A process the selectors picked.
+  struct Watched {
+    ProcessFacts facts;
+    std::string service;
+    std::unique_ptr<HttpRedJob> http;  // null: not a Go HTTP server, or http metrics off
+  };
+  // What an executable is, read once per file (dev, inode) however many processes run it.
+  struct ExeVerdict {
+    bool go_http = false;
+    std::string why_not;  // for --verbose
+  };
+
+  NodeAgent(AgentConfig config, ConfigReader reread, bool verbose);
+  Result<void> listen();
+  void consider(pid_t pid);
+  void drop(pid_t pid);
+  void rescan();
+  void tick();
+  void reload();
+  bool go_http_server(pid_t pid);
+  MetricAttributes resource(pid_t pid, const Watched& w) const;
+  void add_own_metrics(MetricsSnapshot& out) const;
+  void push_otlp();
+
+  AgentConfig config_;
+  ConfigReader reread_;
+  bool verbose_ = false;
+  std::unique_ptr<Runner> runner_;
+  std::unique_ptr<HttpListener> listener_;
+  Runner::Id listener_watch_ = 0;
+  std::unique_ptr<ProcessEvents> events_;
+  std::unique_ptr<Pusher> pusher_;
+  std::map<pid_t, Watched> watched_;
+  std::map<std::pair<dev_t, ino_t>, ExeVerdict> verdicts_;
+  // Losses and exchanges of jobs already gone, so that counters never go down.
+  HttpLosses gone_losses_;
+  uint64_t attach_failures_ = 0, process_event_overflows_ = 0, reloads_ = 0, reload_failures_ = 0;
+  uint64_t start_unix_ns_ = 0;
+  std::string host_;
+};
+
+}  // namespace uscope::cli

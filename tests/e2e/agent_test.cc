@@ -1,0 +1,268 @@
+// `uscope agent` against real processes: the Go HTTP fixture's requests reach Debian's
+// prometheus through the agent's /metrics; servers started after the agent are measured from
+// their exec and dropped at their exit; SIGHUP re-reads the config (a bad one is refused with its
+// line); SIGTERM detaches every probe; 200 servers coming and going leave nothing behind.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <fstream>
+#include <memory>
+#include <regex>
+
+#include "e2e_support.h"
+
+namespace uscope::e2e {
+namespace {
+
+std::string metrics(int port) {
+  return shell(fmt::format("curl -s http://127.0.0.1:{}/metrics", port));
+}
+
+// The value of the first exposition line that starts with `series` (name and labels, up to the
+// closing brace); -1 when there is none.
+double metric_value(const std::string& text, const std::string& series) {
+  for (const auto& line : lines_with(text, series))
+    if (line.starts_with(series)) return std::stod(line.substr(line.rfind(' ') + 1));
+  return -1;
+}
+
+std::string server_count(pid_t pid, const std::string& service, const std::string& route,
+                         int status) {
+  return fmt::format(
+      "http_server_request_duration_seconds_count{{service_name=\"{}\",process_pid=\"{}\","
+      "http_request_method=\"GET\",http_response_status_code=\"{}\",http_route=\"{}\"",
+      service, pid, status, route);
+}
+
+// A Go HTTP fixture server on a port of its own (`any_port`: the one it gets), and its base URL.
+struct Server {
+  explicit Server(const std::string& name, bool any_port = false)
+      : port(any_port ? 0 : free_port()) {
+    process = std::make_unique<GatedProcess>(
+        std::vector<std::string>{fixture("go/" + name), std::to_string(port)});
+    process->start();
+  }
+  std::string base() const { return "http://127.0.0.1:" + std::to_string(port); }
+  int port;
+  std::unique_ptr<GatedProcess> process;
+};
+
+// The agent, started with `args` on a port of its own, serving once it says so.
+struct Agent {
+  explicit Agent(std::vector<std::string> args) : port(free_port()) {
+    args.insert(args.begin(),
+                {USCOPE_BIN, "agent", "-v", "--listen", "127.0.0.1:" + std::to_string(port)});
+    command = std::make_unique<RunningCommand>(args, 600);
+  }
+  int port;
+  std::unique_ptr<RunningCommand> command;
+};
+
+// A config that selects only this build's `fixture` (other Go servers may run on the host).
+std::string config_selecting(const std::string& name) {
+  std::string dir = ::testing::TempDir() + "/agent_config.XXXXXX";
+  if (!mkdtemp(dir.data())) return "";
+  const std::string path = dir + "/agent.yaml";
+  std::ofstream(path) << "select:\n  - exe: " << fixture("go/" + name) << "\n";
+  return path;
+}
+
+size_t fds_of_kind(pid_t pid, const std::string& kind) {
+  return std::stoul(
+      shell(fmt::format("ls -l /proc/{}/fd | grep -c 'anon_inode:{}' || true", pid, kind)));
+}
+
+TEST(agent, prometheus_reads_the_requests_a_go_server_served) {
+  USCOPE_REQUIRE_ROOT();
+  Server server("gohttp_server");
+  ASSERT_TRUE(server.process->wait_for_line("listening on"));
+  Agent agent({});
+  // Found by the agent's first look at /proc.
+  ASSERT_TRUE(agent.command->wait_for_stderr(
+      fmt::format("watching process {} (gohttp_server): HTTP RED", server.process->pid())));
+  ASSERT_TRUE(agent.command->wait_for_stderr("agent serving"));
+  auto client = run({fixture("go/gohttp_client"), server.base(), "20", "/hello", "/items/apple",
+                     "/items/nope", "/fail"});
+  ASSERT_EQ(client.exit_code, 0) << client.err;
+  ASSERT_NE(client.out.find("done ok=80 failed=0"), std::string::npos) << client.out;
+
+  std::string dir = ::testing::TempDir() + "/agent_prometheus.XXXXXX";
+  ASSERT_NE(mkdtemp(dir.data()), nullptr);
+  std::ofstream(dir + "/prometheus.yml") << fmt::format(
+      "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: uscope\n"
+      "    static_configs:\n      - targets: ['127.0.0.1:{}']\n",
+      agent.port);
+  const int prom_port = free_port();
+  RunningCommand prometheus({"/usr/bin/prometheus", "--config.file=" + dir + "/prometheus.yml",
+                             "--storage.tsdb.path=" + dir + "/data",
+                             "--web.listen-address=127.0.0.1:" + std::to_string(prom_port)},
+                            300);
+  ASSERT_TRUE(wait_for_port(prom_port));
+  auto count = [&](const std::string& route, int status) {
+    return fmt::format(
+        "http_server_request_duration_seconds_count{{job=\"uscope\",http_route=\"{}\","
+        "http_response_status_code=\"{}\",process_pid=\"{}\",service_name=\"gohttp_server\"}}",
+        route, status, server.process->pid());
+  };
+  // Each request ends in the ring as its response is written; the agent reads the rings every
+  // 100 ms, so the scrape that holds 20 is waited for, and no later one may hold more.
+  ASSERT_TRUE(wait_until(
+      "prometheus has scraped all of the fixture's /hello requests",
+      [&] { return prometheus_query(prom_port, count("/hello", 200)) == "20"; },
+      std::chrono::seconds(120)));
+  ASSERT_TRUE(wait_until(
+      "prometheus has scraped the rest",
+      [&] { return prometheus_query(prom_port, count("/fail", 500)) == "20"; },
+      std::chrono::seconds(60)));
+  EXPECT_EQ(prometheus_query(prom_port, count("/items/apple", 200)), "20");
+  EXPECT_EQ(prometheus_query(prom_port, count("/items/nope", 404)), "20");
+  // Every Go server on the host is measured: only this one's series are the test's to count.
+  EXPECT_EQ(
+      prometheus_query(prom_port, fmt::format("sum(http_server_request_duration_seconds_count{{"
+                                              "process_pid=\"{}\"}})",
+                                              server.process->pid())),
+      "80");
+  EXPECT_EQ(prometheus_query(prom_port, "up{job=\"uscope\"}"), "1");
+  const auto targets = nlohmann::json::parse(
+      shell(fmt::format("curl -s http://127.0.0.1:{}/api/v1/targets", prom_port)), nullptr, false);
+  ASSERT_FALSE(targets.is_discarded());
+  EXPECT_EQ(targets["data"]["activeTargets"][0]["lastError"], "");
+  // What promtool says of the exposition itself.
+  const std::string file = dir + "/metrics.txt";
+  std::ofstream(file) << metrics(agent.port);
+  EXPECT_EQ(shell(fmt::format("promtool check metrics < {} 2>&1; echo rc=$?", file)), "rc=0\n");
+
+  prometheus.signal(SIGTERM);
+  prometheus.finish();
+  agent.command->signal(SIGTERM);
+  auto r = agent.command->finish();
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(links_released("trace_", agent.command->pid()));
+}
+
+TEST(agent, a_server_started_later_is_measured_from_its_exec_and_dropped_at_its_exit) {
+  USCOPE_REQUIRE_ROOT();
+  Agent agent({"--config", config_selecting("gohttp_server_stripped")});
+  ASSERT_TRUE(agent.command->wait_for_stderr("agent serving"));
+  Server server("gohttp_server_stripped");
+  const pid_t pid = server.process->pid();
+  // The server waits on its gate until start(): the agent's verdict came at its exec.
+  ASSERT_TRUE(agent.command->wait_for_stderr(
+      fmt::format("watching process {} (gohttp_server_stripped): HTTP RED", pid)));
+  ASSERT_TRUE(server.process->wait_for_line("listening on"));
+  auto client = run({fixture("go/gohttp_client"), server.base(), "7", "/hello"});
+  ASSERT_EQ(client.exit_code, 0) << client.err;
+  const std::string hello = server_count(pid, "gohttp_server_stripped", "/hello", 200) + "}";
+  ASSERT_TRUE(wait_until("the agent has read the 7 requests",
+                         [&] { return metric_value(metrics(agent.port), hello) == 7; }));
+  const std::string during = metrics(agent.port);
+  EXPECT_EQ(metric_value(during, hello), 7);
+  EXPECT_EQ(metric_value(during, "uscope_jobs"), 1);
+  for (const char* cause : {"ring_full", "read_error", "no_entry", "malformed", "truncated"})
+    EXPECT_EQ(metric_value(during, fmt::format("uscope_events_lost_total{{cause=\"{}\"}}", cause)),
+              0)
+        << cause;
+  EXPECT_EQ(bpf_links_held_by(agent.command->pid(), "trace_").size(), 1u);
+
+  server.process.reset();  // killed
+  ASSERT_TRUE(agent.command->wait_for_stderr(
+      fmt::format("process {} (gohttp_server_stripped) dropped", pid)));
+  const std::string after = metrics(agent.port);
+  EXPECT_EQ(after.find(fmt::format("process_pid=\"{}\"", pid)), std::string::npos) << after;
+  EXPECT_EQ(metric_value(after, "uscope_jobs"), 0);
+  EXPECT_TRUE(wait_until("the agent holds no link", [&] {
+    return bpf_links_held_by(agent.command->pid(), "trace_").empty();
+  }));
+  agent.command->signal(SIGINT);
+  EXPECT_EQ(agent.command->finish().exit_code, 0);
+}
+
+TEST(agent, sighup_rereads_the_config_and_a_bad_one_is_refused_with_its_line) {
+  USCOPE_REQUIRE_ROOT();
+  std::string dir = ::testing::TempDir() + "/agent_config.XXXXXX";
+  ASSERT_NE(mkdtemp(dir.data()), nullptr);
+  const std::string path = dir + "/agent.yaml";
+  std::ofstream(path) << "select:\n  - exe: " << fixture("go/gohttp_server_stripped")
+                      << "\n    service: shop\n";
+  Server plain("gohttp_server"), stripped("gohttp_server_stripped");
+  ASSERT_TRUE(plain.process->wait_for_line("listening on"));
+  ASSERT_TRUE(stripped.process->wait_for_line("listening on"));
+  Agent agent({"--config", path});
+  ASSERT_TRUE(agent.command->wait_for_stderr("agent serving"));
+  ASSERT_TRUE(agent.command->wait_for_stderr(
+      fmt::format("watching process {} (shop)", stripped.process->pid())));
+  auto client = run({fixture("go/gohttp_client"), stripped.base(), "3", "/hello"});
+  ASSERT_EQ(client.exit_code, 0) << client.err;
+  const std::string shop = server_count(stripped.process->pid(), "shop", "/hello", 200) + "}";
+  ASSERT_TRUE(wait_until("the agent has read the 3 requests",
+                         [&] { return metric_value(metrics(agent.port), shop) == 3; }));
+  EXPECT_EQ(metrics(agent.port).find(fmt::format("process_pid=\"{}\"", plain.process->pid())),
+            std::string::npos);
+
+  std::ofstream(path) << "select:\n  - exe: " << fixture("go/gohttp_server")
+                      << "\nmetrix:\n  http: true\n";
+  agent.command->signal(SIGHUP);
+  ASSERT_TRUE(agent.command->wait_for_stderr("going on with the config read before"));
+  EXPECT_TRUE(agent.command->wait_for_stderr(path + ":3:1"));
+  EXPECT_TRUE(agent.command->wait_for_stderr("metrics"));  // the closest key
+  EXPECT_EQ(metric_value(metrics(agent.port), shop), 3);   // still measured
+
+  std::ofstream(path) << "select:\n  - exe: " << fixture("go/gohttp_server") << "\n";
+  agent.command->signal(SIGHUP);
+  ASSERT_TRUE(agent.command->wait_for_stderr(
+      fmt::format("watching process {} (gohttp_server)", plain.process->pid())));
+  ASSERT_TRUE(agent.command->wait_for_stderr("config re-read; watching 1 process(es)"));
+  const std::string after = metrics(agent.port);
+  EXPECT_EQ(after.find(fmt::format("process_pid=\"{}\"", stripped.process->pid())),
+            std::string::npos);
+  EXPECT_EQ(metric_value(after, "uscope_config_reloads_total{result=\"ok\"}"), 1);
+  EXPECT_EQ(metric_value(after, "uscope_config_reloads_total{result=\"failed\"}"), 1);
+  agent.command->signal(SIGTERM);
+  EXPECT_EQ(agent.command->finish().exit_code, 0);
+  EXPECT_TRUE(links_released("trace_", agent.command->pid()));
+}
+
+// 200 Go servers come and go, 10 at a time: each is measured and dropped, and afterwards the
+// agent holds no BPF link, program or map, and its memory is back near where the first round
+// left it.
+TEST(agent, two_hundred_processes_coming_and_going_leave_nothing_behind) {
+  USCOPE_REQUIRE_ROOT();
+  Agent agent({"--config", config_selecting("gohttp_server_stripped")});
+  ASSERT_TRUE(agent.command->wait_for_stderr("agent serving"));
+  const pid_t apid = agent.command->pid();
+  auto rss_kib = [&] {
+    return std::stoul(shell(fmt::format("awk '/VmRSS/ {{print $2}}' /proc/{}/status", apid)));
+  };
+  constexpr int kRounds = 20, kPerRound = 10;
+  unsigned long after_first = 0;
+  for (int round = 0; round < kRounds; ++round) {
+    std::vector<std::unique_ptr<Server>> servers;
+    for (int i = 0; i < kPerRound; ++i)
+      servers.push_back(std::make_unique<Server>("gohttp_server_stripped", true));
+    for (const auto& s : servers) {
+      ASSERT_TRUE(agent.command->wait_for_stderr(
+          fmt::format("watching process {} (gohttp_server_stripped)", s->process->pid())));
+    }
+    EXPECT_EQ(bpf_links_held_by(apid, "trace_").size(), static_cast<size_t>(kPerRound));
+    std::vector<pid_t> pids;
+    for (const auto& s : servers) pids.push_back(s->process->pid());
+    servers.clear();  // each killed
+    for (pid_t pid : pids)
+      ASSERT_TRUE(agent.command->wait_for_stderr(
+          fmt::format("process {} (gohttp_server_stripped) dropped", pid)));
+    if (round == 0) after_first = rss_kib();
+  }
+  EXPECT_TRUE(wait_until("the agent holds no link",
+                         [&] { return bpf_links_held_by(apid, "trace_").empty(); }));
+  EXPECT_EQ(fds_of_kind(apid, "bpf-prog"), 0u);
+  EXPECT_EQ(fds_of_kind(apid, "bpf-map"), 0u);
+  EXPECT_EQ(metric_value(metrics(agent.port), "uscope_jobs"), 0);
+  const unsigned long after_all = rss_kib();
+  // Back to its level: what 19 more rounds left is within 8 MiB (the allocator keeps some).
+  EXPECT_LT(after_all, after_first + 8 * 1024) << after_first << " KiB after the first round";
+  agent.command->signal(SIGTERM);
+  EXPECT_EQ(agent.command->finish().exit_code, 0);
+}
+
+}  // namespace
+}  // namespace uscope::e2e
