@@ -69,7 +69,8 @@ bool ExitWatch::all_exited() const {
 
 ProfileSession::ProfileSession(const ProfileTarget& t) : target_(t) {}
 
-Result<std::unique_ptr<ProfileSession>> ProfileSession::open(const ProfileTarget& t) {
+Result<std::unique_ptr<ProfileSession>> ProfileSession::open(const ProfileTarget& t,
+                                                             Runner* shared) {
   if (auto r = check_pids_exist(t.pids); !r) return tl::unexpected(r.error());
   std::unique_ptr<ProfileSession> s(new ProfileSession(t));
   SessionOptions so;
@@ -78,7 +79,7 @@ Result<std::unique_ptr<ProfileSession>> ProfileSession::open(const ProfileTarget
   so.duration_s = t.duration_s;
   so.interval_s = t.interval_s;
   so.verbose = t.verbose;
-  auto session = Session::open(so);
+  auto session = Session::open(so, shared);
   if (!session) return tl::unexpected(session.error());
   s->session_ = std::move(*session);
   Session& session_ref = *s->session_;
@@ -207,6 +208,16 @@ Result<StopReason> ProfileSession::run(const EventLoop::Callbacks& cb) {
   if (auto r = program_->consume_all(); !r) return tl::unexpected(r.error());
   if (exit_maps_) exit_maps_->catch_up();
   return why;
+}
+
+void ProfileSession::install(std::function<void(StopReason)> stopped) {
+  session_->install(callbacks(), std::move(stopped));
+}
+
+void ProfileSession::stop() {
+  session_->uninstall();
+  program_->stop();
+  if (exit_maps_) exit_maps_->catch_up();
 }
 
 std::string ProfileSession::stop_text(StopReason why) const {

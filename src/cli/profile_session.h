@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -68,8 +69,9 @@ class ExitWatch {
 class ProfileSession {
  public:
   // Checks the PIDs, opens the session (-p/-c), loads the profiler and the unwinder; samples
-  // nothing until start().
-  static Result<std::unique_ptr<ProfileSession>> open(const ProfileTarget& t);
+  // nothing until start(). `shared`: the agent's runner, to install() on (see Session::open).
+  static Result<std::unique_ptr<ProfileSession>> open(const ProfileTarget& t,
+                                                      Runner* shared = nullptr);
   ProfileSession(const ProfileSession&) = delete;
   ProfileSession& operator=(const ProfileSession&) = delete;
 
@@ -81,6 +83,11 @@ class ProfileSession {
   EventLoop::Callbacks callbacks();
   // Runs the loop until a stop, then stops sampling and reads what is left.
   Result<StopReason> run(const EventLoop::Callbacks& cb);
+  // On a shared runner: callbacks() watched from now on; `stopped` runs when the session must
+  // end (a read failed, every -p target exited) and must not destroy it. stop() ends sampling
+  // and uninstalls; snapshot() still reads what was counted.
+  void install(std::function<void(StopReason)> stopped);
+  void stop();
   // Why it stopped, as a person reads it ("target exited", "every target exited").
   std::string stop_text(StopReason why) const;
   // Everything counted since start(), symbolized, with every loss by cause.
