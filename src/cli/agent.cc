@@ -24,8 +24,8 @@ struct AgentCommandOptions {
 
 // The config file (or the defaults), with the flags over it: at the start and at each SIGHUP.
 Result<AgentConfig> read_config(const AgentCommandOptions& o) {
-  auto config = o.config.empty() ? Result<AgentConfig>(default_agent_config())
-                                 : load_agent_config(o.config);
+  auto config =
+      o.config.empty() ? Result<AgentConfig>(default_agent_config()) : load_agent_config(o.config);
   if (!config) return config;
   if (!o.listen.empty()) {
     auto where = parse_listen_address(o.listen);

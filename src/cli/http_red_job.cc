@@ -10,17 +10,10 @@ namespace {
 constexpr uint32_t kRingBytes = 256 << 10;
 }  // namespace
 
-Result<std::unique_ptr<HttpRedJob>> HttpRedJob::start(pid_t pid, Runner& runner, size_t max_series,
-                                                      std::function<void(StopReason)> ended) {
+Result<std::unique_ptr<HttpRedJob>> HttpRedJob::start(const Session& s, ObjectCache& cache,
+                                                      size_t max_series) {
   std::unique_ptr<HttpRedJob> job(new HttpRedJob);
   job->metrics_ = HttpMetrics(max_series);
-  SessionOptions so;
-  so.pid = pid;
-  auto session = Session::open(so, &runner);
-  if (!session) return tl::unexpected(session.error());
-  job->session_ = std::move(*session);
-  Session& s = *job->session_;
-  ObjectCache cache(s.context());
   auto plan = plan_http(cache, go_field_lookup(cache), HttpPlanOptions{});
   if (!plan) return tl::unexpected(plan.error());
   job->plan_.emplace(std::move(*plan));
@@ -40,8 +33,6 @@ Result<std::unique_ptr<HttpRedJob>> HttpRedJob::start(pid_t pid, Runner& runner,
           });
       !r)
     return tl::unexpected(r.error());
-  // Only the target's exit is the session's to watch: the agent drains on its own timer.
-  s.install(EventLoop::Callbacks{}, std::move(ended));
   return job;
 }
 
@@ -78,7 +69,6 @@ bool HttpRedJob::drain() {
 void HttpRedJob::stop() {
   if (stopped_) return;
   stopped_ = true;
-  if (session_) session_->uninstall();
   if (!program_) return;
   program_->detach();
   // What the ring still holds: a bounded read, the process is gone or being dropped.

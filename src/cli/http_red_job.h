@@ -2,8 +2,6 @@
 // One Go process's HTTP RED for the agent: `uscope http`'s probes (plan/http_plan.h) attached to
 // it, their events read on the agent's shared runner into OpenTelemetry's http.server/client
 // request-duration histograms (agent/http_metrics.h), with every loss counted.
-#include <sys/types.h>
-
 #include <functional>
 #include <memory>
 #include <optional>
@@ -20,11 +18,9 @@ namespace uscope::cli {
 
 class HttpRedJob {
  public:
-  // Plans and attaches the probes of `pid` and reads their events on `runner` from now on;
-  // `ended` runs (on the runner) when the process exits. It must not destroy the job: the agent
-  // stops it at its next turn.
-  static Result<std::unique_ptr<HttpRedJob>> start(pid_t pid, Runner& runner, size_t max_series,
-                                                   std::function<void(StopReason)> ended);
+  // Plans and attaches the probes of the session's process; drain() reads their events.
+  static Result<std::unique_ptr<HttpRedJob>> start(const Session& session, ObjectCache& cache,
+                                                   size_t max_series);
   ~HttpRedJob();
   HttpRedJob(const HttpRedJob&) = delete;
   HttpRedJob& operator=(const HttpRedJob&) = delete;
@@ -47,7 +43,6 @@ class HttpRedJob {
   HttpRedJob() = default;
   void on_event(const uscope_event& ev, std::span<const uint8_t> payload);
 
-  std::unique_ptr<Session> session_;
   std::optional<HttpPlan> plan_;
   std::optional<TraceProgram> program_;
   std::optional<EventDecoder> decoder_;

@@ -31,6 +31,8 @@ constexpr int kBatchesPerTick = 8;
 // A look at /proc for what the process events may have missed (a port bound after the exec, a
 // dropped event).
 constexpr auto kRescan = 30s;
+// The Go runtime's figures are this fresh on /metrics.
+constexpr auto kGoInterval = 5s;
 // libmicrohttpd's idle-connection timeouts are served on this beat.
 constexpr auto kListenerBeat = 1s;
 // Executables judged (Go HTTP server or not) that are kept open for planning; the verdicts
@@ -113,10 +115,11 @@ Result<void> NodeAgent::listen() {
   return {};
 }
 
-bool NodeAgent::go_http_server(pid_t pid) {
+const NodeAgent::ExeVerdict& NodeAgent::judge(pid_t pid) {
+  static const ExeVerdict kGone;
   const std::string exe = fmt::format("/proc/{}/exe", pid);
   struct stat st {};
-  if (stat(exe.c_str(), &st) != 0) return false;
+  if (stat(exe.c_str(), &st) != 0) return kGone;
   auto key = std::make_pair(st.st_dev, st.st_ino);
   auto it = verdicts_.find(key);
   if (it == verdicts_.end()) {
@@ -124,16 +127,44 @@ bool NodeAgent::go_http_server(pid_t pid) {
     TargetContext ctx;
     ctx.main_executable = exe;
     ObjectCache cache(ctx, store);
-    auto sides = http_sides(cache, "");
     ExeVerdict v;
-    v.go_http = sides && sides->server;
-    if (!sides)
-      v.why_not = sides.error().message;
-    else if (!sides->server)
-      v.why_not = "it makes HTTP calls but serves none";
-    it = verdicts_.emplace(key, std::move(v)).first;
+    if (auto obj = cache.get(""); obj && (*obj)->is_go) {
+      v.go = true;
+      auto sides = http_sides(cache, "");
+      v.go_http = sides && sides->server;
+    }
+    it = verdicts_.emplace(key, v).first;
   }
-  return it->second.go_http;
+  return it->second;
+}
+
+Result<void> NodeAgent::start_jobs(pid_t pid, Watched& w, const ExeVerdict& v) {
+  const bool http = config_.http_metrics && v.go_http;
+  const bool go = config_.go_runtime_metrics && v.go;
+  if (!http && !go) return {};
+  SessionOptions so;
+  so.pid = pid;
+  auto session = Session::open(so, runner_.get());
+  if (!session) return tl::unexpected(session.error());
+  w.session = std::move(*session);
+  w.cache = std::make_unique<ObjectCache>(w.session->context());
+  if (http) {
+    auto job = HttpRedJob::start(*w.session, *w.cache, config_.max_series);
+    if (!job) return tl::unexpected(job.error());
+    w.http = std::move(*job);
+  }
+  if (go) {
+    auto job = GoStatJob::attach(*w.session, *w.cache, true, true);
+    if (!job) return tl::unexpected(job.error());
+    w.go = std::move(*job);
+    w.go->begin();
+  }
+  // Its exit, seen by its pidfd: dropped once this callback is over (a job must not go while
+  // the runner is inside its session's callback).
+  w.session->install(EventLoop::Callbacks{}, [this, pid](StopReason) {
+    runner_->at(Runner::Clock::now(), [this, pid] { drop(pid); });
+  });
+  return {};
 }
 
 void NodeAgent::consider(pid_t pid) {
@@ -147,13 +178,13 @@ void NodeAgent::consider(pid_t pid) {
     s.go_http = true;
     return s;
   }();
+  auto go_http = [&] { return judge(pid).go_http; };
   const ProcessSelector* picked = nullptr;
   if (config_.select.empty()) {
-    if (selects(kEveryGoServer, *facts, [&] { return go_http_server(pid); }))
-      picked = &kEveryGoServer;
+    if (selects(kEveryGoServer, *facts, go_http)) picked = &kEveryGoServer;
   } else {
     for (const auto& s : config_.select)
-      if (selects(s, *facts, [&] { return go_http_server(pid); })) {
+      if (selects(s, *facts, go_http)) {
         picked = &s;
         break;
       }
@@ -162,34 +193,39 @@ void NodeAgent::consider(pid_t pid) {
   Watched w;
   w.facts = std::move(*facts);
   w.service = service_name(*picked, w.facts);
-  if (config_.http_metrics && go_http_server(pid)) {
-    auto job = HttpRedJob::start(pid, *runner_, config_.max_series, [this, pid](StopReason) {
-      // Its exit, seen by its pidfd: dropped once this callback is over.
-      runner_->at(Runner::Clock::now(), [this, pid] { drop(pid); });
-    });
-    if (job) {
-      w.http = std::move(*job);
-    } else {
-      ++attach_failures_;
-      if (verbose_)
-        fmt::print(stderr, "uscope: process {} ({}): {}\n", pid, w.service, job.error().message);
-      if (kill(pid, 0) != 0) return;  // it is gone: nothing to watch
-    }
+  if (auto r = start_jobs(pid, w, judge(pid)); !r) {
+    ++attach_failures_;
+    if (verbose_)
+      fmt::print(stderr, "uscope: process {} ({}): {}\n", pid, w.service, r.error().message);
+    if (kill(pid, 0) != 0) return;  // it is gone: nothing to watch
+    w.http.reset();
+    w.go.reset();
   }
-  if (verbose_)
-    fmt::print(stderr, "uscope: watching process {} ({}){}\n", pid, w.service,
-               w.http ? fmt::format(": HTTP RED, {} probe link(s)", w.http->links()) : "");
+  if (verbose_) {
+    std::string what;
+    if (w.http) what += fmt::format(": HTTP RED, {} probe link(s)", w.http->links());
+    if (w.go) what += w.http ? ", Go runtime" : ": Go runtime";
+    fmt::print(stderr, "uscope: watching process {} ({}){}\n", pid, w.service, what);
+  }
   watched_.emplace(pid, std::move(w));
 }
 
 void NodeAgent::drop(pid_t pid) {
   auto it = watched_.find(pid);
   if (it == watched_.end()) return;
-  if (it->second.http) {
-    it->second.http->stop();
-    add_losses(gone_losses_, it->second.http->losses());
+  Watched& w = it->second;
+  if (w.http) {
+    w.http->stop();
+    add_losses(gone_losses_, w.http->losses());
   }
-  if (verbose_) fmt::print(stderr, "uscope: process {} ({}) dropped\n", pid, it->second.service);
+  if (w.go) {
+    w.go->detach();
+    if (auto l = w.go->losses()) {
+      gone_go_lost_ += l->ring_lost;
+      gone_census_failures_ += l->census_failures;
+    }
+  }
+  if (verbose_) fmt::print(stderr, "uscope: process {} ({}) dropped\n", pid, w.service);
   watched_.erase(it);
 }
 
@@ -212,10 +248,23 @@ void NodeAgent::rescan() {
 }
 
 void NodeAgent::tick() {
-  for (auto& [pid, w] : watched_)
+  for (auto& [pid, w] : watched_) {
     if (w.http)
       for (int i = 0; i < kBatchesPerTick && w.http->drain(); ++i) {
       }
+    if (w.go)
+      for (int i = 0; i < kBatchesPerTick; ++i) {
+        auto r = w.go->events().consume(kBatchEvents);
+        if (!r || !r->more_pending) break;
+      }
+  }
+}
+
+// The Go runtime's counts and live goroutines as /metrics shows them: read on this beat, not at
+// each scrape (a census reads the target's memory).
+void NodeAgent::end_go_intervals() {
+  for (auto& [pid, w] : watched_)
+    if (w.go) w.go->end_interval(false);
 }
 
 void NodeAgent::reload() {
@@ -253,8 +302,10 @@ MetricsSnapshot NodeAgent::snapshot() const {
   MetricsSnapshot out;
   out.start_unix_ns = start_unix_ns_;
   out.time_unix_ns = unix_now_ns();
-  for (const auto& [pid, w] : watched_)
+  for (const auto& [pid, w] : watched_) {
     if (w.http) w.http->metrics().snapshot(out, resource(pid, w));
+    if (w.go) w.go->snapshot(out, resource(pid, w));
+  }
   add_own_metrics(out);
   return out;
 }
@@ -275,20 +326,32 @@ void NodeAgent::add_own_metrics(MetricsSnapshot& out) const {
     out.metric(name, MetricKind::Counter, unit, what).points.push_back(std::move(p));
   };
   size_t links = 0, jobs = 0;
+  uint64_t go_lost = gone_go_lost_, census_failures = gone_census_failures_;
   uint64_t overflowed = 0;
   HttpLosses losses = gone_losses_;
   std::vector<int> fds;
   for (const auto& [pid, w] : watched_) {
-    if (!w.http) continue;
-    ++jobs;
-    links += w.http->links();
-    overflowed += w.http->metrics().overflowed();
-    add_losses(losses, w.http->losses());
-    for (int fd : w.http->program_fds()) fds.push_back(fd);
+    if (w.http) {
+      ++jobs;
+      links += w.http->links();
+      overflowed += w.http->metrics().overflowed();
+      add_losses(losses, w.http->losses());
+      for (int fd : w.http->program_fds()) fds.push_back(fd);
+    }
+    if (w.go) {
+      ++jobs;
+      links += w.go->links();
+      if (auto l = w.go->losses()) {
+        go_lost += l->ring_lost;
+        census_failures += l->census_failures;
+      }
+      for (int fd : w.go->program_fds()) fds.push_back(fd);
+    }
   }
+  losses.ring_lost += go_lost;
   gauge("uscope.processes", "{process}", "Processes the agent's selectors picked.",
         static_cast<double>(watched_.size()));
-  gauge("uscope.jobs", "{job}", "Processes whose HTTP requests are measured.",
+  gauge("uscope.jobs", "{job}", "Jobs running: a process's HTTP RED, a process's Go runtime.",
         static_cast<double>(jobs));
   gauge("uscope.probe.links", "{link}", "uprobe links attached.", static_cast<double>(links));
   const std::pair<const char*, uint64_t> causes[] = {{"ring_full", losses.ring_lost},
@@ -297,7 +360,8 @@ void NodeAgent::add_own_metrics(MetricsSnapshot& out) const {
                                                      {"entry_map_full", losses.entry_save_failed},
                                                      {"malformed", losses.malformed},
                                                      {"truncated", losses.truncated},
-                                                     {"status_unknown", losses.status_unknown}};
+                                                     {"status_unknown", losses.status_unknown},
+                                                     {"census_failed", census_failures}};
   for (const auto& [cause, n] : causes)
     counter("uscope.events.lost", "{event}", "Events lost or incomplete, by cause.",
             static_cast<double>(n), {{"cause", cause}});
@@ -380,6 +444,7 @@ int NodeAgent::run() {
     }
   });
   r.every(kTick, [this] { tick(); });
+  if (config_.go_runtime_metrics) r.every(kGoInterval, [this] { end_go_intervals(); });
   r.every(kRescan, [this] { rescan(); });
   r.every(kListenerBeat, [this] { listener_->serve(); });
   if (pusher_) r.every(config_.otlp_period, [this] { push_otlp(); });

@@ -16,6 +16,7 @@
 
 #include "agent/agent_config.h"
 #include "agent/process_match.h"
+#include "cli/go_stat_job.h"
 #include "cli/http_red_job.h"
 #include "discover/process_events.h"
 #include "export/http_listener.h"
@@ -42,16 +43,20 @@ class NodeAgent {
   MetricsSnapshot snapshot() const;
 
  private:
-  // A process the selectors picked.
+  // A process the selectors picked. Its jobs (none for a program that is not Go, or with the
+  // metrics off) share its session, whose pidfd on the runner says when it exits.
   struct Watched {
     ProcessFacts facts;
     std::string service;
-    std::unique_ptr<HttpRedJob> http;  // null: not a Go HTTP server, or http metrics off
+    std::unique_ptr<Session> session;
+    std::unique_ptr<ObjectCache> cache;  // the jobs' plans: one read of the binary
+    std::unique_ptr<HttpRedJob> http;
+    std::unique_ptr<GoStatJob> go;
   };
   // What an executable is, read once per file (dev, inode) however many processes run it.
   struct ExeVerdict {
-    bool go_http = false;
-    std::string why_not;  // for --verbose
+    bool go = false;
+    bool go_http = false;  // serves HTTP with net/http
   };
 
   NodeAgent(AgentConfig config, ConfigReader reread, bool verbose);
@@ -60,8 +65,10 @@ class NodeAgent {
   void drop(pid_t pid);
   void rescan();
   void tick();
+  void end_go_intervals();
   void reload();
-  bool go_http_server(pid_t pid);
+  const ExeVerdict& judge(pid_t pid);
+  Result<void> start_jobs(pid_t pid, Watched& w, const ExeVerdict& v);
   MetricAttributes resource(pid_t pid, const Watched& w) const;
   void add_own_metrics(MetricsSnapshot& out) const;
   void push_otlp();
@@ -78,6 +85,7 @@ class NodeAgent {
   std::map<std::pair<dev_t, ino_t>, ExeVerdict> verdicts_;
   // Losses and exchanges of jobs already gone, so that counters never go down.
   HttpLosses gone_losses_;
+  uint64_t gone_go_lost_ = 0, gone_census_failures_ = 0;
   uint64_t attach_failures_ = 0, process_event_overflows_ = 0, reloads_ = 0, reload_failures_ = 0;
   uint64_t start_unix_ns_ = 0;
   std::string host_;

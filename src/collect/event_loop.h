@@ -42,6 +42,7 @@ class EventLoop {
  public:
   static Result<EventLoop> create(const EventLoopOptions& opts);
   EventLoop(EventLoop&& o) noexcept = default;
+  ~EventLoop() { uninstall(); }
   EventLoop& operator=(EventLoop&&) = delete;
 
   struct Callbacks {

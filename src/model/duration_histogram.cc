@@ -63,4 +63,15 @@ uint64_t DurationHistogram::quantile(double q) const {
   return max_;
 }
 
+std::vector<uint64_t> DurationHistogram::counts_within(const std::vector<double>& bounds) const {
+  std::vector<uint64_t> out(bounds.size() + 1, 0);
+  for (const auto& [bucket, n] : buckets_) {
+    const double mid = (static_cast<double>(bucket_low(bucket)) + bucket_high(bucket)) / 2e9;
+    const size_t i =
+        static_cast<size_t>(std::lower_bound(bounds.begin(), bounds.end(), mid) - bounds.begin());
+    out[i] += n;
+  }
+  return out;
+}
+
 }  // namespace uscope

@@ -2,6 +2,7 @@
 // A distribution of durations kept in bounded memory (HTTP request times, GC pauses).
 #include <cstdint>
 #include <map>
+#include <vector>
 
 namespace uscope {
 
@@ -20,6 +21,12 @@ class DurationHistogram {
   // The q-quantile (0 < q <= 1) by the nearest-rank method: the bucket's midpoint, clamped to
   // [min, max]; 0 when empty.
   uint64_t quantile(double q) const;
+
+  // Counts over explicit bounds in seconds (an OpenTelemetry histogram): element i counts the
+  // durations in (bounds[i-1], bounds[i]], the last one those above every bound. A log-linear
+  // bucket goes where its midpoint goes, so a duration within 1.6% of a bound may be counted on
+  // the bound's other side.
+  std::vector<uint64_t> counts_within(const std::vector<double>& bounds) const;
 
   static uint32_t bucket_of(uint64_t ns);
   static uint64_t bucket_low(uint32_t bucket);   // smallest value in the bucket
