@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "profile.pb.h"
+#include "sink/profile_pprof.h"
 #include "sink/profile_writers.h"
 
 namespace uscope {
@@ -124,37 +125,41 @@ pp::Profile to_proto(const Profile& profile) {
   return out;
 }
 
-// gzip (RFC 1952) of `data` into `out`.
-Result<void> write_gzip(const std::string& data, std::FILE* out) {
+// gzip (RFC 1952) of `data`.
+Result<std::string> gzipped(const std::string& data) {
   z_stream z{};
   if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
     return fail("cannot compress the pprof profile: zlib would not start");
   z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
   z.avail_in = static_cast<uInt>(data.size());
-  unsigned char buf[1 << 16];
-  int rc;
-  do {
-    z.next_out = buf;
-    z.avail_out = sizeof(buf);
-    rc = deflate(&z, Z_FINISH);
-    size_t n = sizeof(buf) - z.avail_out;
-    if (rc == Z_STREAM_ERROR || std::fwrite(buf, 1, n, out) != n) {
-      int e = errno;
-      deflateEnd(&z);
-      return fail_errno(e, "writing the pprof profile failed: {}", std::strerror(e));
-    }
-  } while (rc != Z_STREAM_END);
+  std::string out;
+  out.resize(deflateBound(&z, static_cast<uLong>(data.size())));
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  const int rc = deflate(&z, Z_FINISH);
+  out.resize(out.size() - z.avail_out);
   deflateEnd(&z);
-  return {};
+  if (rc != Z_STREAM_END) return fail("cannot compress the pprof profile: zlib failed ({})", rc);
+  return out;
 }
 
 }  // namespace
 
-Result<void> write_pprof(const Profile& profile, std::FILE* out) {
+Result<std::string> pprof_gzip(const Profile& profile) {
   std::string bytes;
   if (!to_proto(profile).SerializeToString(&bytes))
     return fail("cannot encode the pprof profile (over protobuf's 2 GB limit?)");
-  return write_gzip(bytes, out);
+  return gzipped(bytes);
+}
+
+Result<void> write_pprof(const Profile& profile, std::FILE* out) {
+  auto bytes = pprof_gzip(profile);
+  if (!bytes) return tl::unexpected(bytes.error());
+  if (std::fwrite(bytes->data(), 1, bytes->size(), out) != bytes->size()) {
+    int e = errno;
+    return fail_errno(e, "writing the pprof profile failed: {}", std::strerror(e));
+  }
+  return {};
 }
 
 }  // namespace uscope

@@ -2,10 +2,10 @@
 // `go tool pprof` itself.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <zlib.h>
 
 #include <fstream>
 
+#include "pprof_decode.h"
 #include "profile.pb.h"
 #include "profile_fixture.h"
 #include "temp_dir.h"
@@ -19,28 +19,9 @@ using test::sample_profile;
 using test::written;
 using ::testing::HasSubstr;
 
-std::string gunzip(const std::string& in) {
-  z_stream z{};
-  EXPECT_EQ(inflateInit2(&z, 15 + 16), Z_OK);
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
-  z.avail_in = static_cast<uInt>(in.size());
-  std::string out;
-  char buf[4096];
-  int rc;
-  do {
-    z.next_out = reinterpret_cast<Bytef*>(buf);
-    z.avail_out = sizeof buf;
-    rc = inflate(&z, Z_NO_FLUSH);
-    out.append(buf, sizeof buf - z.avail_out);
-  } while (rc == Z_OK);
-  EXPECT_EQ(rc, Z_STREAM_END);
-  inflateEnd(&z);
-  return out;
-}
-
 pp::Profile decoded(const Profile& p) {
   pp::Profile out;
-  EXPECT_TRUE(out.ParseFromString(gunzip(written(p, OutputFormat::Pprof))));
+  EXPECT_TRUE(out.ParseFromString(test::gunzip(written(p, OutputFormat::Pprof))));
   return out;
 }
 
