@@ -7,14 +7,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
 
+#include "agent/profile_source.h"
 #include "collect/bpf_run_stats.h"
 #include "discover/object_store.h"
 #include "export/otlp_metrics.h"
 #include "export/prometheus_text.h"
+#include "model/profile_period.h"
 #include "plan/http_plan.h"
 #include "util/version.h"
 
@@ -33,6 +36,9 @@ constexpr int kBatchesPerTick = 8;
 constexpr auto kRescan = 30s;
 // The Go runtime's figures are this fresh on /metrics.
 constexpr auto kGoInterval = 5s;
+// A profiling session's maps only grow (profile and top read them cumulatively): the agent starts
+// a new one this often, so that a long-running node's maps never fill.
+constexpr auto kProfileSessionLife = std::chrono::hours(1);
 // libmicrohttpd's idle-connection timeouts are served on this beat.
 constexpr auto kListenerBeat = 1s;
 // Executables judged (Go HTTP server or not) that are kept open for planning; the verdicts
@@ -43,12 +49,6 @@ uint64_t unix_now_ns() {
   return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                    std::chrono::system_clock::now().time_since_epoch())
                                    .count());
-}
-
-std::string host_name() {
-  char buf[256] = {};
-  if (gethostname(buf, sizeof buf - 1) != 0) return "";
-  return buf;
 }
 
 bool bpf_stats_on() {
@@ -396,6 +396,39 @@ void NodeAgent::add_own_metrics(MetricsSnapshot& out) const {
   if (statm >> size >> resident)
     gauge("process.memory.usage", "By", "Resident memory of the agent.",
           static_cast<double>(resident * static_cast<uint64_t>(sysconf(_SC_PAGESIZE))));
+  if (profile_export_) {
+    const ProfileExportCounters& c = profile_export_->counters();
+    counter("uscope.profile.periods", "{period}", "Profile periods exported.",
+            static_cast<double>(c.periods));
+    counter("uscope.profile.profiles", "{profile}", "Per-process profiles made.",
+            static_cast<double>(c.profiles));
+    counter("uscope.profile.files", "{file}", "Profile files written, and those that failed.",
+            static_cast<double>(c.files_written), {{"result", "written"}});
+    counter("uscope.profile.files", "{file}", "Profile files written, and those that failed.",
+            static_cast<double>(c.files_failed), {{"result", "failed"}});
+    counter("uscope.profile.failures", "{period}", "Periods whose profile could not be read.",
+            static_cast<double>(profile_failures_));
+    // Samples lost by cause: those of ended sessions, and the current one's (cumulative).
+    auto losses = profile_losses_;
+    losses.emplace_back(kStacksOverLimit, c.samples_dropped);
+    for (const auto& [cause, n] : last_profile_.losses) {
+      auto it = std::find_if(losses.begin(), losses.end(),
+                             [&](const auto& l) { return l.first == cause; });
+      if (it == losses.end())
+        losses.emplace_back(cause, n);
+      else
+        it->second += n;
+    }
+    for (const auto& [cause, n] : losses)
+      counter("uscope.profile.samples.lost", "{sample}", "Profile samples lost, by cause.",
+              static_cast<double>(n), {{"cause", cause}});
+    const PushCounters pc = profile_export_->push_counters();
+    for (const auto& [result, n] : {std::pair<const char*, uint64_t>{"sent", pc.sent},
+                                    {"failed", pc.failed},
+                                    {"dropped", pc.dropped}})
+      counter("uscope.profile.pushes", "{push}", "Profile pushes, by result.",
+              static_cast<double>(n), {{"result", result}});
+  }
   if (listener_) {
     counter("uscope.listener.requests", "{request}", "Requests to the agent's endpoints.",
             static_cast<double>(listener_->served()), {{"result", "served"}});
@@ -426,6 +459,78 @@ void NodeAgent::push_otlp() {
   pusher_->push(std::move(req));
 }
 
+Result<void> NodeAgent::start_profiling() {
+  if (!profile_export_) {
+    ProfileExportOptions eo;
+    eo.push_url = config_.profile_push;
+    eo.directory = config_.profile_directory;
+    eo.max_stacks = config_.max_stacks;
+    auto e = ProfileExport::open(eo, profile_sources(host_, [this](pid_t pid) {
+                                   auto it = watched_.find(pid);
+                                   return it == watched_.end() ? std::string() : it->second.service;
+                                 }));
+    if (!e) return fail("profiles: {}", e.error().message);
+    profile_export_ = std::move(*e);
+  }
+  ProfileTarget t;
+  t.all = true;
+  t.frequency_hz = static_cast<uint64_t>(config_.profile_hz);
+  auto session = ProfileSession::open(t, runner_.get());
+  if (!session) return fail("cannot profile: {}", session.error().message);
+  profile_ = std::move(*session);
+  profile_->install([this](StopReason why) {
+    fmt::print(stderr, "uscope: profiling stopped ({}); metrics go on\n", describe(why));
+    runner_->at(Runner::Clock::now(), [this] {
+      if (profile_) profile_->stop();
+      profile_.reset();
+    });
+  });
+  if (auto r = profile_->start(); !r) return fail("cannot profile: {}", r.error().message);
+  last_profile_ = Profile{};
+  profile_started_ = Runner::Clock::now();
+  return {};
+}
+
+void NodeAgent::export_profile_period() {
+  if (!profile_) return;
+  auto now = profile_->snapshot();
+  if (!now) {
+    ++profile_failures_;
+    fmt::print(stderr, "uscope: profiles: {}\n", now.error().message);
+    return;
+  }
+  Profile period = profile_delta(*now, last_profile_);
+  // With selectors, the host's samples of the processes they picked; without, every process.
+  if (!config_.select.empty()) {
+    std::vector<size_t> kept;
+    for (size_t i = 0; i < period.samples.size(); ++i)
+      if (watched_.contains(period.samples[i].pid)) kept.push_back(i);
+    auto losses = std::move(period.losses);
+    period = profile_subset(period, kept);
+    period.losses = std::move(losses);
+  }
+  if (auto r = profile_export_->export_period(std::move(period)); !r) {
+    ++profile_failures_;
+    if (verbose_) fmt::print(stderr, "uscope: profiles: {}\n", r.error().message);
+  }
+  if (Runner::Clock::now() - profile_started_ < kProfileSessionLife) {
+    last_profile_ = std::move(*now);
+    return;
+  }
+  // A new session: this one's losses are kept, its maps go.
+  for (const auto& [cause, n] : now->losses) {
+    auto it = std::find_if(profile_losses_.begin(), profile_losses_.end(),
+                           [&](const auto& l) { return l.first == cause; });
+    if (it == profile_losses_.end())
+      profile_losses_.emplace_back(cause, n);
+    else
+      it->second += n;
+  }
+  profile_->stop();
+  profile_.reset();
+  if (auto r = start_profiling(); !r) fmt::print(stderr, "uscope: {}\n", r.error().message);
+}
+
 int NodeAgent::run() {
   Runner& r = *runner_;
   rescan();
@@ -448,6 +553,13 @@ int NodeAgent::run() {
   r.every(kRescan, [this] { rescan(); });
   r.every(kListenerBeat, [this] { listener_->serve(); });
   if (pusher_) r.every(config_.otlp_period, [this] { push_otlp(); });
+  if (config_.profiles) {
+    if (auto p = start_profiling(); !p) {
+      fmt::print(stderr, "uscope: {}\n", p.error().message);
+      return 1;
+    }
+    r.every(config_.profile_period, [this] { export_profile_period(); });
+  }
   r.on_hangup([this] { reload(); });
   fmt::print(stderr,
              "uscope: agent serving http://{}/metrics; watching {} process(es); Ctrl-C or "
@@ -455,6 +567,12 @@ int NodeAgent::run() {
              config_.listen.text(), watched_.size());
   StopReason why = r.run();
   const size_t n = watched_.size();
+  if (profile_) {
+    export_profile_period();  // the last, partial period
+    profile_->stop();
+    profile_.reset();
+  }
+  if (profile_export_) profile_export_->drain();
   watched_.clear();
   fmt::print(stderr, "uscope: agent stopped ({}); {} process(es) released\n", describe(why), n);
   return 0;

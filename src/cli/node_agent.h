@@ -18,9 +18,11 @@
 #include "agent/process_match.h"
 #include "cli/go_stat_job.h"
 #include "cli/http_red_job.h"
+#include "cli/profile_session.h"
 #include "discover/process_events.h"
 #include "export/http_listener.h"
 #include "export/http_push.h"
+#include "export/profile_export.h"
 #include "model/metrics.h"
 #include "util/runner.h"
 
@@ -72,6 +74,10 @@ class NodeAgent {
   MetricAttributes resource(pid_t pid, const Watched& w) const;
   void add_own_metrics(MetricsSnapshot& out) const;
   void push_otlp();
+  // Continuous profiles: the host sampled at profiles.hz by one profiling session, each period's
+  // samples (of the selected processes) exported per process.
+  Result<void> start_profiling();
+  void export_profile_period();
 
   AgentConfig config_;
   ConfigReader reread_;
@@ -81,6 +87,12 @@ class NodeAgent {
   Runner::Id listener_watch_ = 0;
   std::unique_ptr<ProcessEvents> events_;
   std::unique_ptr<Pusher> pusher_;
+  std::unique_ptr<ProfileSession> profile_;
+  std::unique_ptr<ProfileExport> profile_export_;
+  Profile last_profile_;  // the session's previous cumulative snapshot
+  Runner::Clock::time_point profile_started_;
+  std::vector<std::pair<std::string, uint64_t>> profile_losses_;  // of sessions ended, by cause
+  uint64_t profile_failures_ = 0;
   std::map<pid_t, Watched> watched_;
   std::map<std::pair<dev_t, ino_t>, ExeVerdict> verdicts_;
   // Losses and exchanges of jobs already gone, so that counters never go down.

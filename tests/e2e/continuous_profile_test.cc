@@ -23,14 +23,6 @@
 #include "export/profile_export.h"
 #include "model/profile_period.h"
 
-// main.cc's, which output_options.cc (built in with the session) calls on a bad option: none here.
-namespace uscope::cli {
-int report_error(const std::string& message, int code) noexcept {
-  ADD_FAILURE() << message;
-  return code;
-}
-}  // namespace uscope::cli
-
 namespace uscope::e2e {
 namespace {
 
