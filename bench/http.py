@@ -14,10 +14,15 @@ time over N is the time per request as the client sees it. Configurations, inter
   none      the server alone
   text      uscope http -p SERVER -o FILE         (a line per request, the summary at the end)
   json      uscope http --json -p SERVER -o FILE
-  latency   uscope latency -p SERVER net/http.serverHandler.ServeHTTP   (the same uprobes, no
-            events: what the probes cost apart from uscope http's events)
+  latency   uscope latency -p SERVER net/http.serverHandler.ServeHTTP   (a uprobe at the entry
+            and on each RET, no events: what ending a request at ServeHTTP's RETs, as uscope
+            http did before it ended at finishRequest's entry, costs in probes alone)
+  before    with --before PATH: `PATH http -p SERVER -o FILE`, another uscope build (one that
+            still ends requests at ServeHTTP's RETs), in the same interleaved rounds
 
-added = median time per request of the configuration minus that of `none`. Each traced run is
+added = median time per request of the configuration minus that of `none`. The server's CPU time
+per request (its threads' schedstat) is taken the same way: a uprobe's trap and BPF program run on
+the server's thread, and its CPU time is what a loaded machine disturbs least. Each traced run is
 checked: the summary counts every request of the run (and nothing lost).
 """
 
@@ -37,21 +42,40 @@ import run as R  # noqa: E402  (bench/run.py)
 
 BEGIN_MARK = "<!-- bench/http.py: begin generated -->"
 END_MARK = "<!-- bench/http.py: end generated -->"
-CONFIGS = ["none", "text", "json", "latency"]
+CONFIGS = ["none", "text", "json", "latency", "before"]
 
 
-def timed_load(a, base: str) -> float:
-    """Seconds per request of one client run."""
+def configs(a) -> list[str]:
+    return [c for c in CONFIGS if c != "before" or a.before]
+
+
+def cpu_ns(pid: int) -> int:
+    """CPU time of every thread of `pid` (the scheduler's, in ns: /proc/PID/task/*/schedstat)."""
+    total = 0
+    for t in os.listdir(f"/proc/{pid}/task"):
+        try:
+            total += int(Path(f"/proc/{pid}/task/{t}/schedstat").read_text().split()[0])
+        except (FileNotFoundError, ProcessLookupError):
+            pass  # a thread that ended: its time is not counted on either side
+    return total
+
+
+def timed_load(a, base: str, server_pid: int) -> tuple[float, float]:
+    """Seconds per request of one client run, and the server's CPU seconds per request (where a
+    uprobe's trap and BPF program run: on a loaded machine the steadier measure of their cost)."""
+    c0 = cpu_ns(server_pid)
     t0 = time.monotonic()
     p = R.run([str(a.fixtures / "gohttp_client"), base, str(a.requests), "/hello"], timeout=300)
     wall = time.monotonic() - t0
+    cpu = (cpu_ns(server_pid) - c0) / 1e9
     R.check(f"done ok={a.requests} failed=0" in p.text("out"), "the client's requests failed", p)
-    return wall / a.requests
+    return wall / a.requests, cpu / a.requests
 
 
-def traced_run(a, base: str, server_pid: int, config: str, n: int) -> float:
+def traced_run(a, base: str, server_pid: int, config: str, n: int) -> tuple[float, float]:
     out = a.workdir / f"{config}-{n}.{'jsonl' if config in ('json', 'latency') else 'txt'}"
-    cmd = [str(a.uscope), "http", "-p", str(server_pid), "-o", str(out)]
+    uscope = a.before if config == "before" else a.uscope
+    cmd = [str(uscope), "http", "-p", str(server_pid), "-o", str(out)]
     if config == "json":
         cmd.insert(2, "--json")
     if config == "latency":
@@ -60,7 +84,7 @@ def traced_run(a, base: str, server_pid: int, config: str, n: int) -> float:
     u = R.Proc(cmd)
     R.check(u.wait_line("err", r"watching net/http|timing 1 functions", 60) is not None,
             "uscope did not attach", u)
-    per_request = timed_load(a, base)
+    per_request = timed_load(a, base, server_pid)
     u.kill(signal.SIGINT)
     R.check(u.wait(60) and u.rc == 0, "uscope did not stop cleanly", u)
     text = out.read_text()
@@ -72,7 +96,7 @@ def traced_run(a, base: str, server_pid: int, config: str, n: int) -> float:
     elif config == "json":
         summary = json.loads(text.strip().splitlines()[-1])
         counted = summary["requests"]
-        lost = sum(summary["losses"].values())
+        lost = {k: v for k, v in summary["losses"].items() if v} or 0
     else:
         m = re.search(r"; (\d+) requests on", text)
         counted = int(m.group(1)) if m else -1
@@ -87,39 +111,48 @@ def bench(a) -> dict:
     server = R.Proc([str(a.fixtures / "gohttp_server"), str(port)])
     R.check(server.wait_line("out", r"listening on", 30) is not None, "the server did not start", server)
     base = f"http://127.0.0.1:{port}"
-    times: dict[str, list[float]] = {c: [] for c in CONFIGS}
+    times: dict[str, list[float]] = {c: [] for c in configs(a)}
+    cpu: dict[str, list[float]] = {c: [] for c in configs(a)}
     for rnd in range(a.runs + 1):
-        for c in CONFIGS:
-            t = timed_load(a, base) if c == "none" else traced_run(a, base, server.pid, c, rnd)
+        for c in configs(a):
+            t, u = (timed_load(a, base, server.pid) if c == "none"
+                    else traced_run(a, base, server.pid, c, rnd))
             if rnd:  # round 0 warms up caches and the server
                 times[c].append(t)
-            R.log(f"  round {rnd} {c}: {t * 1e6:.1f} us per request")
+                cpu[c].append(u)
+            R.log(f"  round {rnd} {c}: {t * 1e6:.1f} us per request, server CPU {u * 1e6:.1f} us")
     server.kill()
-    return times
+    return {"wall": times, "cpu": cpu}
 
 
-def report(a, times: dict, seconds: float) -> str:
-    base = R.med(times["none"])
+def report(a, measured: dict, seconds: float) -> str:
+    times, cpu = measured["wall"], measured["cpu"]
     lines = ["## H. `uscope http`: added latency per request", "",
-             f"Command: `python3 bench/http.py --markdown docs/BENCHMARKS.md` ({a.runs} rounds of "
+             f"Command: `{'TMPDIR=' + os.environ['TMPDIR'] + ' ' if 'TMPDIR' in os.environ else ''}"
+             f"python3 bench/http.py --markdown docs/BENCHMARKS.md --requests {a.requests} "
+             f"--runs {a.runs}{f' --before {a.before}' if a.before else ''}` ({a.runs} rounds of "
              f"{a.requests} sequential keep-alive GETs of gohttp_server's /hello by gohttp_client, "
              f"configurations interleaved; {seconds:.0f} s)", "",
-             "| configuration | requests/s | µs per request (median) | spread | added µs per request |",
-             "|---|---:|---:|---|---:|"]
-    for c in CONFIGS:
+             "| configuration | requests/s | µs per request (median) | spread | added µs per request "
+             "| server CPU µs per request | added server CPU µs per request |",
+             "|---|---:|---:|---|---:|---:|---:|"]
+    for c in configs(a):
         m = R.med(times[c])
-        added = "—" if c == "none" else f"{(m - base) * 1e6:+.1f}"
+        def added(xs: dict) -> str:
+            return "—" if c == "none" else f"{(R.med(xs[c]) - R.med(xs['none'])) * 1e6:+.1f}"
         label = {"none": "untraced", "text": "`uscope http -p` (text lines to a file)",
                  "json": "`uscope http --json -p` (to a file)",
-                 "latency": "`uscope latency -p` on ServeHTTP (same uprobes, no events)"}[c]
+                 "latency": "`uscope latency -p` on ServeHTTP (entry + RET uprobes, no events)",
+                 "before": f"`{a.before.name} http -p` (--before: ending at ServeHTTP's RETs)"}[c]
         lines.append(f"| {label} | {1 / m:,.0f} | {m * 1e6:.1f} | "
-                     f"{R.spread([x * 1e6 for x in times[c]], '.1f')} | {added} |")
-    lines += ["", "Each traced run's summary counted every request and lost none. The server's "
-              "probe is a Go return probe: a uprobe at serverHandler.ServeHTTP's entry and one on "
-              "each of its RET instructions, entry and return matched by goroutine. The entry sits on "
-              "the jcc after Go's stack check (emulated); the RET is single-stepped: the `latency` "
-              "row, the same uprobes without events, shows what they cost apart from uscope "
-              "http's events."]
+                     f"{R.spread([x * 1e6 for x in times[c]], '.1f')} | {added(times)} | "
+                     f"{R.med(cpu[c]) * 1e6:.1f} | {added(cpu)} |")
+    lines += ["", "Each traced run's summary counted every request and lost none. `uscope http` "
+              "probes a served request at two entries, matched by goroutine: "
+              "serverHandler.ServeHTTP's and (*response).finishRequest's (called next from the same "
+              "frame), each on the jcc after Go's stack check (emulated). The `latency` row puts "
+              "uprobes on ServeHTTP's entry and its RET instructions (single-stepped), where "
+              "`uscope http` ended a request before: what that ending costs in probes alone."]
     return "\n".join(lines)
 
 
@@ -132,11 +165,13 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=5, help="measured rounds (default 5)")
     ap.add_argument("--port", type=int, default=18931)
     ap.add_argument("--markdown", type=Path, help="write the table into this file (between markers)")
+    ap.add_argument("--before", type=Path, help="another uscope build to run as `before`")
     a = ap.parse_args()
     if os.geteuid() != 0:
         print("http.py: needs root (BPF)", file=sys.stderr)
         return 1
-    for exe in [a.uscope, a.fixtures / "gohttp_server", a.fixtures / "gohttp_client"]:
+    for exe in [a.uscope, a.fixtures / "gohttp_server", a.fixtures / "gohttp_client"] + (
+            [a.before] if a.before else []):
         if not os.access(exe, os.X_OK):
             print(f"http.py: {exe} missing; build first", file=sys.stderr)
             return 1

@@ -1,7 +1,8 @@
 // `uscope http`: Beyla-style RED for Go net/http servers and clients. Every request a line
 // (method, URL, status, duration), and at the end a summary per route (count, errors, p50, p90,
-// p99). Go return probes on serverHandler.ServeHTTP and (*Client).do, planned as trace probes
-// (plan/http_plan.h); struct offsets from the binary (DWARF, type descriptors, uscope's table).
+// p99). A served request from serverHandler.ServeHTTP's entry to (*response).finishRequest's, a
+// client call from (*Client).do's entry to its RETs, planned as trace probes (plan/http_plan.h);
+// struct offsets from the binary (DWARF, type descriptors, uscope's table).
 #include <fmt/core.h>
 
 #include <memory>

@@ -58,13 +58,15 @@ Result<HttpLayout> http_layout(const GoFieldLookup& lookup, bool server, bool cl
   return l;
 }
 
-ProbeSpec http_probe(HttpSide side, const HttpLayout& l) {
+ProbeSpec http_probe(HttpSide side, const HttpLayout& l, bool server_end_entry) {
   ProbeSpec spec;
   spec.kind = ProbeKind::Return;
   // Go register ABI (calling_convention.h): serverHandler.ServeHTTP(sh RAX, rw RBX/RCX, req RDI);
-  // (*Client).do(c RAX, req RBX) returning (*Response RAX, error RBX/RCX).
+  // (*response).finishRequest(w RAX); (*Client).do(c RAX, req RBX) returning (*Response RAX,
+  // error RBX/RCX).
   const bool server = side == HttpSide::Server;
   spec.function = server ? kHttpServerFunction : kHttpClientFunction;
+  if (server && server_end_entry) spec.ends_at = kHttpServerEnd;
   spec.text = fmt::format("http {} probe on {}", server ? "server" : "client", spec.function);
   const Expr req = at_entry(reg(server ? "rdi" : "rbx"));
   // req.URL read at the entry: one saved word serves every URL field.
@@ -79,13 +81,13 @@ ProbeSpec http_probe(HttpSide side, const HttpLayout& l) {
             expr::bytes_at(at_entry(word_at(url_now, l.url_path)),
                            at_entry(word_at(url_now, l.url_path + 8))),
             's');
-    // rw's data word: the *response whose status WriteHeader set (0: nothing written yet, which
-    // the server answers with 200 after the handler returns). Another ResponseWriter (HTTP/2's
-    // *http2responseWriter) keeps its status elsewhere: rw is taken for a *response only when
-    // its `req` is this request, and the status is then status, else -1:
+    // The *response whose status WriteHeader set (0: nothing written yet, which finishRequest
+    // answers with 200): finishRequest's receiver, or at a RET rw's data word. Another
+    // ResponseWriter (HTTP/2's *http2responseWriter) keeps its status elsewhere: rw is taken for
+    // a *response only when its `req` is this request, and the status is then status, else -1:
     // (is_response * (status + 1)) - 1. No type address is needed, so stripped and PIE binaries
     // check alike.
-    const Expr rw = at_entry(reg("rcx"));
+    const Expr rw = server_end_entry ? reg("rax") : at_entry(reg("rcx"));
     add_arg(spec,
             expr::or_minus_one(binary("==", word_at(rw, l.response_req), req),
                                word_at(rw, l.response_status)),
@@ -125,6 +127,7 @@ Result<HttpSides> http_sides(ObjectCache& cache, const std::string& target) {
   HttpSides s;
   s.server = !functions_named(**syms, kHttpServerFunction).empty();
   s.client = !functions_named(**syms, kHttpClientFunction).empty();
+  s.server_end_entry = functions_named(**syms, kHttpServerEnd).size() == 1;
   if (!s.server && !s.client)
     return fail("{} does not use net/http's server or client (no {} and no {} in it)", path,
                 kHttpServerFunction, kHttpClientFunction);
@@ -148,7 +151,7 @@ Result<HttpPlan> plan_http(ObjectCache& cache, const GoFieldLookup& lookup,
   std::vector<HttpSide> side_of_spec;
   for (auto side : {HttpSide::Server, HttpSide::Client}) {
     if (side == HttpSide::Server ? !server : !client) continue;
-    specs.push_back(http_probe(side, plan.layout));
+    specs.push_back(http_probe(side, plan.layout, sides->server_end_entry));
     specs.back().target = opts.target;
     side_of_spec.push_back(side);
   }

@@ -1,12 +1,20 @@
 #pragma once
 // The probes of `uscope http`: Go net/http's server and client, as trace probes built in code and
-// planned by plan_trace() like any other (one planner). Each is a Go return probe (uprobes on the
-// function's RET instructions, entry and return matched by goroutine) whose values are read at the
-// return from registers saved at the entry:
-//   server: net/http.serverHandler.ServeHTTP(sh, rw ResponseWriter, req *Request)
-//           method = req.Method, path = req.URL.Path as it was at the entry (a router may
-//           rewrite it), status = rw's *response.status
-//   client: net/http.(*Client).do(c, req *Request) (*Response, error)
+// planned by plan_trace() like any other (one planner). Each is a Go return probe (a uprobe at
+// the function's entry saves registers, matched by goroutine where the call ends) whose values are
+// read at the end from registers saved at the entry:
+//   server: net/http.serverHandler.ServeHTTP(sh, rw ResponseWriter, req *Request), ending at the
+//           entry of net/http.(*response).finishRequest(w), which (*conn).serve calls next from
+//           the same frame once the handler returned: an entry site after Go's stack check is
+//           emulated (~1 us a hit here) where a RET is single-stepped (~15 us). method =
+//           req.Method, path = req.URL.Path as it was at the entry (a router may rewrite it),
+//           status = w.status. A binary without an out-of-line finishRequest ends at ServeHTTP's
+//           RETs, the status then rw's *response.status. Requests finishRequest never sees are
+//           not reported: a hijacked connection's (a WebSocket upgrade), a handler that panicked,
+//           HTTP/2's (its handlers answer through another ResponseWriter).
+//   client: net/http.(*Client).do(c, req *Request) (*Response, error), ending at its RETs: each
+//           function do calls once per call runs in do's own frame (another goroutine key), or
+//           only for a redirect (redirectBehavior) or an error (its uerr closure).
 //           method, scheme, host, path of req.URL; status = the *Response's StatusCode; whether
 //           the error is non-nil
 // Field offsets come from the binary (GoTypes: DWARF, runtime type descriptors, uscope's table),
@@ -28,6 +36,8 @@ enum class HttpSide { Server, Client };
 
 inline constexpr std::string_view kHttpServerFunction = "net/http.serverHandler.ServeHTTP";
 inline constexpr std::string_view kHttpClientFunction = "net/http.(*Client).do";
+// Where a server request ends (see above).
+inline constexpr std::string_view kHttpServerEnd = "net/http.(*response).finishRequest";
 
 // One struct field offset the probes use, and where it came from (`-v` prints these).
 struct HttpFieldOffset {
@@ -54,12 +64,13 @@ struct HttpLayout {
 // layout). Errors name the field no source could place.
 Result<HttpLayout> http_layout(const GoFieldLookup& lookup, bool server, bool client);
 
-// The probe of one side. Output fields, in order:
+// The probe of one side; `server_end_entry`: the server's ends at kHttpServerEnd's entry (else at
+// ServeHTTP's RETs). Output fields, in order:
 //   server: method (string), path (string), status (u64; -1 when rw is not net/http's *response,
 //           e.g. an HTTP/2 ResponseWriter, whose status is elsewhere)
 //   client: method, scheme, host, path (strings), response pointer (u64), status (u64; read only
 //           through a non-nil response), error type word (u64; non-zero = an error)
-ProbeSpec http_probe(HttpSide side, const HttpLayout& layout);
+ProbeSpec http_probe(HttpSide side, const HttpLayout& layout, bool server_end_entry);
 
 // Field indices of the probes' events (http_probe's order).
 namespace http_field {
@@ -75,6 +86,7 @@ inline constexpr size_t kClientMethod = 0, kClientScheme = 1, kClientHost = 2, k
 struct HttpSides {
   bool server = false;
   bool client = false;
+  bool server_end_entry = false;  // one out-of-line kHttpServerEnd to end server requests at
 };
 Result<HttpSides> http_sides(ObjectCache& cache, const std::string& target);
 

@@ -77,8 +77,9 @@ Result<void> check_inlined_site(const MatchedSite& m, const ProbeSpec& spec) {
   if (spec.kind == ProbeKind::Return)
     why = "a copy has no return of its own";
   else if (registers)
-    why = "a copy's arguments are not in Go's argument registers (name its parameters instead: "
-          "DWARF places them)";
+    why =
+        "a copy's arguments are not in Go's argument registers (name its parameters instead: "
+        "DWARF places them)";
   else if (has_names(spec) && !dwarf)
     why = fmt::format(
         "only DWARF says where a copy's parameters are, and {} has none (built with -ldflags=-w)",
@@ -133,7 +134,17 @@ Result<TracePlan> plan_trace(ObjectCache& cache, std::span<const ProbeSpec> spec
       const bool ret_sites =
           spec.kind == ProbeKind::Return && cc.returns == ReturnSites::RetInstructions;
       std::vector<SitePlacement> returns;
-      if (ret_sites) {
+      std::optional<SitePlacement> end_entry;
+      if (ret_sites && !spec.ends_at.empty()) {
+        auto placed = place_end_entry(m, spec.ends_at, reads, opts.move_sites);
+        if (!placed)
+          return fail("probe spec column {}: {}", spec.function_column, placed.error().message);
+        end_entry = *placed;
+      }
+      if (end_entry) {
+        returns = {*end_entry};
+        main_place = *end_entry;
+      } else if (ret_sites) {
         auto placed = place_return_instructions(m);
         if (!placed && glob) {
           plan.skipped.push_back({m.label, m.object->ref.display_path, placed.error().message});

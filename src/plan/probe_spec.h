@@ -115,6 +115,11 @@ struct ProbeSpec {
   std::optional<std::vector<DeclaredParam>> params;
   std::string text;  // the spec as given
   int function_column = 0;
+  // A Go return probe built in code (http_plan.h), never parsed: the call ends at the entry of
+  // this function, which the caller calls next from the same frame (so the goroutine key of its
+  // entry is the call's), instead of at the RETs, which are single-stepped (~15 us a hit) where
+  // an entry site after the stack check is emulated. "" = at the RETs.
+  std::string ends_at{};
 };
 
 // Parses one `trace` spec. Errors: "probe spec column 14: expected ')' ..." style messages that

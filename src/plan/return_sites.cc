@@ -1,5 +1,7 @@
 #include "plan/return_sites.h"
 
+#include <fmt/format.h>
+
 #include "plan/site_cost.h"
 
 namespace uscope {
@@ -48,6 +50,26 @@ Result<std::vector<SitePlacement>> place_return_instructions(const MatchedSite& 
     out.push_back(std::move(p));
   }
   return out;
+}
+
+Result<SitePlacement> place_end_entry(const MatchedSite& m, std::string_view function,
+                                      const SiteReads& reads, bool allow_move) {
+  const std::string& where = m.object->ref.display_path;
+  auto syms = m.object->stored->symbols();
+  if (!syms) return tl::unexpected(syms.error());
+  auto found = functions_named(**syms, function);
+  if (found.size() != 1)
+    return fail("{} ends at the entry of {}, which {} has {} copies of", m.label, function, where,
+                found.size());
+  MatchedSite end = function_site(*m.object, *found.front(), std::string(function));
+  SitePlacement p = place_site(end, ProbeKind::Entry, reads, allow_move);
+  // Go entry sites keep rsp (place_site): a site past a push would key another depth.
+  if (p.sp_delta != 0 || p.cost.cost == SiteCost::Unprobeable)
+    return fail("{} ends at the entry of {} in {}, which cannot be probed there: {}", m.label,
+                function, where, p.note);
+  p.note =
+      fmt::format("the call's end: entry of {}{}{}", function, p.note.empty() ? "" : ", ", p.note);
+  return p;
 }
 
 }  // namespace uscope

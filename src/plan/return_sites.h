@@ -3,6 +3,7 @@
 // moves (copies to grow or shrink them) under any return address a uretprobe rewrote, which
 // crashes the program. There a return probe is a uprobe on each RET instruction of the function,
 // found by disassembly, and the call's entry is found by goroutine (calling_convention.h).
+#include <string_view>
 #include <vector>
 
 #include "plan/calling_convention.h"
@@ -20,5 +21,12 @@ const CallingConvention& convention_of(const PlannedObject& o);
 // in a tail jump or never returns), for an inlined copy (no return of its own), and for Go
 // before 1.17 (the goroutine is not in a register there).
 Result<std::vector<SitePlacement>> place_return_instructions(const MatchedSite& m);
+
+// The end of a Go call at the entry of `function` in m's object (ProbeSpec::ends_at): its entry
+// site, placed as an entry probe reading `reads` is. Fails when the object has no out-of-line
+// copy of `function` (absent, or only inlined), and when the site does not keep rsp (the
+// goroutine key of a Go call is its entry rsp's depth, the same for two calls from one frame).
+Result<SitePlacement> place_end_entry(const MatchedSite& m, std::string_view function,
+                                      const SiteReads& reads, bool allow_move);
 
 }  // namespace uscope

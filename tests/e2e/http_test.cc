@@ -7,7 +7,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <map>
 #include <regex>
+#include <sstream>
 
 #include "e2e_support.h"
 
@@ -41,8 +46,8 @@ void serves_red_per_route(const std::string& server_name) {
       {fixture("go/gohttp_client"), base, "20", "/hello", "/items/apple", "/items/nope", "/fail"});
   ASSERT_EQ(client.exit_code, 0) << client.err;
   EXPECT_NE(client.out.find("done ok=80 failed=0"), std::string::npos) << client.out;
-  // Every event is in the ring by now: a response leaves the server after ServeHTTP returns
-  // (finishRequest flushes it), and uscope reads what the ring holds at the stop.
+  // Every event is in the ring by now: a request ends at finishRequest's entry, before it flushes
+  // the response, and uscope reads what the ring holds at the stop.
   load.signal(SIGKILL);
   tracer.signal(SIGINT);
   auto r = tracer.finish();
@@ -71,6 +76,80 @@ TEST(http, server_red_per_route) {
 }
 TEST(http, server_red_per_route_stripped) {
   serves_red_per_route("gohttp_server_stripped");
+}
+
+// A served request ends at the entry of (*response).finishRequest (emulated), not at
+// ServeHTTP's RETs (single-stepped): each request is there, with its method, route and status as
+// the clients asked and the handler answered, and a duration that holds the handler's own time
+// (the fixture's clock); nothing is lost.
+TEST(http, server_request_ends_at_finish_request) {
+  USCOPE_REQUIRE_ROOT();
+  const int port = free_port();
+  GatedProcess server({fixture("go/gohttp_server_stripped"), std::to_string(port)});
+  server.start();
+  ASSERT_TRUE(server.wait_for_line("listening on"));
+  const std::string base = "http://127.0.0.1:" + std::to_string(port);
+  auto tracer = RunningCommand::uscope(
+      {"http", "--server", "--json", "-v", "-p", std::to_string(server.pid())});
+  ASSERT_TRUE(wait_for_links(tracer.pid(), "trace_"));
+  auto client = run({fixture("go/gohttp_client"), base, "10", "/timed", "/empty", "/items/nope"});
+  ASSERT_EQ(client.exit_code, 0) << client.err;
+  ASSERT_NE(client.out.find("done ok=30 failed=0"), std::string::npos) << client.out;
+  auto post = run({"curl", "-sS", "-o", "/dev/null", "-o", "/dev/null", "-o", "/dev/null", "-X",
+                   "POST", "-d", "x", base + "/timed", base + "/timed", base + "/timed"});
+  ASSERT_EQ(post.exit_code, 0) << post.err;
+  tracer.signal(SIGINT);
+  auto r = tracer.finish();
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto quit = run({fixture("go/gohttp_client"), base, "1", "/quit"});
+  ASSERT_EQ(quit.exit_code, 0) << quit.err;
+  std::string served;
+  ASSERT_EQ(server.wait(&served), 0);
+
+  // Two sites: ServeHTTP's entry and finishRequest's, both emulated; no RET.
+  EXPECT_EQ(matching_lines(r.err, "site net/http\\.serverHandler\\.ServeHTTP +entry .*"), 2u)
+      << r.err;
+  EXPECT_EQ(matching_lines(r.err,
+                           "site .* emulated \\([^)]*\\): the call's end: entry of "
+                           "net/http\\.\\(\\*response\\)\\.finishRequest.*"),
+            1u)
+      << r.err;
+  EXPECT_EQ(matching_lines(r.err, "site .* @ 0x[0-9a-f]+  single-stepped .*"), 0u) << r.err;
+
+  std::map<std::string, size_t> seen;  // "METHOD STATUS PATH ROUTE"
+  std::vector<uint64_t> timed_ns;
+  auto objs = json_lines(r.out);
+  ASSERT_FALSE(objs.empty()) << r.out;
+  for (const auto& j : objs) {
+    if (j["kind"] != "request") continue;
+    EXPECT_EQ(j["side"], "server");
+    EXPECT_EQ(j["pid"], server.pid());
+    ++seen[fmt::format("{} {} {} {}", j["method"].get<std::string>(), j["status"].get<int>(),
+                       j["path"].get<std::string>(), j["route"].get<std::string>())];
+    if (j["path"] == "/timed") timed_ns.push_back(j["duration_ns"].get<uint64_t>());
+  }
+  const std::map<std::string, size_t> asked = {{"GET 202 /timed /timed", 10},
+                                               {"POST 202 /timed /timed", 3},
+                                               {"GET 200 /empty /empty", 10},
+                                               {"GET 404 /items/nope /items/nope", 10}};
+  EXPECT_EQ(seen, asked) << r.out;
+  const auto& s = objs.back();
+  ASSERT_EQ(s["kind"], "summary") << r.out;
+  EXPECT_EQ(s["requests"], 33);
+  for (const auto& [cause, n] : s["losses"].items()) EXPECT_EQ(n, 0) << cause;
+
+  // The handler's own times, one line per /timed request: each request's duration holds its
+  // handler's, so the i-th shortest duration is at least the i-th shortest handler time.
+  std::vector<uint64_t> handler_ns;
+  std::istringstream lines(served);
+  for (std::string l; std::getline(lines, l);)
+    if (l.rfind("timed ", 0) == 0) handler_ns.push_back(std::stoull(l.substr(6)));
+  ASSERT_EQ(handler_ns.size(), 13u) << served;
+  ASSERT_EQ(timed_ns.size(), 13u);
+  std::sort(handler_ns.begin(), handler_ns.end());
+  std::sort(timed_ns.begin(), timed_ns.end());
+  for (size_t i = 0; i < timed_ns.size(); ++i) EXPECT_GE(timed_ns[i], handler_ns[i]) << i;
+  EXPECT_TRUE(links_released("trace_"));
 }
 
 TEST(http, json_summary_with_duration) {

@@ -64,9 +64,10 @@ void expect_registers_only_at_entry(const Expr& e, bool under_entry,
 
 TEST(http_plan, server_probe_reads_method_path_status) {
   auto l = http_layout(go119, true, true);
-  ProbeSpec s = http_probe(HttpSide::Server, *l);
+  ProbeSpec s = http_probe(HttpSide::Server, *l, false);
   EXPECT_EQ(s.kind, ProbeKind::Return);
   EXPECT_EQ(s.function, "net/http.serverHandler.ServeHTTP");
+  EXPECT_EQ(s.ends_at, "");
   ASSERT_EQ(s.args.size(), http_field::kServerFields);
   ASSERT_EQ(s.conversions.size(), s.args.size());
   EXPECT_EQ(s.format, "%s %s %d");
@@ -76,10 +77,22 @@ TEST(http_plan, server_probe_reads_method_path_status) {
   for (const auto& a : s.args) expect_registers_only_at_entry(a, false, {});
 }
 
+// Ended at finishRequest's entry, the status is read through its receiver (RAX) there.
+TEST(http_plan, server_probe_ends_at_finish_request) {
+  auto l = http_layout(go119, true, true);
+  ProbeSpec s = http_probe(HttpSide::Server, *l, true);
+  EXPECT_EQ(s.kind, ProbeKind::Return);
+  EXPECT_EQ(s.function, "net/http.serverHandler.ServeHTTP");
+  EXPECT_EQ(s.ends_at, "net/http.(*response).finishRequest");
+  ASSERT_EQ(s.args.size(), http_field::kServerFields);
+  for (const auto& a : s.args) expect_registers_only_at_entry(a, false, {"rax"});
+}
+
 TEST(http_plan, client_probe_reads_results_at_the_return) {
   auto l = http_layout(go119, true, true);
-  ProbeSpec s = http_probe(HttpSide::Client, *l);
+  ProbeSpec s = http_probe(HttpSide::Client, *l, true);
   EXPECT_EQ(s.function, "net/http.(*Client).do");
+  EXPECT_EQ(s.ends_at, "");  // at its RETs: no function fits (http_plan.h)
   ASSERT_EQ(s.args.size(), http_field::kClientFields);
   EXPECT_EQ(s.format, "%s %s %s %s %x %d %x");
   // (*Response, error) are RAX and RBX/RCX at the return; RSP keeps a nil response unread.
@@ -93,10 +106,11 @@ namespace uscope {
 namespace {
 
 // The server probe compiled and run on a request in fake memory: `writer_req` is what the
-// ResponseWriter's `req` field holds (the request itself for HTTP/1's *response).
-int64_t served_status(uint64_t writer_req) {
+// ResponseWriter's `req` field holds (the request itself for HTTP/1's *response); `end_entry`:
+// ended at finishRequest's entry, whose receiver is the *response, else at ServeHTTP's RET.
+int64_t served_status(uint64_t writer_req, bool end_entry) {
   auto l = http_layout(go119, true, false);
-  ProbeSpec spec = http_probe(HttpSide::Server, *l);
+  ProbeSpec spec = http_probe(HttpSide::Server, *l, end_entry);
   SiteContext site;
   site.kind = ProbeKind::Return;
   site.cc = &go_register_convention();
@@ -123,6 +137,7 @@ int64_t served_status(uint64_t writer_req) {
   EXPECT_EQ(saved.outcome, RecipeOutcome::SavedEntry);
   RecipeInput at_return;
   at_return.entry = saved.slots;
+  if (end_entry) at_return.regs[UREG_RAX] = rw;  // finishRequest's w
   at_return.read = m.reader();
   RecipeRun ev = interpret_recipe(compiled->main, at_return);
   EXPECT_EQ(ev.outcome, RecipeOutcome::Emitted);
@@ -135,8 +150,13 @@ int64_t served_status(uint64_t writer_req) {
 }
 
 TEST(http_plan, server_status_only_from_an_http1_response) {
-  EXPECT_EQ(served_status(0x1000), 404);
-  EXPECT_EQ(served_status(0xdead), -1);  // another ResponseWriter (HTTP/2): not read as one
+  EXPECT_EQ(served_status(0x1000, false), 404);
+  EXPECT_EQ(served_status(0xdead, false), -1);  // another ResponseWriter (HTTP/2): not read as one
+}
+
+TEST(http_plan, server_status_from_finish_request_receiver) {
+  EXPECT_EQ(served_status(0x1000, true), 404);
+  EXPECT_EQ(served_status(0xdead, true), -1);  // not this request's *response
 }
 
 }  // namespace

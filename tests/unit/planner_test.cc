@@ -393,6 +393,42 @@ TEST(planner, go_return_probe_is_a_uprobe_on_every_ret) {
   for (const auto& s : r->sites) EXPECT_FALSE(s.attach.retprobe);
 }
 
+// A Go return probe with ends_at (uscope http's server probe) ends at the entry of the function
+// its caller calls next: one emulated site on that entry, no RET, keyed by goroutine like a RET.
+TEST(planner, go_return_probe_ends_at_another_functions_entry) {
+  // The stripped twin (same code): without DWARF, arg1 is Go's first argument register.
+  const std::string server = fixture("go/gohttp_server");
+  Planner p(fixture("go/gohttp_server_stripped"));
+  ProbeSpec spec = spec_of(R"(r::net/http.serverHandler.ServeHTTP "%x", $entry(arg1))");
+  spec.ends_at = "net/http.(*response).finishRequest";
+  auto r = plan_trace(p.cache, std::vector<ProbeSpec>{spec}, {});
+  ASSERT_TRUE(r.has_value()) << r.error().message;
+  auto serve = elf_symbol(server, "net/http.serverHandler.ServeHTTP");
+  auto finish = elf_symbol(server, "net/http.(*response).finishRequest");
+  ASSERT_TRUE(serve && finish);
+  ASSERT_EQ(r->sites.size(), 2u);
+  EXPECT_EQ(r->sites[0].role, SiteRole::SaveEntry);
+  EXPECT_GE(r->sites[0].placement.address, serve->addr);
+  EXPECT_LT(r->sites[0].placement.address, serve->addr + serve->size);
+  const PlannedSite& end = r->sites[1];
+  EXPECT_EQ(end.role, SiteRole::Event);
+  EXPECT_FALSE(end.attach.retprobe);
+  EXPECT_GE(end.placement.address, finish->addr);
+  EXPECT_LT(end.placement.address, finish->addr + 16);  // in the stack check, not a RET
+  EXPECT_EQ(end.attach.offset, finish->offset + (end.placement.address - finish->addr));
+  EXPECT_EQ(end.placement.cost.cost, SiteCost::Emulated) << end.placement.note;
+  EXPECT_EQ(end.placement.sp_delta, 0);
+  EXPECT_EQ(r->recipes[1].flags & (TRACE_F_RETURN | TRACE_F_GOROUTINE),
+            TRACE_F_RETURN | TRACE_F_GOROUTINE);
+
+  spec.ends_at = "net/http.noSuchFunction";
+  auto missing = plan_trace(p.cache, std::vector<ProbeSpec>{spec}, {});
+  ASSERT_FALSE(missing);
+  EXPECT_NE(missing.error().message.find("ends at the entry of net/http.noSuchFunction"),
+            std::string::npos)
+      << missing.error().message;
+}
+
 // Without DWARF or a declared list, argN is the Nth register of Go's ABI.
 TEST(planner, go_entry_probe_reads_go_abi_registers_at_function_start) {
   Planner p(kGoWorkStripped);
