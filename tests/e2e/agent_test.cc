@@ -9,6 +9,8 @@
 #include <memory>
 #include <regex>
 
+#include "../unit/pprof_decode.h"
+#include "../unit/pyroscope_receiver.h"
 #include "e2e_support.h"
 
 namespace uscope::e2e {
@@ -58,12 +60,13 @@ struct Agent {
   std::unique_ptr<RunningCommand> command;
 };
 
-// A config that selects only this build's `fixture` (other Go servers may run on the host).
-std::string config_selecting(const std::string& name) {
+// A config that selects only this build's `fixture` (other Go servers may run on the host), and
+// then `more`.
+std::string config_selecting(const std::string& name, const std::string& more = "") {
   std::string dir = ::testing::TempDir() + "/agent_config.XXXXXX";
   if (!mkdtemp(dir.data())) return "";
   const std::string path = dir + "/agent.yaml";
-  std::ofstream(path) << "select:\n  - exe: " << fixture("go/" + name) << "\n";
+  std::ofstream(path) << "select:\n  - exe: " << fixture("go/" + name) << "\n" << more;
   return path;
 }
 
@@ -260,6 +263,96 @@ TEST(agent, two_hundred_processes_coming_and_going_leave_nothing_behind) {
   const unsigned long after_all = rss_kib();
   // Back to its level: what 19 more rounds left is within 8 MiB (the allocator keeps some).
   EXPECT_LT(after_all, after_first + 8 * 1024) << after_first << " KiB after the first round";
+  agent.command->signal(SIGTERM);
+  EXPECT_EQ(agent.command->finish().exit_code, 0);
+}
+
+// The Go runtime's figures on /metrics equal what the fixture's runtime counted itself over the
+// rounds it ran once the agent had attached.
+TEST(agent, go_runtime_metrics_equal_what_the_runtime_counted) {
+  USCOPE_REQUIRE_ROOT();
+  Agent agent(
+      {"--config", config_selecting("goruntime", "metrics:\n  http: false\n  go_runtime: true\n")});
+  ASSERT_TRUE(agent.command->wait_for_stderr("agent serving"));
+  const int rounds = 8, workers = 16;
+  GatedProcess go({fixture("go/goruntime"), std::to_string(rounds), std::to_string(workers)});
+  const pid_t pid = go.pid();
+  ASSERT_TRUE(go.wait_for_line("ready"));
+  ASSERT_TRUE(agent.command->wait_for_stderr(
+      fmt::format("watching process {} (goruntime): Go runtime", pid)));
+  go.start();
+  ASSERT_TRUE(go.wait_for_line("gc_cycles="));
+  // "gc_cycles=C goroutines=G" (GatedProcess keeps the lines it read).
+  const std::string line = go.last_line();
+  uint64_t cycles = 0, goroutines = 0;
+  ASSERT_EQ(std::sscanf(line.c_str(), "gc_cycles=%lu goroutines=%lu", &cycles, &goroutines), 2)
+      << line;
+  ASSERT_GE(cycles, uint64_t(rounds)) << line;
+  const std::string labels = fmt::format("{{service_name=\"goruntime\",process_pid=\"{}\"}}", pid);
+  // The agent reads the counts every 5 s.
+  ASSERT_TRUE(wait_until("the agent has the fixture's GC cycles", [&] {
+    return metric_value(metrics(agent.port), "uscope_go_gc_cycles_total" + labels) ==
+           static_cast<double>(cycles);
+  }));
+  ASSERT_TRUE(wait_until("the agent's census has the fixture's goroutines", [&] {
+    return metric_value(metrics(agent.port), "go_goroutine_count" + labels) ==
+           static_cast<double>(goroutines);
+  }));
+  const std::string m = metrics(agent.port);
+  // Each cycle stops the world twice (sweep and mark termination); nothing else in the fixture
+  // stops it.
+  EXPECT_EQ(metric_value(m, "uscope_go_stw_duration_seconds_count" + labels),
+            static_cast<double>(2 * cycles));
+  const double created = metric_value(m, "uscope_go_goroutine_created_total" + labels);
+  EXPECT_GE(created, rounds * workers);  // the workers, and the runtime's own few
+  EXPECT_LE(created, rounds * workers + 64);
+  EXPECT_EQ(metric_value(m, "uscope_events_lost_total{cause=\"ring_full\"}"), 0);
+  EXPECT_EQ(metric_value(m, "uscope_events_lost_total{cause=\"census_failed\"}"), 0);
+  agent.command->signal(SIGTERM);
+  EXPECT_EQ(agent.command->finish().exit_code, 0);
+  EXPECT_TRUE(links_released("trace_", agent.command->pid()));
+  EXPECT_TRUE(links_released("count_hit", agent.command->pid()));
+}
+
+// Profiles reach a Pyroscope stand-in every period: one push per selected process, labelled with
+// it, whose pprof names the function the fixture spends its time in; no other process's samples.
+TEST(agent, profiles_of_the_selected_processes_are_pushed_each_period) {
+  USCOPE_REQUIRE_ROOT();
+  test::PyroscopeReceiver pyroscope;
+  Server server("gohttp_server");
+  ASSERT_TRUE(server.process->wait_for_line("listening on"));
+  Agent agent({"--config", config_selecting("gohttp_server",
+                                            "profiles:\n  hz: 99\n  period: 1s\n"
+                                            "  push: " +
+                                                pyroscope.url() + "\n")});
+  ASSERT_TRUE(agent.command->wait_for_stderr("agent serving"));
+  RunningCommand load({fixture("go/gohttp_client"), server.base(), "0", "/slow"});
+  const std::string pid = std::to_string(server.process->pid());
+  ASSERT_TRUE(wait_until(
+      "two pushes with main.busy",
+      [&] {
+        int with_busy = 0;
+        for (const auto& push : pyroscope.received())
+          if (push.parts.contains("profile"))
+            for (const auto& [stack, n] :
+                 test::pprof_stacks(test::pprof_decoded(push.parts.at("profile"))))
+              if (stack.find("main.busy") != std::string::npos) {
+                ++with_busy;
+                break;
+              }
+        return with_busy >= 2;
+      },
+      std::chrono::seconds(60)));
+  load.signal(SIGKILL);
+  for (const auto& push : pyroscope.received()) {
+    EXPECT_EQ(push.path, "/ingest");
+    const std::string& name = push.query.at("name");
+    EXPECT_TRUE(name.starts_with("gohttp_server{")) << name;
+    EXPECT_NE(name.find("pid=" + pid), std::string::npos) << name;
+    EXPECT_EQ(push.query.at("sampleRate"), "99");
+  }
+  const std::string m = metrics(agent.port);
+  EXPECT_EQ(metric_value(m, "uscope_profile_pushes_total{result=\"failed\"}"), 0);
   agent.command->signal(SIGTERM);
   EXPECT_EQ(agent.command->finish().exit_code, 0);
 }

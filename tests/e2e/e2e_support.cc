@@ -209,6 +209,7 @@ testing::AssertionResult GatedProcess::wait_for_line(const std::string& text) {
     for (size_t begin = 0, end; (end = unread_.find('\n', begin)) != std::string::npos;
          begin = end + 1) {
       if (unread_.substr(begin, end - begin).find(text) == std::string::npos) continue;
+      last_line_ = unread_.substr(begin, end - begin);
       unread_.erase(0, end + 1);
       return testing::AssertionSuccess();
     }

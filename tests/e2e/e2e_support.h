@@ -74,6 +74,8 @@ class GatedProcess {
   void send(const std::string& bytes);
   // Until the child prints a line containing `text` (a fixture saying it has set up).
   testing::AssertionResult wait_for_line(const std::string& text);
+  // The line the last wait_for_line() found.
+  const std::string& last_line() const { return last_line_; }
   // Waits for exit; returns the exit code and leaves stdout in `out`.
   int wait(std::string* out = nullptr);
 
@@ -83,6 +85,7 @@ class GatedProcess {
   int stdout_r_ = -1;
   bool reaped_ = false;
   std::string unread_;  // stdout read by wait_for_line() past its line
+  std::string last_line_;
 };
 
 // How long a wait for a condition may take before the test fails: generous, because tests must
