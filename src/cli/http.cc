@@ -9,12 +9,9 @@
 #include <optional>
 
 #include "cli/command.h"
+#include "cli/http_job.h"
 #include "cli/session.h"
-#include "collect/event_decoder.h"
-#include "collect/trace_program.h"
 #include "discover/go_types.h"
-#include "model/http_red.h"
-#include "plan/http_plan.h"
 #include "sink/http_output.h"
 #include "util/output_buffer.h"
 
@@ -40,68 +37,46 @@ int run_http(const HttpCommandOptions& o) {
   auto session = Session::open(o.session);
   if (!session) return report_error(session.error().message);
   ObjectCache cache((*session)->context());
-  HttpPlanOptions popts;
-  popts.server = !o.client_only;
-  popts.client = !o.server_only;
-  popts.move_sites = !o.no_move;
-  auto plan = plan_http(cache, go_field_lookup(cache), popts);
-  if (!plan) return report_error(plan.error().message);
-  if (o.session.verbose) {
-    for (const auto& s : plan->layout.sources)
-      fmt::print(stderr, "uscope: {}.{} at offset {} (from {})\n", s.type, s.field, s.offset,
-                 go_type_source_name(s.source));
-    print_sites(plan->trace.sites, plan->trace.skipped);
-  }
-
-  auto program = attach_trace_plan(**session, plan->trace, o.session.no_multi);
-  if (!program) return report_error(program.error().message);
-  {
-    bool server = false, client = false;
-    for (auto side : plan->side_of_probe) (side == HttpSide::Server ? server : client) = true;
-    fmt::print(stderr, "uscope: watching net/http {}{}{}; Ctrl-C to stop\n",
-               server ? "server requests" : "", server && client ? " and " : "",
-               client ? "client calls" : "");
-  }
-
+  HttpJob::Options ho;
+  ho.plan.server = !o.client_only;
+  ho.plan.client = !o.server_only;
+  ho.plan.move_sites = !o.no_move;
+  ho.use_multi = !o.session.no_multi;
   OutputBuffer out(output->fd());
   const HttpSink sink = http_sink(output->format);
-  EventDecoder decoder(plan->trace);
   HttpRed red;
-  DecodedEvent decoded;
-  uint64_t read_events = 0, output_dropped = 0, not_http = 0, status_unknown = 0;
-  auto on_event = [&](const uscope_event& ev, std::span<const uint8_t> payload) {
-    ++read_events;
-    if (!decoder.decode(ev, payload, decoded)) return;  // counted as malformed
-    if (ev.probe_id >= plan->side_of_probe.size()) {
-      ++not_http;
-      return;
-    }
-    auto x = http_exchange(plan->side_of_probe[ev.probe_id], decoded);
-    if (!x) {
-      ++not_http;
-      return;
-    }
-    x->route = red.add(*x);
-    if (x->status == kHttpStatusUnknown) ++status_unknown;
+  uint64_t output_dropped = 0;
+  auto job = HttpJob::start(**session, cache, ho, [&](HttpExchange& x) {
+    x.route = red.add(x);
     if (!out.has_room()) {
       ++output_dropped;
       return;
     }
-    out.append(sink.line(*x));
-  };
-  if (auto r = program->open_events(on_event); !r) return report_error(r.error().message);
+    out.append(sink.line(x));
+  });
+  if (!job) return report_error(job.error().message);
+  const HttpPlan& plan = (*job)->plan();
+  if (o.session.verbose) {
+    for (const auto& s : plan.layout.sources)
+      fmt::print(stderr, "uscope: {}.{} at offset {} (from {})\n", s.type, s.field, s.offset,
+                 go_type_source_name(s.source));
+    print_sites(plan.trace.sites, plan.trace.skipped);
+  }
+  {
+    bool server = false, client = false;
+    for (auto side : plan.side_of_probe) (side == HttpSide::Server ? server : client) = true;
+    fmt::print(stderr, "uscope: watching net/http {}{}{}; Ctrl-C to stop\n",
+               server ? "server requests" : "", server && client ? " and " : "",
+               client ? "client calls" : "");
+  }
   if (!sink.header.empty()) out.append(sink.header);
   if (auto r = (*session)->start(); !r) return report_error(r.error().message);
 
   std::optional<Error> read_error;
-  StopReason why = run_event_session(**session, *program, out, read_error);
+  StopReason why = run_event_session(**session, (*job)->events(), out, read_error);
   if (read_error) return report_error(read_error->message);
-  HttpLosses losses;
-  if (auto r = add_program_losses(*program, decoder, read_events, losses); !r)
-    return report_error(r.error().message);
-  losses.malformed += not_http;
+  HttpLosses losses = (*job)->losses();
   losses.output_dropped += output_dropped;
-  losses.status_unknown = status_unknown;
   const std::string stop = describe(why);
   // The summary is what -d asks for: on the output, after the lines.
   out.append(sink.summary(red, losses, stop));

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 
@@ -19,6 +20,7 @@
 #include "export/prometheus_text.h"
 #include "model/profile_period.h"
 #include "plan/http_plan.h"
+#include "util/names.h"
 #include "util/version.h"
 
 namespace uscope::cli {
@@ -26,6 +28,9 @@ namespace uscope::cli {
 namespace {
 
 using namespace std::chrono_literals;
+// A process's HTTP ring: ~2,500 events, read every tick: 25,000 requests a second before the
+// kernel counts losses, in 256 KiB instead of the CLI's default.
+constexpr uint32_t kHttpRingBytes = 256 << 10;
 // How often every job's ring is read: events wait at most this long, and the agent wakes ten
 // times a second however many processes it watches.
 constexpr auto kTick = 100ms;
@@ -34,8 +39,8 @@ constexpr int kBatchesPerTick = 8;
 // A look at /proc for what the process events may have missed (a port bound after the exec, a
 // dropped event).
 constexpr auto kRescan = 30s;
-// The Go runtime's figures are this fresh on /metrics.
-constexpr auto kGoInterval = 5s;
+// The Go runtime's figures and the functions' latencies are this fresh on /metrics.
+constexpr auto kReadInterval = 5s;
 // A profiling session's maps only grow (profile and top read them cumulatively): the agent starts
 // a new one this often, so that a long-running node's maps never fill.
 constexpr auto kProfileSessionLife = std::chrono::hours(1);
@@ -141,7 +146,11 @@ const NodeAgent::ExeVerdict& NodeAgent::judge(pid_t pid) {
 Result<void> NodeAgent::start_jobs(pid_t pid, Watched& w, const ExeVerdict& v) {
   const bool http = config_.http_metrics && v.go_http;
   const bool go = config_.go_runtime_metrics && v.go;
-  if (!http && !go) return {};
+  // The functions the config names in this process's executable (by its path or its name).
+  std::vector<ProbeSpec> functions;
+  for (const auto& f : functions_)
+    if (f.target == w.facts.exe || f.target == file_name(w.facts.exe)) functions.push_back(f);
+  if (!http && !go && functions.empty()) return {};
   SessionOptions so;
   so.pid = pid;
   auto session = Session::open(so, runner_.get());
@@ -149,7 +158,11 @@ Result<void> NodeAgent::start_jobs(pid_t pid, Watched& w, const ExeVerdict& v) {
   w.session = std::move(*session);
   w.cache = std::make_unique<ObjectCache>(w.session->context());
   if (http) {
-    auto job = HttpRedJob::start(*w.session, *w.cache, config_.max_series);
+    w.http_metrics = std::make_unique<HttpMetrics>(config_.max_series);
+    HttpJob::Options ho;
+    ho.ring_bytes = kHttpRingBytes;
+    auto job = HttpJob::start(*w.session, *w.cache, ho,
+                              [m = w.http_metrics.get()](HttpExchange& x) { m->add(x); });
     if (!job) return tl::unexpected(job.error());
     w.http = std::move(*job);
   }
@@ -158,6 +171,20 @@ Result<void> NodeAgent::start_jobs(pid_t pid, Watched& w, const ExeVerdict& v) {
     if (!job) return tl::unexpected(job.error());
     w.go = std::move(*job);
     w.go->begin();
+  }
+  if (!functions.empty()) {
+    for (auto& f : functions) f.target = "";  // the process's own executable
+    auto plan = plan_latency(*w.cache, functions, {});
+    if (!plan) return tl::unexpected(plan.error());
+    auto l = std::make_unique<FunctionLatency>();
+    l->options.pid = pid;
+    l->plan = std::move(*plan);
+    l->job = std::make_unique<LatencyJob>(
+        *w.session, l->options, l->plan,
+        [raw = l.get()](std::vector<LatencyRow> rows) { raw->rows = std::move(rows); });
+    if (auto r = l->job->start(); !r) return tl::unexpected(r.error());
+    l->callbacks = l->job->callbacks();
+    w.latency = std::move(l);
   }
   // Its exit, seen by its pidfd: dropped once this callback is over (a job must not go while
   // the runner is inside its session's callback).
@@ -200,11 +227,15 @@ void NodeAgent::consider(pid_t pid) {
     if (kill(pid, 0) != 0) return;  // it is gone: nothing to watch
     w.http.reset();
     w.go.reset();
+    w.latency.reset();
   }
   if (verbose_) {
     std::string what;
     if (w.http) what += fmt::format(": HTTP RED, {} probe link(s)", w.http->links());
     if (w.go) what += w.http ? ", Go runtime" : ": Go runtime";
+    if (w.latency)
+      what += fmt::format("{}{} function(s) timed", what.empty() ? ": " : ", ",
+                          w.latency->plan.functions.size());
     fmt::print(stderr, "uscope: watching process {} ({}){}\n", pid, w.service, what);
   }
   watched_.emplace(pid, std::move(w));
@@ -218,6 +249,7 @@ void NodeAgent::drop(pid_t pid) {
     w.http->stop();
     add_losses(gone_losses_, w.http->losses());
   }
+  if (w.latency) (void)w.latency->job->stop(StopReason::TargetExited);
   if (w.go) {
     w.go->detach();
     if (auto l = w.go->losses()) {
@@ -260,11 +292,42 @@ void NodeAgent::tick() {
   }
 }
 
-// The Go runtime's counts and live goroutines as /metrics shows them: read on this beat, not at
-// each scrape (a census reads the target's memory).
-void NodeAgent::end_go_intervals() {
-  for (auto& [pid, w] : watched_)
+// The Go runtime's figures and the functions' latencies as /metrics shows them: read on this
+// beat, not at each scrape (a census reads the target's memory).
+void NodeAgent::read_intervals() {
+  for (auto& [pid, w] : watched_) {
     if (w.go) w.go->end_interval(false);
+    if (w.latency) w.latency->callbacks.interval();
+  }
+}
+
+void NodeAgent::add_latency_metrics(MetricsSnapshot& out, const MetricAttributes& resource,
+                                    const FunctionLatency& l) const {
+  for (const LatencyRow& row : l.rows) {
+    // The kernel's log2 buckets, [2^b, 2^(b+1)) ns, as explicit bounds: exact, not re-binned.
+    MetricPoint p;
+    p.attributes = resource;
+    p.attributes.emplace_back("code.function", row.function);
+    for (size_t b = 0; b < row.buckets.size(); ++b) {
+      const double low = std::ldexp(1.0, static_cast<int>(b)) / 1e9;
+      p.bounds.push_back(2 * low);
+      p.counts.push_back(row.buckets[b]);
+      p.sum += static_cast<double>(row.buckets[b]) * 1.5 * low;  // the kernel keeps no sum
+    }
+    p.counts.push_back(0);
+    out.metric("uscope.function.duration", MetricKind::Histogram, "s",
+               "Duration of calls of the functions the config names (entry to return); the sum "
+               "takes each call at its bucket's middle.")
+        .points.push_back(std::move(p));
+    MetricPoint lost;
+    lost.attributes = resource;
+    lost.attributes.emplace_back("code.function", row.function);
+    lost.value = static_cast<double>(row.returns_without_entry);
+    out.metric("uscope.function.returns_without_entry", MetricKind::Counter, "{call}",
+               "Returns of the timed functions whose entry was not seen (begun before the "
+               "probes, or the entry map full).")
+        .points.push_back(std::move(lost));
+  }
 }
 
 void NodeAgent::reload() {
@@ -280,6 +343,15 @@ void NodeAgent::reload() {
                next.error().message);
     return;
   }
+  auto functions = parse_patterns(next->functions);
+  if (!functions) {
+    ++reload_failures_;
+    fmt::print(stderr,
+               "uscope: SIGHUP: metrics.functions: {}; going on with the config read before\n",
+               functions.error().message);
+    return;
+  }
+  functions_ = std::move(*functions);
   const bool relisten = next->listen.text() != config_.listen.text();
   const bool repush = next->otlp_endpoint != config_.otlp_endpoint;
   config_ = std::move(*next);
@@ -303,8 +375,9 @@ MetricsSnapshot NodeAgent::snapshot() const {
   out.start_unix_ns = start_unix_ns_;
   out.time_unix_ns = unix_now_ns();
   for (const auto& [pid, w] : watched_) {
-    if (w.http) w.http->metrics().snapshot(out, resource(pid, w));
+    if (w.http) w.http_metrics->snapshot(out, resource(pid, w));
     if (w.go) w.go->snapshot(out, resource(pid, w));
+    if (w.latency) add_latency_metrics(out, resource(pid, w), *w.latency);
   }
   add_own_metrics(out);
   return out;
@@ -334,7 +407,7 @@ void NodeAgent::add_own_metrics(MetricsSnapshot& out) const {
     if (w.http) {
       ++jobs;
       links += w.http->links();
-      overflowed += w.http->metrics().overflowed();
+      overflowed += w.http_metrics->overflowed();
       add_losses(losses, w.http->losses());
       for (int fd : w.http->program_fds()) fds.push_back(fd);
     }
@@ -533,6 +606,12 @@ void NodeAgent::export_profile_period() {
 
 int NodeAgent::run() {
   Runner& r = *runner_;
+  auto functions = parse_patterns(config_.functions);
+  if (!functions) {
+    fmt::print(stderr, "uscope: metrics.functions: {}\n", functions.error().message);
+    return 2;
+  }
+  functions_ = std::move(*functions);
   rescan();
   r.watch(events_->fd(), POLLIN, [this](short) {
     for (const ProcessEvent& e : events_->read()) {
@@ -549,7 +628,8 @@ int NodeAgent::run() {
     }
   });
   r.every(kTick, [this] { tick(); });
-  if (config_.go_runtime_metrics) r.every(kGoInterval, [this] { end_go_intervals(); });
+  if (config_.go_runtime_metrics || !functions_.empty())
+    r.every(kReadInterval, [this] { read_intervals(); });
   r.every(kRescan, [this] { rescan(); });
   r.every(kListenerBeat, [this] { listener_->serve(); });
   if (pusher_) r.every(config_.otlp_period, [this] { push_otlp(); });

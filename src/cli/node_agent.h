@@ -1,7 +1,7 @@
 #pragma once
 // `uscope agent`: one process per node that keeps measuring the processes its config selects,
 // on one runner (util/runner.h) beside its HTTP listener, the kernel's process events and its
-// timers. A selected Go HTTP server gets an HttpRedJob at its exec (or at the agent's start) and
+// timers. A selected Go HTTP server gets an HttpJob at its exec (or at the agent's start) and
 // loses it at its exit or next exec; /metrics serves every job's series and the agent's own, and
 // the same snapshot is pushed as OTLP when the config names a collector. SIGHUP reloads the
 // config; SIGINT and SIGTERM stop it with every probe detached.
@@ -15,9 +15,11 @@
 #include <string>
 
 #include "agent/agent_config.h"
+#include "agent/http_metrics.h"
 #include "agent/process_match.h"
 #include "cli/go_stat_job.h"
-#include "cli/http_red_job.h"
+#include "cli/http_job.h"
+#include "cli/latency_job.h"
 #include "cli/profile_session.h"
 #include "discover/process_events.h"
 #include "export/http_listener.h"
@@ -47,13 +49,24 @@ class NodeAgent {
  private:
   // A process the selectors picked. Its jobs (none for a program that is not Go, or with the
   // metrics off) share its session, whose pidfd on the runner says when it exits.
+  // The config's functions in the process's executable, timed as `uscope latency` times them;
+  // on the heap, as the job holds its options and plan.
+  struct FunctionLatency {
+    SessionOptions options;
+    LatencyPlan plan;
+    std::unique_ptr<LatencyJob> job;
+    EventLoop::Callbacks callbacks;
+    std::vector<LatencyRow> rows;  // as last read
+  };
   struct Watched {
     ProcessFacts facts;
     std::string service;
     std::unique_ptr<Session> session;
-    std::unique_ptr<ObjectCache> cache;  // the jobs' plans: one read of the binary
-    std::unique_ptr<HttpRedJob> http;
+    std::unique_ptr<ObjectCache> cache;         // the jobs' plans: one read of the binary
+    std::unique_ptr<HttpMetrics> http_metrics;  // what `http` counts into
+    std::unique_ptr<HttpJob> http;
     std::unique_ptr<GoStatJob> go;
+    std::unique_ptr<FunctionLatency> latency;
   };
   // What an executable is, read once per file (dev, inode) however many processes run it.
   struct ExeVerdict {
@@ -67,7 +80,9 @@ class NodeAgent {
   void drop(pid_t pid);
   void rescan();
   void tick();
-  void end_go_intervals();
+  void read_intervals();
+  void add_latency_metrics(MetricsSnapshot& out, const MetricAttributes& resource,
+                           const FunctionLatency& l) const;
   void reload();
   const ExeVerdict& judge(pid_t pid);
   Result<void> start_jobs(pid_t pid, Watched& w, const ExeVerdict& v);
@@ -87,6 +102,7 @@ class NodeAgent {
   Runner::Id listener_watch_ = 0;
   std::unique_ptr<ProcessEvents> events_;
   std::unique_ptr<Pusher> pusher_;
+  std::vector<ProbeSpec> functions_;  // config_.functions, parsed
   std::unique_ptr<ProfileSession> profile_;
   std::unique_ptr<ProfileExport> profile_export_;
   Profile last_profile_;  // the session's previous cumulative snapshot

@@ -158,9 +158,9 @@ bool target_ended(StopReason why) {
 }
 }  // namespace
 
-Result<TraceProgram> attach_trace_plan(const Session& session, const TracePlan& plan,
-                                       bool no_multi) {
-  auto program = TraceProgram::load(plan.recipes, session.target_filter(), !no_multi);
+Result<TraceProgram> attach_trace_plan(const Session& session, const TracePlan& plan, bool no_multi,
+                                       uint32_t ring_bytes) {
+  auto program = TraceProgram::load(plan.recipes, session.target_filter(), !no_multi, ring_bytes);
   if (!program) return tl::unexpected(program.error());
   std::vector<AttachSite> sites;
   for (const auto& s : plan.sites) sites.push_back(s.attach);

@@ -12,6 +12,7 @@
 #include "../unit/pprof_decode.h"
 #include "../unit/pyroscope_receiver.h"
 #include "e2e_support.h"
+#include "otlp_metrics.pb.h"
 
 namespace uscope::e2e {
 namespace {
@@ -355,6 +356,81 @@ TEST(agent, profiles_of_the_selected_processes_are_pushed_each_period) {
   EXPECT_EQ(metric_value(m, "uscope_profile_pushes_total{result=\"failed\"}"), 0);
   agent.command->signal(SIGTERM);
   EXPECT_EQ(agent.command->finish().exit_code, 0);
+}
+
+// The metrics go to an OTLP collector stand-in as /v1/metrics protobuf pushes: the request count
+// of the fixture's route, as the fixture made them, under the process's attributes.
+TEST(agent, otlp_pushes_carry_the_requests_the_fixture_made) {
+  USCOPE_REQUIRE_ROOT();
+  test::PyroscopeReceiver collector;
+  Server server("gohttp_server");
+  ASSERT_TRUE(server.process->wait_for_line("listening on"));
+  Agent agent(
+      {"--config", config_selecting("gohttp_server",
+                                    "otlp:\n  endpoint: " + collector.url() + "\n  period: 1s\n")});
+  ASSERT_TRUE(agent.command->wait_for_stderr(
+      fmt::format("watching process {} (gohttp_server)", server.process->pid())));
+  auto client = run({fixture("go/gohttp_client"), server.base(), "9", "/hello"});
+  ASSERT_EQ(client.exit_code, 0) << client.err;
+  const std::string pid = std::to_string(server.process->pid());
+  // The /hello count of the latest push, -1 before one has it.
+  auto pushed_count = [&]() -> int64_t {
+    int64_t count = -1;
+    for (const auto& push : collector.received()) {
+      EXPECT_EQ(push.path, "/v1/metrics");
+      EXPECT_EQ(push.content_type, "application/x-protobuf");
+      otlp::ExportMetricsServiceRequest req;
+      if (!req.ParseFromString(push.body)) {
+        ADD_FAILURE() << "a push that does not parse";
+        continue;
+      }
+      for (const auto& rm : req.resource_metrics())
+        for (const auto& sm : rm.scope_metrics())
+          for (const auto& m : sm.metrics()) {
+            if (m.name() != "http.server.request.duration") continue;
+            for (const auto& p : m.histogram().data_points()) {
+              std::map<std::string, std::string> attrs;
+              for (const auto& kv : p.attributes()) attrs[kv.key()] = kv.value().string_value();
+              if (attrs["process.pid"] == pid && attrs["http.route"] == "/hello")
+                count = static_cast<int64_t>(p.count());
+            }
+          }
+    }
+    return count;
+  };
+  ASSERT_TRUE(wait_until("a push with the 9 requests", [&] { return pushed_count() == 9; }));
+  const std::string m = metrics(agent.port);
+  EXPECT_GE(metric_value(m, "uscope_pushes_total{result=\"sent\"}"), 1);
+  EXPECT_EQ(metric_value(m, "uscope_pushes_total{result=\"failed\"}"), 0);
+  agent.command->signal(SIGTERM);
+  EXPECT_EQ(agent.command->finish().exit_code, 0);
+}
+
+// A function the config names is timed in the process that runs it: every call of main.busy the
+// fixture's /slow requests made (one each), none without its entry.
+TEST(agent, functions_the_config_names_are_timed_call_by_call) {
+  USCOPE_REQUIRE_ROOT();
+  Server server("gohttp_server");
+  ASSERT_TRUE(server.process->wait_for_line("listening on"));
+  Agent agent({"--config", config_selecting("gohttp_server",
+                                            "metrics:\n  http: false\n  functions:\n    - " +
+                                                fixture("go/gohttp_server") + ":main.busy\n")});
+  ASSERT_TRUE(agent.command->wait_for_stderr(fmt::format(
+      "watching process {} (gohttp_server): 1 function(s) timed", server.process->pid())));
+  auto client = run({fixture("go/gohttp_client"), server.base(), "6", "/slow"});
+  ASSERT_EQ(client.exit_code, 0) << client.err;
+  const std::string labels = fmt::format(
+      "{{service_name=\"gohttp_server\",process_pid=\"{}\",code_function=\"main.busy\"}}",
+      server.process->pid());
+  ASSERT_TRUE(wait_until("the agent has the 6 calls", [&] {
+    return metric_value(metrics(agent.port), "uscope_function_duration_seconds_count" + labels) ==
+           6;
+  }));
+  EXPECT_EQ(
+      metric_value(metrics(agent.port), "uscope_function_returns_without_entry_total" + labels), 0);
+  agent.command->signal(SIGTERM);
+  EXPECT_EQ(agent.command->finish().exit_code, 0);
+  EXPECT_TRUE(links_released("trace_", agent.command->pid()));
 }
 
 }  // namespace

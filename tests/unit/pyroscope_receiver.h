@@ -1,7 +1,8 @@
 #pragma once
-// A Pyroscope stand-in on 127.0.0.1 (libmicrohttpd, its own thread): takes POST /ingest as
-// Pyroscope's push API does, decodes the query and the multipart/form-data body with
-// libmicrohttpd's own post processor (not uscope's code), keeps each push and answers 200.
+// A Pyroscope stand-in on 127.0.0.1 (libmicrohttpd, its own thread), and an OTLP collector's
+// (the raw body kept): takes POST /ingest as Pyroscope's push API does, decodes the query and the
+// multipart/form-data body with libmicrohttpd's own post processor (not uscope's code), keeps each
+// push and answers 200.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <microhttpd.h>
@@ -22,6 +23,7 @@ struct Ingest {
   std::string content_type;
   std::map<std::string, std::string> parts;  // form field -> its bytes
   std::map<std::string, std::string> filenames;
+  std::string body;  // the raw body (an OTLP push's protobuf)
 };
 
 class PyroscopeReceiver {
@@ -81,6 +83,7 @@ class PyroscopeReceiver {
     }
     auto* r = static_cast<Request*>(*state);
     if (*upload_size != 0) {
+      r->ingest.body.append(upload, *upload_size);
       if (r->post) MHD_post_process(r->post, upload, *upload_size);
       *upload_size = 0;
       return MHD_YES;

@@ -1,0 +1,76 @@
+#include "cli/http_job.h"
+
+#include "discover/go_types.h"
+
+namespace uscope::cli {
+
+Result<std::unique_ptr<HttpJob>> HttpJob::start(const Session& session, ObjectCache& cache,
+                                                const Options& options, OnExchange on_exchange) {
+  auto plan = plan_http(cache, go_field_lookup(cache), options.plan);
+  if (!plan) return tl::unexpected(plan.error());
+  std::unique_ptr<HttpJob> job(new HttpJob(std::move(*plan), std::move(on_exchange)));
+  auto program =
+      attach_trace_plan(session, job->plan_.trace, !options.use_multi, options.ring_bytes);
+  if (!program) return tl::unexpected(program.error());
+  job->program_.emplace(std::move(*program));
+  HttpJob* self = job.get();
+  if (auto r = job->program_->open_events(
+          [self](const uscope_event& ev, std::span<const uint8_t> payload) {
+            self->on_event(ev, payload);
+          });
+      !r)
+    return tl::unexpected(r.error());
+  return job;
+}
+
+HttpJob::~HttpJob() {
+  stop();
+}
+
+void HttpJob::on_event(const uscope_event& ev, std::span<const uint8_t> payload) {
+  ++events_read_;
+  if (!decoder_.decode(ev, payload, decoded_)) return;  // counted as malformed
+  if (ev.probe_id >= plan_.side_of_probe.size()) {
+    ++not_http_;
+    return;
+  }
+  auto x = http_exchange(plan_.side_of_probe[ev.probe_id], decoded_);
+  if (!x) {
+    ++not_http_;
+    return;
+  }
+  if (x->status == kHttpStatusUnknown) ++status_unknown_;
+  on_exchange_(*x);
+}
+
+bool HttpJob::drain() {
+  if (stopped_ || read_error_) return false;
+  auto r = program_->consume(kBatchEvents);
+  if (!r) {
+    read_error_ = r.error();
+    return false;
+  }
+  return r->more_pending;
+}
+
+void HttpJob::stop() {
+  if (stopped_ || !program_) return;
+  stopped_ = true;
+  program_->detach();
+  // What the ring still holds: a bounded read, the process is gone or being dropped.
+  for (int i = 0; i < 64 && !read_error_; ++i) {
+    auto r = program_->consume(kBatchEvents);
+    if (!r || !r->more_pending) break;
+  }
+}
+
+HttpLosses HttpJob::losses() const {
+  HttpLosses l;
+  if (add_program_losses(*program_, decoder_, events_read_, l)) {
+    l.malformed += not_http_;
+    l.status_unknown = status_unknown_;
+  }
+  return l;
+}
+
+}  // namespace uscope::cli

@@ -1,0 +1,65 @@
+#pragma once
+// Go net/http's requests of one process, as `uscope http` and the agent read them: the probes of
+// plan/http_plan.h attached to the session's process, and each event decoded into an HttpExchange
+// handed to the caller (`http` prints it and keeps RED per route; the agent counts it into
+// OpenTelemetry's request-duration histograms), with every loss counted.
+#include <functional>
+#include <memory>
+#include <optional>
+
+#include "cli/session.h"
+#include "collect/event_decoder.h"
+#include "collect/trace_program.h"
+#include "model/http_red.h"
+#include "plan/http_plan.h"
+
+namespace uscope::cli {
+
+class HttpJob {
+ public:
+  struct Options {
+    HttpPlanOptions plan;
+    bool use_multi = true;
+    uint32_t ring_bytes = 0;  // 0: the trace program's default
+  };
+  using OnExchange = std::function<void(HttpExchange&)>;
+  // Plans and attaches the probes of the session's process; events are read by the session's
+  // loop (events() with run_event_session) or by drain().
+  static Result<std::unique_ptr<HttpJob>> start(const Session& session, ObjectCache& cache,
+                                                const Options& options, OnExchange on_exchange);
+  ~HttpJob();
+  HttpJob(const HttpJob&) = delete;
+  HttpJob& operator=(const HttpJob&) = delete;
+
+  const HttpPlan& plan() const { return plan_; }
+  TraceProgram& events() { return *program_; }
+  // Reads what the ring holds, a bounded batch; true when more is left. The agent calls it on
+  // its own timer: each job's BPF side wakes its reader only when its ring is a quarter full, and
+  // a timer per job would wake the agent hundreds of times a second.
+  bool drain();
+  // Detaches the probes and reads what is left (bounded); idempotent.
+  void stop();
+  // Losses so far by cause (the program's counters, which stay readable after the detach, and
+  // what the reader could not use).
+  HttpLosses losses() const;
+  const std::optional<Error>& read_error() const { return read_error_; }
+  size_t links() const { return program_->link_count(); }
+  // The trace program's BPF programs, for their run time (collect/bpf_run_stats.h).
+  std::vector<int> program_fds() const { return program_->program_fds(); }
+
+ private:
+  HttpJob(HttpPlan plan, OnExchange on_exchange)
+      : plan_(std::move(plan)), decoder_(plan_.trace), on_exchange_(std::move(on_exchange)) {}
+  void on_event(const uscope_event& ev, std::span<const uint8_t> payload);
+
+  HttpPlan plan_;
+  EventDecoder decoder_;
+  OnExchange on_exchange_;
+  std::optional<TraceProgram> program_;
+  DecodedEvent decoded_;
+  uint64_t events_read_ = 0, not_http_ = 0, status_unknown_ = 0;
+  std::optional<Error> read_error_;
+  bool stopped_ = false;
+};
+
+}  // namespace uscope::cli
