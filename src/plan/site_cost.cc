@@ -5,6 +5,7 @@
 
 #include "plan/branch_candidates.h"
 #include "plan/capstone_lib.h"
+#include "plan/instruction_sweep.h"
 
 #include <algorithm>
 #include <cctype>
@@ -12,7 +13,6 @@
 #include <limits>
 #include <memory>
 #include <optional>
-#include <set>
 #include <string_view>
 
 namespace uscope {
@@ -502,15 +502,65 @@ Result<SiteClass> classify_site(std::span<const uint8_t> code, uint64_t addr) {
 
 namespace {
 
-// plan_entry_site() on the instructions `swept` holds, taken as all of the function when
-// `complete`; `examined` is set to the offset of the last instruction the choice looked at (left
-// unset when the first one decided it).
-Result<EntrySitePlan> plan_swept(const Sweep* swept, bool complete,
+// Where control goes in a whole function, as far as plan_swept() needs it: whether all of it
+// decoded, its first indirect jump, and the lowest offset above 0 that a direct branch of it
+// lands on.
+struct FunctionBranches {
+  bool complete = false;
+  uint64_t stopped_at = 0;  // offset of the first byte not decoded
+  std::optional<uint64_t> indirect_jump;
+  std::string indirect_mnemonic;
+  std::optional<uint64_t> lowest_target;
+  void add_target(uint64_t target, uint64_t function_addr, uint64_t size) {
+    if (target > function_addr && target < function_addr + size &&
+        (!lowest_target || target - function_addr < *lowest_target))
+      lowest_target = target - function_addr;
+  }
+};
+
+// The branches of the instructions `swept` holds, taken as all of the function when `complete`.
+FunctionBranches swept_branches(const Sweep& swept, bool complete, uint64_t function_addr,
+                                uint64_t size) {
+  FunctionBranches b;
+  b.complete = complete;
+  b.stopped_at = swept.stopped_at;
+  for (const Decoded& d : swept.insns) {
+    if (d.indirect_jump && !b.indirect_jump) {
+      b.indirect_jump = d.offset;
+      b.indirect_mnemonic = d.mnemonic;
+    }
+    if (d.target) b.add_target(*d.target, function_addr, size);
+  }
+  return b;
+}
+
+// The same found by a sweep of the whole function that decodes lengths and branches only
+// (instruction_sweep.h); a decode failure ends it, as it ends sweep().
+FunctionBranches whole_function_branches(std::span<const uint8_t> code, uint64_t addr) {
+  FunctionBranches b;
+  InstructionSweep sweep(code, addr);
+  SweptInstruction insn;
+  while (sweep.next(insn)) {
+    if (insn.indirect_jump && !b.indirect_jump) {
+      b.indirect_jump = insn.pc - addr;
+      b.indirect_mnemonic = insn.mnemonic;
+    }
+    if (insn.direct_branch) b.add_target(insn.target, addr, code.size());
+  }
+  b.complete = sweep.done();
+  b.stopped_at = sweep.pc() - addr;
+  return b;
+}
+
+// plan_entry_site() on the instructions `swept` holds (the entry block's, in detail), with what
+// `branches` says of the whole function; `examined` is set to the offset of the last instruction
+// the choice looked at (left unset when the first one decided it).
+Result<EntrySitePlan> plan_swept(const Sweep* swept, const FunctionBranches& branches,
                                  std::span<const uint8_t> function_code, uint64_t function_addr,
                                  const std::vector<std::string>& reads,
                                  std::span<const uint64_t> external_targets, bool reads_memory,
                                  std::optional<uint64_t>& examined) {
-  const std::vector<Decoded>& insns = swept->insns;  // detail in the first kMaxScan only
+  const std::vector<Decoded>& insns = swept->insns;
   if (insns.empty()) {
     return fail("no decodable x86-64 instruction at function start {:#x}", function_addr);
   }
@@ -536,26 +586,22 @@ Result<EntrySitePlan> plan_swept(const Sweep* swept, bool complete,
     return std::find(wanted.begin(), wanted.end(), reg) != wanted.end();
   };
   if (is_wanted("rip")) return keep("the probe reads rip, which differs at any other site");
-  if (!complete) {
-    return keep(fmt::format("cannot decode the function past {}", at(swept->stopped_at)));
+  if (!branches.complete) {
+    return keep(fmt::format("cannot decode the function past {}", at(branches.stopped_at)));
+  }
+  if (branches.indirect_jump) {
+    return keep(fmt::format("indirect {} at {} (jump table?) could land inside the prologue",
+                            branches.indirect_mnemonic, at(*branches.indirect_jump)));
   }
 
-  // Every offset something in the function branches or calls to: control can arrive there
-  // without passing through offset 0, so no such instruction may be skipped or be the site.
-  std::set<uint64_t> targets;
-  for (const Decoded& d : insns) {
-    if (d.indirect_jump) {
-      return keep(fmt::format("indirect {} at {} (jump table?) could land inside the prologue",
-                              d.mnemonic, at(d.offset)));
-    }
-    if (d.target && *d.target > function_addr && *d.target < function_addr + function_code.size()) {
-      targets.insert(*d.target - function_addr);
-    }
-  }
-  for (auto it = std::upper_bound(external_targets.begin(), external_targets.end(), function_addr);
-       it != external_targets.end() && *it < function_addr + function_code.size(); ++it) {
-    targets.insert(*it - function_addr);
-  }
+  // The first offset something in the function, or elsewhere, branches or calls to: control can
+  // arrive there without passing through offset 0, so no instruction from there on may be
+  // skipped or be the site.
+  std::optional<uint64_t> first_target = branches.lowest_target;
+  if (auto it = std::upper_bound(external_targets.begin(), external_targets.end(), function_addr);
+      it != external_targets.end() && *it < function_addr + function_code.size() &&
+      (!first_target || *it - function_addr < *first_target))
+    first_target = *it - function_addr;
 
   int64_t sp_delta = 0;
   std::optional<int64_t> rbp_delta;  // rbp minus entry rsp, once `mov rbp, rsp` ran
@@ -567,9 +613,8 @@ Result<EntrySitePlan> plan_swept(const Sweep* swept, bool complete,
     const Decoded& d = insns[i];
     examined = d.offset;
     if (i > 0) {
-      auto hit = targets.upper_bound(0);
-      if (hit != targets.end() && *hit <= d.offset) {
-        stop = fmt::format("branch target {} inside the entry block", at(*hit));
+      if (first_target && *first_target <= d.offset) {
+        stop = fmt::format("branch target {} inside the entry block", at(*first_target));
         break;
       }
       if (d.cls.cost == SiteCost::Emulated) {
@@ -650,28 +695,48 @@ Result<EntrySitePlan> plan_swept(const Sweep* swept, bool complete,
   return keep(stop);
 }
 
-// The sweeps of plan_entry_site(), the entry block's (`whole` false) and the whole function's,
-// each kept for the next call: a planner that moves the site plans the same function again with
-// the branches from other functions (plan_function_entry), and decoding it twice was a third of
-// `list`'s time on a big Go binary. The bytes are part of the key, so code from another object
-// at the same address is not mistaken for it.
-Result<const Sweep*> kept_sweep(std::span<const uint8_t> code, uint64_t addr, bool whole) {
+// The sweeps of plan_entry_site(), the entry block's and the whole function's branches, each
+// kept for the next call: a planner that moves the site plans the same function again with the
+// branches from other functions (plan_function_entry), and decoding it twice was a third of
+// `list`'s time on a big Go binary. The bytes a result depends on are part of its key, so code
+// from another object at the same address is not mistaken for it: the entry block's (and the
+// longest instruction past them, where a decode failure would be) and the function's size, or
+// all of the function's.
+Result<const Sweep*> kept_entry_sweep(std::span<const uint8_t> code, uint64_t addr) {
   struct Last {
     uint64_t addr = 0;
+    size_t size = 0;
     std::vector<uint8_t> bytes;
     std::optional<Sweep> sweep;
   };
-  thread_local Last kept[2];
-  Last& last = kept[whole ? 1 : 0];
-  if (last.sweep && last.addr == addr && std::ranges::equal(last.bytes, code)) return &*last.sweep;
+  thread_local Last last;
+  if (last.sweep && last.addr == addr && last.size == code.size() &&
+      std::ranges::equal(last.bytes, code.first(last.bytes.size())))
+    return &*last.sweep;
   last.sweep.reset();
-  auto s = whole ? sweep(code, addr, std::numeric_limits<size_t>::max(), kMaxScan)
-                 : sweep(code, addr, kMaxScan);
+  auto s = sweep(code, addr, kMaxScan);
   if (!s) return tl::unexpected(s.error());
   last.addr = addr;
-  last.bytes.assign(code.begin(), code.end());
+  last.size = code.size();
+  const auto key = code.first(std::min<size_t>(code.size(), s->stopped_at + 15));
+  last.bytes.assign(key.begin(), key.end());
   last.sweep = std::move(*s);
   return &*last.sweep;
+}
+
+const FunctionBranches& kept_function_branches(std::span<const uint8_t> code, uint64_t addr) {
+  struct Last {
+    uint64_t addr = 0;
+    std::vector<uint8_t> bytes;
+    std::optional<FunctionBranches> branches;
+  };
+  thread_local Last last;
+  if (last.branches && last.addr == addr && std::ranges::equal(last.bytes, code))
+    return *last.branches;
+  last.addr = addr;
+  last.bytes.assign(code.begin(), code.end());
+  last.branches = whole_function_branches(code, addr);
+  return *last.branches;
 }
 
 }  // namespace
@@ -684,23 +749,24 @@ Result<EntrySitePlan> plan_entry_site(std::span<const uint8_t> function_code,
   // rest of the function branched, and decode the whole function only when a byte of it could be
   // a branch into the instructions the choice looked at or an indirect jmp
   // (branch_candidates.h): a sweep of every function is what made `list` of a 60,000-function Go
-  // binary take 20 s.
-  auto swept = kept_sweep(function_code, function_addr, false);
+  // binary take 20 s. That sweep decodes lengths and branches only (instruction_sweep.h).
+  auto swept = kept_entry_sweep(function_code, function_addr);
   if (!swept) return tl::unexpected(swept.error());
+  const Sweep& entry = **swept;
+  const uint64_t size = function_code.size();
   std::optional<uint64_t> examined;
-  if ((*swept)->complete || (*swept)->insns.size() < kMaxScan)  // all of it, or a decode failure
-    return plan_swept(*swept, (*swept)->complete, function_code, function_addr, reads,
-                      external_targets, reads_memory, examined);
-  auto plan = plan_swept(*swept, true, function_code, function_addr, reads, external_targets,
-                         reads_memory, examined);
+  if (entry.complete || entry.insns.size() < kMaxScan)  // all of it, or a decode failure
+    return plan_swept(&entry, swept_branches(entry, entry.complete, function_addr, size),
+                      function_code, function_addr, reads, external_targets, reads_memory,
+                      examined);
+  auto plan = plan_swept(&entry, swept_branches(entry, true, function_addr, size), function_code,
+                         function_addr, reads, external_targets, reads_memory, examined);
   if (!plan || !examined) return plan;
   if (!may_jump_indirectly(function_code) &&
       !may_branch_into(function_code, function_addr, function_addr + 1, function_addr + *examined))
     return plan;
-  auto whole = kept_sweep(function_code, function_addr, true);
-  if (!whole) return tl::unexpected(whole.error());
-  return plan_swept(*whole, (*whole)->complete, function_code, function_addr, reads,
-                    external_targets, reads_memory, examined);
+  return plan_swept(&entry, kept_function_branches(function_code, function_addr), function_code,
+                    function_addr, reads, external_targets, reads_memory, examined);
 }
 
 Result<std::vector<ReturnInstruction>> return_instructions(std::span<const uint8_t> code,
@@ -754,15 +820,16 @@ void for_each_direct_branch(std::span<const uint8_t> code, uint64_t addr,
 
 uint64_t for_each_direct_branch_before(std::span<const uint8_t> code, uint64_t addr, uint64_t end,
                                        const std::function<void(const DirectBranch&)>& fn) {
-  return for_each_instruction(
-      code, addr,
-      [&](const cs_insn& insn, uint64_t at) {
-        const cs_x86& x = insn.detail->x86;
-        if (in_group(insn, X86_GRP_BRANCH_RELATIVE) && x.op_count == 1 &&
-            x.operands[0].type == X86_OP_IMM)
-          fn({at, static_cast<uint64_t>(x.operands[0].imm), in_group(insn, X86_GRP_CALL)});
-      },
-      end);
+  InstructionSweep sweep(code, addr);
+  SweptInstruction insn;
+  while (!sweep.done() && sweep.pc() < end) {
+    if (!sweep.next(insn)) {
+      sweep.skip_byte();  // data: resynchronise on the next byte
+      continue;
+    }
+    if (insn.direct_branch) fn({insn.pc, insn.target, insn.call});
+  }
+  return sweep.pc();
 }
 
 std::vector<RipRelativeLoad> rip_relative_loads(std::span<const uint8_t> code, uint64_t addr) {
