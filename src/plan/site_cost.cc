@@ -380,36 +380,78 @@ struct Sweep {
   uint64_t stopped_at = 0;
 };
 
-// Linear sweep over the function (its first `max_insns` instructions). Jump tables live in
-// .rodata on x86-64, so the sweep stays in sync on compiler output; a decode failure is reported
-// rather than guessed past. Past the first `detailed` instructions only decode_branch() is kept:
-// the planner looks at nothing else there, and the detail (cost text, register sets) was most of
-// the time `list` of a big Go binary spent in whole-function sweeps.
-Result<Sweep> sweep(std::span<const uint8_t> code, uint64_t addr,
-                    size_t max_insns = std::numeric_limits<size_t>::max(),
-                    size_t detailed = std::numeric_limits<size_t>::max()) {
+// Linear sweep over the function, every instruction in detail. Jump tables live in .rodata on
+// x86-64, so the sweep stays in sync on compiler output; a decode failure is reported rather than
+// guessed past.
+Result<Sweep> sweep(std::span<const uint8_t> code, uint64_t addr) {
   auto cs = thread_capstone();
   if (!cs) return tl::unexpected(cs.error());
   csh h = *cs;
   InsnBuffer insn(capstone().malloc(h));
   if (!insn) return fail("capstone: cannot allocate an instruction buffer");
   Sweep s;
-  s.insns.reserve(std::min(max_insns, code.size() / 3 + 1));  // Go's average is ~4 bytes
+  s.insns.reserve(code.size() / 3 + 1);  // Go's average is ~4 bytes
   const uint8_t* p = code.data();
   size_t left = code.size();
   uint64_t pc = addr;
-  while (left > 0 && s.insns.size() < max_insns) {
+  while (left > 0) {
     if (!capstone().disasm_iter(h, &p, &left, &pc, insn.get())) {
       s.stopped_at = pc - addr;
       return s;
     }
-    s.insns.push_back(s.insns.size() < detailed ? decode_detail(h, *insn, addr)
-                                                : decode_branch(*insn, addr));
+    s.insns.push_back(decode_detail(h, *insn, addr));
   }
   s.complete = left == 0;
   s.stopped_at = pc - addr;
   return s;
 }
+
+// A function's entry block: where its first kMaxScan instructions start and where they branch
+// (instruction_sweep.h), each decoded in detail (capstone) only when the planner looks at it,
+// which is most often at two or three of them (Go's stack check and its jbe; endbr64 and a push).
+class EntryBlock {
+ public:
+  EntryBlock(std::span<const uint8_t> code, uint64_t addr) : code_(code), addr_(addr) {
+    InstructionSweep sweep(code, addr);
+    SweptInstruction insn;
+    while (insns_.size() < kMaxScan && sweep.next(insn)) insns_.push_back(insn);
+    complete_ = sweep.done();
+    stopped_at_ = sweep.pc() - addr;
+    detail_.resize(insns_.size());
+  }
+  size_t size() const { return insns_.size(); }
+  bool complete() const { return complete_; }  // all of the function is in it
+  uint64_t stopped_at() const { return stopped_at_; }
+  const std::vector<SweptInstruction>& instructions() const { return insns_; }
+  // Instruction `i` in detail; null when capstone cannot decode it (an encoding capstone 4
+  // lacks) or reads it as another length than Zydis does: the planner stops before it.
+  const Decoded* detail(size_t i) {
+    if (!detail_[i]) detail_[i] = decode(i);
+    return *detail_[i] ? &**detail_[i] : nullptr;
+  }
+
+ private:
+  std::optional<Decoded> decode(size_t i) const {
+    auto cs = thread_capstone();
+    if (!cs) return std::nullopt;
+    thread_local InsnBuffer insn(capstone().malloc(*cs));
+    if (!insn) return std::nullopt;
+    const uint64_t offset = insns_[i].pc - addr_;
+    const uint8_t* p = code_.data() + offset;
+    size_t left = code_.size() - offset;
+    uint64_t pc = insns_[i].pc;
+    if (!capstone().disasm_iter(*cs, &p, &left, &pc, insn.get()) || insn->size != insns_[i].length)
+      return std::nullopt;
+    return decode_detail(*cs, *insn, addr_);
+  }
+
+  std::span<const uint8_t> code_;
+  uint64_t addr_;
+  std::vector<SweptInstruction> insns_;
+  bool complete_ = false;
+  uint64_t stopped_at_ = 0;
+  std::vector<std::optional<std::optional<Decoded>>> detail_;  // unset: not decoded yet
+};
 
 std::string at(uint64_t offset) {
   return fmt::format("+{:#x}", offset);
@@ -516,58 +558,53 @@ struct FunctionBranches {
         (!lowest_target || target - function_addr < *lowest_target))
       lowest_target = target - function_addr;
   }
+
+  void add(const SweptInstruction& insn, uint64_t function_addr, uint64_t size) {
+    if (insn.indirect_jump && !indirect_jump) {
+      indirect_jump = insn.pc - function_addr;
+      indirect_mnemonic = insn.mnemonic;
+    }
+    if (insn.direct_branch) add_target(insn.target, function_addr, size);
+  }
 };
 
-// The branches of the instructions `swept` holds, taken as all of the function when `complete`.
-FunctionBranches swept_branches(const Sweep& swept, bool complete, uint64_t function_addr,
+// The branches of the entry block's instructions, taken as all of the function when `complete`.
+FunctionBranches entry_branches(const EntryBlock& entry, bool complete, uint64_t function_addr,
                                 uint64_t size) {
   FunctionBranches b;
   b.complete = complete;
-  b.stopped_at = swept.stopped_at;
-  for (const Decoded& d : swept.insns) {
-    if (d.indirect_jump && !b.indirect_jump) {
-      b.indirect_jump = d.offset;
-      b.indirect_mnemonic = d.mnemonic;
-    }
-    if (d.target) b.add_target(*d.target, function_addr, size);
-  }
+  b.stopped_at = entry.stopped_at();
+  for (const SweptInstruction& insn : entry.instructions()) b.add(insn, function_addr, size);
   return b;
 }
 
-// The same found by a sweep of the whole function that decodes lengths and branches only
-// (instruction_sweep.h); a decode failure ends it, as it ends sweep().
+// The same of a sweep of the whole function; a decode failure ends it, as it ends sweep().
 FunctionBranches whole_function_branches(std::span<const uint8_t> code, uint64_t addr) {
   FunctionBranches b;
   InstructionSweep sweep(code, addr);
   SweptInstruction insn;
-  while (sweep.next(insn)) {
-    if (insn.indirect_jump && !b.indirect_jump) {
-      b.indirect_jump = insn.pc - addr;
-      b.indirect_mnemonic = insn.mnemonic;
-    }
-    if (insn.direct_branch) b.add_target(insn.target, addr, code.size());
-  }
+  while (sweep.next(insn)) b.add(insn, addr, code.size());
   b.complete = sweep.done();
   b.stopped_at = sweep.pc() - addr;
   return b;
 }
 
-// plan_entry_site() on the instructions `swept` holds (the entry block's, in detail), with what
-// `branches` says of the whole function; `examined` is set to the offset of the last instruction
-// the choice looked at (left unset when the first one decided it).
-Result<EntrySitePlan> plan_swept(const Sweep* swept, const FunctionBranches& branches,
+// plan_entry_site() on the entry block, with what `branches` says of the whole function;
+// `examined` is set to the offset of the last instruction the choice looked at (left unset when
+// the first one decided it).
+Result<EntrySitePlan> plan_swept(EntryBlock& entry, const FunctionBranches& branches,
                                  std::span<const uint8_t> function_code, uint64_t function_addr,
                                  const std::vector<std::string>& reads,
                                  std::span<const uint64_t> external_targets, bool reads_memory,
                                  std::optional<uint64_t>& examined) {
-  const std::vector<Decoded>& insns = swept->insns;
-  if (insns.empty()) {
+  const Decoded* first = entry.size() > 0 ? entry.detail(0) : nullptr;
+  if (!first) {
     return fail("no decodable x86-64 instruction at function start {:#x}", function_addr);
   }
 
   EntrySitePlan plan;
-  plan.original = insns[0].cls;
-  plan.site = insns[0].cls;
+  plan.original = first->cls;
+  plan.site = first->cls;
   auto keep = [&plan](std::string why) {
     plan.reason = fmt::format("kept at +0x0 ({}, {}): {}", plan.original.insn,
                               site_cost_name(plan.original.cost), why);
@@ -608,9 +645,15 @@ Result<EntrySitePlan> plan_swept(const Sweep* swept, const FunctionBranches& bra
   std::optional<size_t> fallback;    // first probeable site, when the original is not
   std::optional<int64_t> fallback_sp;
   std::string stop = fmt::format("no emulated instruction among the first {} of the entry block",
-                                 std::min(kMaxScan, insns.size()));
-  for (size_t i = 0; i < insns.size() && i < kMaxScan; ++i) {
-    const Decoded& d = insns[i];
+                                 std::min(kMaxScan, entry.size()));
+  for (size_t i = 0; i < entry.size() && i < kMaxScan; ++i) {
+    const Decoded* detail = entry.detail(i);
+    if (!detail) {
+      stop = fmt::format("cannot decode the instruction at {}",
+                         at(entry.instructions()[i].pc - function_addr));
+      break;
+    }
+    const Decoded& d = *detail;
     examined = d.offset;
     if (i > 0) {
       if (first_target && *first_target <= d.offset) {
@@ -684,7 +727,7 @@ Result<EntrySitePlan> plan_swept(const Sweep* swept, const FunctionBranches& bra
   }
 
   if (plan.original.cost == SiteCost::Unprobeable && fallback) {
-    const Decoded& d = insns[*fallback];
+    const Decoded& d = *entry.detail(*fallback);
     plan.offset_in_function = d.offset;
     plan.sp_delta = *fallback_sp;
     plan.site = d.cls;
@@ -695,33 +738,29 @@ Result<EntrySitePlan> plan_swept(const Sweep* swept, const FunctionBranches& bra
   return keep(stop);
 }
 
-// The sweeps of plan_entry_site(), the entry block's and the whole function's branches, each
-// kept for the next call: a planner that moves the site plans the same function again with the
-// branches from other functions (plan_function_entry), and decoding it twice was a third of
-// `list`'s time on a big Go binary. The bytes a result depends on are part of its key, so code
-// from another object at the same address is not mistaken for it: the entry block's (and the
-// longest instruction past them, where a decode failure would be) and the function's size, or
-// all of the function's.
-Result<const Sweep*> kept_entry_sweep(std::span<const uint8_t> code, uint64_t addr) {
+// The entry block and the whole function's branches of plan_entry_site(), each kept for the
+// next call: a planner that moves the site plans the same function again with the branches from
+// other functions (plan_function_entry), and decoding it twice was a third of `list`'s time on a
+// big Go binary. The bytes a result depends on are part of its key, so code from another object
+// at the same address is not mistaken for it: the entry block's (and the longest instruction
+// past them, where a decode failure would be) and the function's size, or all of the function's.
+EntryBlock& kept_entry_block(std::span<const uint8_t> code, uint64_t addr) {
   struct Last {
     uint64_t addr = 0;
     size_t size = 0;
     std::vector<uint8_t> bytes;
-    std::optional<Sweep> sweep;
+    std::optional<EntryBlock> entry;
   };
   thread_local Last last;
-  if (last.sweep && last.addr == addr && last.size == code.size() &&
+  if (last.entry && last.addr == addr && last.size == code.size() &&
       std::ranges::equal(last.bytes, code.first(last.bytes.size())))
-    return &*last.sweep;
-  last.sweep.reset();
-  auto s = sweep(code, addr, kMaxScan);
-  if (!s) return tl::unexpected(s.error());
+    return *last.entry;
+  last.entry.emplace(code, addr);
   last.addr = addr;
   last.size = code.size();
-  const auto key = code.first(std::min<size_t>(code.size(), s->stopped_at + 15));
+  const auto key = code.first(std::min<size_t>(code.size(), last.entry->stopped_at() + 15));
   last.bytes.assign(key.begin(), key.end());
-  last.sweep = std::move(*s);
-  return &*last.sweep;
+  return *last.entry;
 }
 
 const FunctionBranches& kept_function_branches(std::span<const uint8_t> code, uint64_t addr) {
@@ -750,22 +789,21 @@ Result<EntrySitePlan> plan_entry_site(std::span<const uint8_t> function_code,
   // a branch into the instructions the choice looked at or an indirect jmp
   // (branch_candidates.h): a sweep of every function is what made `list` of a 60,000-function Go
   // binary take 20 s. That sweep decodes lengths and branches only (instruction_sweep.h).
-  auto swept = kept_entry_sweep(function_code, function_addr);
-  if (!swept) return tl::unexpected(swept.error());
-  const Sweep& entry = **swept;
+  if (auto cs = thread_capstone(); !cs) return tl::unexpected(cs.error());
+  EntryBlock& entry = kept_entry_block(function_code, function_addr);
   const uint64_t size = function_code.size();
   std::optional<uint64_t> examined;
-  if (entry.complete || entry.insns.size() < kMaxScan)  // all of it, or a decode failure
-    return plan_swept(&entry, swept_branches(entry, entry.complete, function_addr, size),
+  if (entry.complete() || entry.size() < kMaxScan)  // all of it, or a decode failure
+    return plan_swept(entry, entry_branches(entry, entry.complete(), function_addr, size),
                       function_code, function_addr, reads, external_targets, reads_memory,
                       examined);
-  auto plan = plan_swept(&entry, swept_branches(entry, true, function_addr, size), function_code,
+  auto plan = plan_swept(entry, entry_branches(entry, true, function_addr, size), function_code,
                          function_addr, reads, external_targets, reads_memory, examined);
   if (!plan || !examined) return plan;
   if (!may_jump_indirectly(function_code) &&
       !may_branch_into(function_code, function_addr, function_addr + 1, function_addr + *examined))
     return plan;
-  return plan_swept(&entry, kept_function_branches(function_code, function_addr), function_code,
+  return plan_swept(entry, kept_function_branches(function_code, function_addr), function_code,
                     function_addr, reads, external_targets, reads_memory, examined);
 }
 

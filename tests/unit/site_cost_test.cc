@@ -4,6 +4,7 @@
 #include "plan/site_cost.h"
 
 #include "plan/branch_candidates.h"
+#include "plan/instruction_sweep.h"
 
 #include <gtest/gtest.h>
 
@@ -390,6 +391,65 @@ TEST(site_cost, keeps_start_when_a_branch_past_the_first_eight_insns_targets_the
   auto moved = plan_entry_site(code, kAddr, {}, false);
   ASSERT_TRUE(moved.has_value());
   EXPECT_EQ(moved->offset_in_function, 4u) << moved->reason;
+}
+
+// AVX-512's vpcmpeqb (glibc's __strlen_evex+0x18; bytes and lengths from objdump), which
+// capstone 4 cannot decode: the branches of a function are found by a decoder that can
+// (instruction_sweep.h), so the entry site still moves; before, the function was kept at +0x0 as
+// "cannot decode the function past +0x6".
+const Bytes kVpcmpeqb = {0x62, 0xf3, 0x7d, 0x20, 0x3f, 0x07, 0x00};  // vpcmpeqb k0, ymm16, [rdi]
+
+TEST(site_cost, moves_over_a_function_with_code_capstone_4_cannot_decode) {
+  Bytes code = {0x48, 0x83, 0xfa, 0x20, 0x77, 0x07};  // cmp rdx, 0x20; ja +7 (the ret)
+  code.insert(code.end(), kVpcmpeqb.begin(), kVpcmpeqb.end());
+  code.push_back(0xc3);  // ret
+  auto plan = plan_entry_site(code, kAddr, {"rdi", "rdx"}, true);
+  ASSERT_TRUE(plan) << plan.error().message;
+  EXPECT_EQ(plan->offset_in_function, 4u) << plan->reason;
+  EXPECT_EQ(plan->site.insn, "ja 0x40100d");
+}
+
+// The instructions the planner weighs are decoded by capstone: one it cannot decode is not
+// stepped over.
+TEST(site_cost, keeps_start_before_an_instruction_capstone_4_cannot_decode) {
+  Bytes code = {0xf3, 0x0f, 0x1e, 0xfa};  // endbr64
+  code.insert(code.end(), kVpcmpeqb.begin(), kVpcmpeqb.end());
+  code.insert(code.end(), {0x55, 0xc3});  // push rbp; ret
+  auto plan = plan_entry_site(code, kAddr, {}, false);
+  ASSERT_TRUE(plan) << plan.error().message;
+  EXPECT_EQ(plan->offset_in_function, 0u) << plan->reason;
+  EXPECT_NE(plan->reason.find("cannot decode the instruction at +0x4"), std::string::npos)
+      << plan->reason;
+}
+
+// Lengths and branches as objdump reads the same bytes.
+TEST(instruction_sweep, finds_lengths_direct_branches_and_indirect_jumps) {
+  Bytes code = {
+      0xe8, 0x10, 0x00, 0x00, 0x00,        // call kAddr+0x15
+      0x3e, 0xff, 0xe0,                    // notrack jmp rax
+      0xff, 0x25, 0x00, 0x00, 0x00, 0x00,  // jmp [rip]
+      0x0f, 0x87, 0xf0, 0xff, 0xff, 0xff,  // ja kAddr+0x4 (-0x10 from kAddr+0x14)
+  };
+  code.insert(code.end(), kVpcmpeqb.begin(), kVpcmpeqb.end());
+  code.push_back(0x06);  // invalid in 64-bit mode
+  InstructionSweep sweep(code, kAddr);
+  std::vector<SweptInstruction> insns;
+  for (SweptInstruction insn; sweep.next(insn);) insns.push_back(insn);
+  EXPECT_FALSE(sweep.done());
+  EXPECT_EQ(sweep.pc(), kAddr + code.size() - 1);
+  ASSERT_EQ(insns.size(), 5u);
+  const std::vector<uint8_t> lengths = {5, 3, 6, 6, 7};
+  for (size_t i = 0; i < insns.size(); ++i) EXPECT_EQ(insns[i].length, lengths[i]) << i;
+  EXPECT_TRUE(insns[0].direct_branch && insns[0].call);
+  EXPECT_EQ(insns[0].target, kAddr + 0x15);
+  EXPECT_TRUE(insns[1].indirect_jump);
+  EXPECT_TRUE(insns[2].indirect_jump);
+  EXPECT_TRUE(insns[3].direct_branch);
+  EXPECT_FALSE(insns[3].call);
+  EXPECT_EQ(insns[3].target, kAddr + 0x4);
+  EXPECT_FALSE(insns[4].direct_branch || insns[4].indirect_jump);
+  sweep.skip_byte();
+  EXPECT_TRUE(sweep.done());
 }
 
 TEST(branch_candidates, finds_every_encoding_also_inside_other_instructions) {
