@@ -790,12 +790,9 @@ const FunctionBranches& kept_function_branches(std::span<const uint8_t> code, ui
   return *last.branches;
 }
 
-}  // namespace
-
-Result<EntrySitePlan> plan_entry_site(std::span<const uint8_t> function_code,
-                                      uint64_t function_addr, const std::vector<std::string>& reads,
-                                      bool reads_memory,
-                                      std::span<const uint64_t> external_targets) {
+Result<EntrySitePlan> plan_uncached(std::span<const uint8_t> function_code, uint64_t function_addr,
+                                    const std::vector<std::string>& reads, bool reads_memory,
+                                    std::span<const uint64_t> external_targets) {
   // The entry block is at most kMaxScan instructions: plan on those first, as if nothing in the
   // rest of the function branched, and decode the whole function only when a byte of it could be
   // a branch into the instructions the choice looked at or an indirect jmp
@@ -817,6 +814,43 @@ Result<EntrySitePlan> plan_entry_site(std::span<const uint8_t> function_code,
     return plan;
   return plan_swept(entry, kept_function_branches(function_code, function_addr), function_code,
                     function_addr, reads, external_targets, reads_memory, examined);
+}
+
+}  // namespace
+
+Result<EntrySitePlan> plan_entry_site(std::span<const uint8_t> function_code,
+                                      uint64_t function_addr, const std::vector<std::string>& reads,
+                                      bool reads_memory,
+                                      std::span<const uint64_t> external_targets) {
+  // The plan depends on the bytes, the reads and the external targets inside the function only.
+  // plan_function_entry plans a moved site again with the branches from elsewhere, which land
+  // inside hardly any function: the last plan is kept, and that second planning (its scans of
+  // the function for possible branches, its reasons' text) was a fifth of `list`'s time on a big
+  // Go binary.
+  const auto inside =
+      std::span(std::upper_bound(external_targets.begin(), external_targets.end(), function_addr),
+                std::lower_bound(external_targets.begin(), external_targets.end(),
+                                 function_addr + function_code.size()));
+  struct Last {
+    uint64_t addr = 0;
+    std::vector<uint8_t> bytes;
+    std::vector<std::string> reads;
+    bool reads_memory = false;
+    std::vector<uint64_t> inside;
+    std::optional<Result<EntrySitePlan>> plan;
+  };
+  thread_local Last last;
+  if (last.plan && last.addr == function_addr && last.reads_memory == reads_memory &&
+      std::ranges::equal(last.inside, inside) && last.reads == reads &&
+      std::ranges::equal(last.bytes, function_code))
+    return *last.plan;
+  last.plan = plan_uncached(function_code, function_addr, reads, reads_memory, inside);
+  last.addr = function_addr;
+  last.bytes.assign(function_code.begin(), function_code.end());
+  last.reads = reads;
+  last.reads_memory = reads_memory;
+  last.inside.assign(inside.begin(), inside.end());
+  return *last.plan;
 }
 
 Result<std::vector<ReturnInstruction>> return_instructions(std::span<const uint8_t> code,
