@@ -422,6 +422,31 @@ TEST(site_cost, keeps_start_before_an_instruction_capstone_4_cannot_decode) {
       << plan->reason;
 }
 
+// The planner keeps its last plan and entry block (plan_function_entry plans a function twice):
+// other bytes of the same size at the same address, as another object may have there, and other
+// reads get their own plan.
+TEST(site_cost, a_kept_plan_is_not_given_for_other_bytes_or_reads) {
+  // endbr64; push rbp; mov rbp, rsp; mov eax, 1; pop rbp; ret
+  const Bytes moves = {0xf3, 0x0f, 0x1e, 0xfa, 0x55, 0x48, 0x89, 0xe5,
+                       0xb8, 0x01, 0x00, 0x00, 0x00, 0x5d, 0xc3};
+  Bytes kept = moves;
+  kept[12] = 0x90;  // mov eax, 0x90000001; jne +0x4 (back to the push): same size and start
+  kept[13] = 0x75;
+  kept[14] = static_cast<uint8_t>(0x4 - 0xf);
+  for (int round = 0; round < 2; ++round) {
+    auto a = plan_entry_site(moves, kAddr, {"rdi"}, false);
+    ASSERT_TRUE(a) << a.error().message;
+    EXPECT_EQ(a->offset_in_function, 4u) << a->reason;
+    auto b = plan_entry_site(kept, kAddr, {"rdi"}, false);
+    ASSERT_TRUE(b) << b.error().message;
+    EXPECT_EQ(b->offset_in_function, 0u) << b->reason;
+    EXPECT_NE(b->reason.find("branch target +0x4"), std::string::npos) << b->reason;
+  }
+  auto rip = plan_entry_site(moves, kAddr, {"rip"}, false);
+  ASSERT_TRUE(rip) << rip.error().message;
+  EXPECT_EQ(rip->offset_in_function, 0u) << rip->reason;
+}
+
 // Lengths and branches as objdump reads the same bytes.
 TEST(instruction_sweep, finds_lengths_direct_branches_and_indirect_jumps) {
   Bytes code = {
