@@ -423,6 +423,9 @@ class EntryBlock {
   bool complete() const { return complete_; }  // all of the function is in it
   uint64_t stopped_at() const { return stopped_at_; }
   const std::vector<SweptInstruction>& instructions() const { return insns_; }
+  // The same bytes where they are now (kept_entry_block): the block may outlive the ones it was
+  // made from, another object's code at the same address.
+  void rebind(std::span<const uint8_t> code) { code_ = code; }
   // Instruction `i` in detail; null when capstone cannot decode it (an encoding capstone 4
   // lacks) or reads it as another length than Zydis does: the planner stops before it.
   const Decoded* detail(size_t i) {
@@ -765,8 +768,10 @@ EntryBlock& kept_entry_block(std::span<const uint8_t> code, uint64_t addr) {
   };
   thread_local Last last;
   if (last.entry && last.addr == addr && last.size == code.size() &&
-      std::ranges::equal(last.bytes, code.first(last.bytes.size())))
+      std::ranges::equal(last.bytes, code.first(last.bytes.size()))) {
+    last.entry->rebind(code);
     return *last.entry;
+  }
   last.entry.emplace(code, addr);
   last.addr = addr;
   last.size = code.size();

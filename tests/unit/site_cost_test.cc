@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -445,6 +446,21 @@ TEST(site_cost, a_kept_plan_is_not_given_for_other_bytes_or_reads) {
   auto rip = plan_entry_site(moves, kAddr, {"rip"}, false);
   ASSERT_TRUE(rip) << rip.error().message;
   EXPECT_EQ(rip->offset_in_function, 0u) << rip->reason;
+}
+
+// The kept entry block decodes its instructions in detail when first asked: for the same bytes
+// at the same address from another buffer (another object's), it reads that buffer, not the
+// first one, freed by then (ASan's heap-use-after-free otherwise).
+TEST(site_cost, a_kept_entry_block_reads_the_bytes_it_is_given_now) {
+  auto first = std::make_unique<Bytes>(kEndbrPrologue);
+  auto rip = plan_entry_site(*first, kAddr, {"rip"}, false);  // decodes the endbr64 only
+  ASSERT_TRUE(rip) << rip.error().message;
+  EXPECT_EQ(rip->offset_in_function, 0u);
+  first.reset();
+  const Bytes again = kEndbrPrologue;
+  auto moved = plan_entry_site(again, kAddr, {}, false);  // the push too
+  ASSERT_TRUE(moved) << moved.error().message;
+  EXPECT_EQ(moved->offset_in_function, 4u) << moved->reason;
 }
 
 // Lengths and branches as objdump reads the same bytes.
