@@ -150,8 +150,9 @@ def report(a, res: dict, seconds: float) -> str:
         "bpftrace reads .dynsym only: of this stripped Go binary it lists the cgo C functions, none of "
         "Go's own (uscope reads .gopclntab), so the list rows do not do the same work; uscope's also "
         "prints each function's address, file offset, size and the entry probe site trace would use "
-        "(the first instructions decoded, the whole function only when a byte of it could branch into "
-        "them, plan/branch_candidates.h). The attach rows compare the same function (`main`, cgo's C "
+        "(the first instructions' lengths and branches decoded with Zydis and those the planner weighs "
+        "with capstone, the whole function's only when a byte of it could branch into them, "
+        "plan/instruction_sweep.h, plan/branch_candidates.h). The attach rows compare the same function (`main`, cgo's C "
         "entry); uscope's attach includes reading .gopclntab for its symbol table. bpftrace prints "
         "\"Attaching 1 probe\" before it attaches, so its row is a lower bound.",
     ]

@@ -6,7 +6,7 @@ export DEBIAN_FRONTEND=noninteractive
 packages=(
   # build
   cmake g++ make pkg-config clang llvm bpftool libbpf-dev
-  libelf-dev libdw-dev libcapstone-dev libiberty-dev zlib1g-dev
+  libelf-dev libdw-dev libcapstone-dev libzydis-dev libiberty-dev zlib1g-dev
   libcli11-dev libfmt-dev nlohmann-json3-dev libexpected-dev libprotobuf-dev protobuf-compiler
   libgtest-dev libgmock-dev
   # uscope agent: its HTTP listener (/metrics), config file, pushes, and the metrics model

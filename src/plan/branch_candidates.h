@@ -84,7 +84,8 @@ inline bool is_far_branch(uint64_t pc, uint64_t target) {
 }
 
 // What an object's entry-site planner keeps between functions: its far possible branches, found
-// takes only its own), and the real direct branches (pc, target) of the functions it last decoded
+// once when a second function is planned (the first, often all that `trace` plans, takes only
+// its own), and the real direct branches (pc, target) of the functions it last decoded
 // to check a possible branch, each decoded from its start only as far as a checked branch (the
 // function after this one is checked for branches in its first bytes); a function's neighbours are
 // checked again for the next function, and `list` goes through them in address order. Bounded:
@@ -92,6 +93,9 @@ inline bool is_far_branch(uint64_t pc, uint64_t target) {
 struct BranchScan {
   std::optional<std::vector<PossibleBranch>> far;
   size_t far_scans = 0;  // scans of the code for far branches so far
+  // Set by a planner of most of the object's functions (`list`): the scan of all far branches is
+  // made for the first function, not after a scan for that one's own.
+  bool plans_all = false;
   struct Decoded {
     std::vector<std::pair<uint64_t, uint64_t>> branches;  // in pc order
     uint64_t next = 0;                                    // the first instruction not decoded yet

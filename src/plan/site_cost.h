@@ -87,7 +87,8 @@ Result<EntrySitePlan> plan_entry_site(std::span<const uint8_t> function_code,
                                       std::span<const uint64_t> external_targets = {});
 
 // Every direct jmp/jcc/call found by a linear sweep of `code` (loaded at `addr`), in address
-// order. Bytes that do not decode are stepped over one at a time.
+// order, decoding lengths and branches only (instruction_sweep.h). Bytes that do not decode are
+// stepped over one at a time.
 struct DirectBranch {
   uint64_t pc = 0;      // the branch instruction
   uint64_t target = 0;  // where it goes

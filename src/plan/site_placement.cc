@@ -64,7 +64,7 @@ Result<EntrySitePlan> plan_function_entry(const ElfFile& elf, uint64_t addr, uin
   // object, the near ones in the bytes just before and after the function.
   const uint64_t first = addr + 1, last = addr + plan->offset_in_function;
   std::vector<PossibleBranch> own_far;  // the first function's: trace plans one or a few
-  if (!scan.far && scan.far_scans++ > 0) {
+  if (!scan.far && (scan.far_scans++ > 0 || scan.plans_all)) {
     std::vector<std::pair<uint64_t, std::span<const uint8_t>>> all;
     for (const auto& s : sections)
       if (auto bytes = elf.code_bytes(s.addr, s.size); !bytes.empty())
@@ -176,6 +176,7 @@ SitePlacement place_site(const MatchedSite& m, ProbeKind kind, const SiteReads& 
 
 SitePlacement listed_entry_site(PlannedObject& o, const FunctionSymbol& f) {
   static const SiteReads reads = all_argument_reads();  // the same for every function
+  o.branch_scan.plans_all = true;
   return place_site(function_site(o, f, f.demangled()), ProbeKind::Entry, reads, true);
 }
 

@@ -4,11 +4,13 @@
 #include "plan/site_cost.h"
 
 #include "plan/branch_candidates.h"
+#include "plan/instruction_sweep.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -390,6 +392,105 @@ TEST(site_cost, keeps_start_when_a_branch_past_the_first_eight_insns_targets_the
   auto moved = plan_entry_site(code, kAddr, {}, false);
   ASSERT_TRUE(moved.has_value());
   EXPECT_EQ(moved->offset_in_function, 4u) << moved->reason;
+}
+
+// AVX-512's vpcmpeqb (glibc's __strlen_evex+0x18; bytes and lengths from objdump), which
+// capstone 4 cannot decode: the branches of a function are found by a decoder that can
+// (instruction_sweep.h), so the entry site still moves; before, the function was kept at +0x0 as
+// "cannot decode the function past +0x6".
+const Bytes kVpcmpeqb = {0x62, 0xf3, 0x7d, 0x20, 0x3f, 0x07, 0x00};  // vpcmpeqb k0, ymm16, [rdi]
+
+TEST(site_cost, moves_over_a_function_with_code_capstone_4_cannot_decode) {
+  Bytes code = {0x48, 0x83, 0xfa, 0x20, 0x77, 0x07};  // cmp rdx, 0x20; ja +7 (the ret)
+  code.insert(code.end(), kVpcmpeqb.begin(), kVpcmpeqb.end());
+  code.push_back(0xc3);  // ret
+  auto plan = plan_entry_site(code, kAddr, {"rdi", "rdx"}, true);
+  ASSERT_TRUE(plan) << plan.error().message;
+  EXPECT_EQ(plan->offset_in_function, 4u) << plan->reason;
+  EXPECT_EQ(plan->site.insn, "ja 0x40100d");
+}
+
+// The instructions the planner weighs are decoded by capstone: one it cannot decode is not
+// stepped over.
+TEST(site_cost, keeps_start_before_an_instruction_capstone_4_cannot_decode) {
+  Bytes code = {0xf3, 0x0f, 0x1e, 0xfa};  // endbr64
+  code.insert(code.end(), kVpcmpeqb.begin(), kVpcmpeqb.end());
+  code.insert(code.end(), {0x55, 0xc3});  // push rbp; ret
+  auto plan = plan_entry_site(code, kAddr, {}, false);
+  ASSERT_TRUE(plan) << plan.error().message;
+  EXPECT_EQ(plan->offset_in_function, 0u) << plan->reason;
+  EXPECT_NE(plan->reason.find("cannot decode the instruction at +0x4"), std::string::npos)
+      << plan->reason;
+}
+
+// The planner keeps its last plan and entry block (plan_function_entry plans a function twice):
+// other bytes of the same size at the same address, as another object may have there, and other
+// reads get their own plan.
+TEST(site_cost, a_kept_plan_is_not_given_for_other_bytes_or_reads) {
+  // endbr64; push rbp; mov rbp, rsp; mov eax, 1; pop rbp; ret
+  const Bytes moves = {0xf3, 0x0f, 0x1e, 0xfa, 0x55, 0x48, 0x89, 0xe5,
+                       0xb8, 0x01, 0x00, 0x00, 0x00, 0x5d, 0xc3};
+  Bytes kept = moves;
+  kept[12] = 0x90;  // mov eax, 0x90000001; jne +0x4 (back to the push): same size and start
+  kept[13] = 0x75;
+  kept[14] = static_cast<uint8_t>(0x4 - 0xf);
+  for (int round = 0; round < 2; ++round) {
+    auto a = plan_entry_site(moves, kAddr, {"rdi"}, false);
+    ASSERT_TRUE(a) << a.error().message;
+    EXPECT_EQ(a->offset_in_function, 4u) << a->reason;
+    auto b = plan_entry_site(kept, kAddr, {"rdi"}, false);
+    ASSERT_TRUE(b) << b.error().message;
+    EXPECT_EQ(b->offset_in_function, 0u) << b->reason;
+    EXPECT_NE(b->reason.find("branch target +0x4"), std::string::npos) << b->reason;
+  }
+  auto rip = plan_entry_site(moves, kAddr, {"rip"}, false);
+  ASSERT_TRUE(rip) << rip.error().message;
+  EXPECT_EQ(rip->offset_in_function, 0u) << rip->reason;
+}
+
+// The kept entry block decodes its instructions in detail when first asked: for the same bytes
+// at the same address from another buffer (another object's), it reads that buffer, not the
+// first one, freed by then (ASan's heap-use-after-free otherwise).
+TEST(site_cost, a_kept_entry_block_reads_the_bytes_it_is_given_now) {
+  auto first = std::make_unique<Bytes>(kEndbrPrologue);
+  auto rip = plan_entry_site(*first, kAddr, {"rip"}, false);  // decodes the endbr64 only
+  ASSERT_TRUE(rip) << rip.error().message;
+  EXPECT_EQ(rip->offset_in_function, 0u);
+  first.reset();
+  const Bytes again = kEndbrPrologue;
+  auto moved = plan_entry_site(again, kAddr, {}, false);  // the push too
+  ASSERT_TRUE(moved) << moved.error().message;
+  EXPECT_EQ(moved->offset_in_function, 4u) << moved->reason;
+}
+
+// Lengths and branches as objdump reads the same bytes.
+TEST(instruction_sweep, finds_lengths_direct_branches_and_indirect_jumps) {
+  Bytes code = {
+      0xe8, 0x10, 0x00, 0x00, 0x00,        // call kAddr+0x15
+      0x3e, 0xff, 0xe0,                    // notrack jmp rax
+      0xff, 0x25, 0x00, 0x00, 0x00, 0x00,  // jmp [rip]
+      0x0f, 0x87, 0xf0, 0xff, 0xff, 0xff,  // ja kAddr+0x4 (-0x10 from kAddr+0x14)
+  };
+  code.insert(code.end(), kVpcmpeqb.begin(), kVpcmpeqb.end());
+  code.push_back(0x06);  // invalid in 64-bit mode
+  InstructionSweep sweep(code, kAddr);
+  std::vector<SweptInstruction> insns;
+  for (SweptInstruction insn; sweep.next(insn);) insns.push_back(insn);
+  EXPECT_FALSE(sweep.done());
+  EXPECT_EQ(sweep.pc(), kAddr + code.size() - 1);
+  ASSERT_EQ(insns.size(), 5u);
+  const std::vector<uint8_t> lengths = {5, 3, 6, 6, 7};
+  for (size_t i = 0; i < insns.size(); ++i) EXPECT_EQ(insns[i].length, lengths[i]) << i;
+  EXPECT_TRUE(insns[0].direct_branch && insns[0].call);
+  EXPECT_EQ(insns[0].target, kAddr + 0x15);
+  EXPECT_TRUE(insns[1].indirect_jump);
+  EXPECT_TRUE(insns[2].indirect_jump);
+  EXPECT_TRUE(insns[3].direct_branch);
+  EXPECT_FALSE(insns[3].call);
+  EXPECT_EQ(insns[3].target, kAddr + 0x4);
+  EXPECT_FALSE(insns[4].direct_branch || insns[4].indirect_jump);
+  sweep.skip_byte();
+  EXPECT_TRUE(sweep.done());
 }
 
 TEST(branch_candidates, finds_every_encoding_also_inside_other_instructions) {
