@@ -143,7 +143,7 @@ def bench(a) -> dict:
 
 
 def report(a, r: dict, seconds: float) -> str:
-    lines = ["## M. `uscope agent` on a node of 200 processes", "",
+    lines = ["## O. `uscope agent` on a node of 200 processes", "",
              f"Command: `python3 bench/agent.py --markdown docs/BENCHMARKS.md` ({a.servers} Go "
              f"servers under load by two gohttp_client loops and {a.processes - a.servers} idle "
              f"programs, all selected; HTTP RED on every server, profiles at 19 Hz written every "

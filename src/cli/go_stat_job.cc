@@ -121,28 +121,23 @@ std::vector<int> GoStatJob::program_fds() const {
 }
 
 void GoStatJob::snapshot(MetricsSnapshot& out, const MetricAttributes& resource) const {
-  auto point = [&](double v) {
-    MetricPoint p;
-    p.attributes = resource;
-    p.value = v;
-    return p;
-  };
   const GoRuntimeCounts& t = stats_.totals();
   if (const auto& live = stats_.last_live())
-    out.metric("go.goroutine.count", MetricKind::Gauge, "{goroutine}",
-               "Count of live goroutines (runtime.NumGoroutine).")
-        .points.push_back(point(static_cast<double>(live->user)));
-  out.metric("uscope.go.goroutine.created", MetricKind::Counter, "{goroutine}",
-             "Goroutines created since uscope attached.")
-      .points.push_back(point(static_cast<double>(t.created)));
-  out.metric("uscope.go.gc.cycles", MetricKind::Counter, "{cycle}",
-             "GC cycles completed since uscope attached.")
-      .points.push_back(point(static_cast<double>(t.gc_cycles)));
+    out.add_value("go.goroutine.count", MetricKind::Gauge, "{goroutine}",
+                  "Count of live goroutines (runtime.NumGoroutine).",
+                  static_cast<double>(live->user), resource);
+  out.add_value("uscope.go.goroutine.created", MetricKind::Counter, "{goroutine}",
+                "Goroutines created since uscope attached.", static_cast<double>(t.created),
+                resource);
+  out.add_value("uscope.go.gc.cycles", MetricKind::Counter, "{cycle}",
+                "GC cycles completed since uscope attached.", static_cast<double>(t.gc_cycles),
+                resource);
   // Stop-the-world pauses over the advised duration bounds' finer end: a pause is micro- to
   // milliseconds, so the bounds run from 10 us to 1 s.
   static const std::vector<double> kPauseBounds = {1e-5,   2.5e-5, 5e-5, 1e-4,   2.5e-4, 5e-4, 1e-3,
                                                    2.5e-3, 5e-3,   1e-2, 2.5e-2, 5e-2,   0.1,  1};
-  MetricPoint pauses = point(0);
+  MetricPoint pauses;
+  pauses.attributes = resource;
   pauses.bounds = kPauseBounds;
   pauses.counts = stats_.pauses().counts_within(kPauseBounds);
   pauses.sum = static_cast<double>(stats_.pauses().sum()) / 1e9;

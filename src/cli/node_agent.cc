@@ -319,14 +319,12 @@ void NodeAgent::add_latency_metrics(MetricsSnapshot& out, const MetricAttributes
                "Duration of calls of the functions the config names (entry to return); the sum "
                "takes each call at its bucket's middle.")
         .points.push_back(std::move(p));
-    MetricPoint lost;
-    lost.attributes = resource;
-    lost.attributes.emplace_back("code.function", row.function);
-    lost.value = static_cast<double>(row.returns_without_entry);
-    out.metric("uscope.function.returns_without_entry", MetricKind::Counter, "{call}",
-               "Returns of the timed functions whose entry was not seen (begun before the "
-               "probes, or the entry map full).")
-        .points.push_back(std::move(lost));
+    MetricAttributes attrs = resource;
+    attrs.emplace_back("code.function", row.function);
+    out.add_value("uscope.function.returns_without_entry", MetricKind::Counter, "{call}",
+                  "Returns of the timed functions whose entry was not seen (begun before the "
+                  "probes, or the entry map full).",
+                  static_cast<double>(row.returns_without_entry), std::move(attrs));
   }
 }
 
@@ -386,17 +384,11 @@ MetricsSnapshot NodeAgent::snapshot() const {
 void NodeAgent::add_own_metrics(MetricsSnapshot& out) const {
   auto gauge = [&](const std::string& name, const std::string& unit, const std::string& what,
                    double v, MetricAttributes attrs = {}) {
-    MetricPoint p;
-    p.attributes = std::move(attrs);
-    p.value = v;
-    out.metric(name, MetricKind::Gauge, unit, what).points.push_back(std::move(p));
+    out.add_value(name, MetricKind::Gauge, unit, what, v, std::move(attrs));
   };
   auto counter = [&](const std::string& name, const std::string& unit, const std::string& what,
                      double v, MetricAttributes attrs = {}) {
-    MetricPoint p;
-    p.attributes = std::move(attrs);
-    p.value = v;
-    out.metric(name, MetricKind::Counter, unit, what).points.push_back(std::move(p));
+    out.add_value(name, MetricKind::Counter, unit, what, v, std::move(attrs));
   };
   size_t links = 0, jobs = 0;
   uint64_t go_lost = gone_go_lost_, census_failures = gone_census_failures_;

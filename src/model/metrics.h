@@ -47,6 +47,9 @@ struct MetricsSnapshot {
   // The metric of this name, added (empty) if it is not there yet.
   Metric& metric(const std::string& name, MetricKind kind, const std::string& unit,
                  const std::string& description);
+  // A counter's or gauge's point: `value` under `attributes`, in the metric of this name.
+  void add_value(const std::string& name, MetricKind kind, const std::string& unit,
+                 const std::string& description, double value, MetricAttributes attributes = {});
 };
 
 // OpenTelemetry's advised bucket bounds for durations in seconds (http.server.request.duration).

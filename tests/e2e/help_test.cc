@@ -14,8 +14,14 @@
 namespace uscope::e2e {
 namespace {
 
-const std::vector<std::string> kCommands = {"trace", "count", "latency", "hist", "list",  "profile",
-                                            "top",   "http",  "tls",     "stat", "check", "dump"};
+const std::vector<std::string> kCommands = {"trace",   "count", "latency", "hist", "list",
+                                            "profile", "top",   "http",    "tls",  "stat",
+                                            "check",   "dump",  "agent"};
+
+// docs/COMMAND.md; the agent's page is docs/AGENT.md, as the issue and deploy/ name it.
+std::string doc_of(const std::string& command) {
+  return "docs/" + (command == "agent" ? std::string("AGENT") : command) + ".md";
+}
 
 std::vector<std::string> split_lines(const std::string& text) {
   std::vector<std::string> lines;
@@ -60,14 +66,14 @@ TEST(help, every_command_ends_with_examples_of_itself) {
       ASSERT_LT(i + 1, examples.size());
       EXPECT_EQ(examples[i + 1].rfind("      ", 0), 0u) << examples[i + 1];
     }
-    EXPECT_NE(r.out.find("Reference: docs/" + command + ".md"), std::string::npos);
+    EXPECT_NE(r.out.find("Reference: " + doc_of(command)), std::string::npos);
   }
 }
 
 TEST(help, docs_show_the_examples_help_shows) {
   for (const auto& command : kCommands) {
     SCOPED_TRACE(command);
-    auto path = std::string(USCOPE_SOURCE_DIR) + "/docs/" + command + ".md";
+    auto path = std::string(USCOPE_SOURCE_DIR) + "/" + doc_of(command);
     auto page = split_lines(read_file(path));
     ASSERT_FALSE(page.empty()) << path;
     for (const auto& line : examples_of(uscope({command, "--help"}).out))
