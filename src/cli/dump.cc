@@ -51,7 +51,9 @@ int run_dump(const DumpOptions& o) {
   if (!threads) return report_error(threads.error().message);
   if (threads->empty()) return report_error(fmt::format("process {} has exited", o.pid));
 
-  const TargetMemory mem = process_target_memory(o.pid);
+  // Read once a page: the walks and the Python frames of 50 threads were ~7,000 reads of a few
+  // bytes each (strace -c), now one read a page they touch.
+  const TargetMemory mem = page_cached(process_target_memory(o.pid));
   std::optional<PythonRuntime> python;
   std::map<pid_t, PythonThread> tstates;  // by native thread id
   std::map<uint64_t, std::string> names;  // threading's names, by thread ident

@@ -12,47 +12,6 @@ constexpr size_t kMaxString = 1024;
 constexpr uint64_t kMaxStride = 4096;
 constexpr uint64_t kPage = 4096;
 
-// The tables and their strings lie in a few hundred pages of libjvm.so's data: each is read once
-// (a few hundred reads of the process, not one per entry and string). A page that cannot be read
-// whole is read as asked, uncached. At most kMaxCachedPages are kept.
-class PageCache {
- public:
-  explicit PageCache(const TargetMemory& mem) : mem_(mem) {}
-
-  bool read(uint64_t addr, std::span<uint8_t> out) {
-    size_t done = 0;
-    while (done < out.size()) {
-      uint64_t at = addr + done;
-      uint64_t page = at & ~(kPage - 1);
-      size_t n = std::min<uint64_t>(out.size() - done, kPage - (at - page));
-      const std::vector<uint8_t>* bytes = cached(page);
-      if (bytes) {
-        std::memcpy(out.data() + done, bytes->data() + (at - page), n);
-      } else if (!mem_(at, out.subspan(done, n))) {
-        return false;
-      }
-      done += n;
-    }
-    return true;
-  }
-
- private:
-  static constexpr size_t kMaxCachedPages = 4096;
-
-  const std::vector<uint8_t>* cached(uint64_t page) {
-    if (auto it = pages_.find(page); it != pages_.end())
-      return it->second.empty() ? nullptr : &it->second;
-    if (pages_.size() >= kMaxCachedPages) return nullptr;
-    std::vector<uint8_t> bytes(kPage);
-    if (!mem_(page, bytes)) bytes.clear();
-    auto& kept = pages_[page] = std::move(bytes);
-    return kept.empty() ? nullptr : &kept;
-  }
-
-  const TargetMemory& mem_;
-  std::unordered_map<uint64_t, std::vector<uint8_t>> pages_;
-};
-
 // C strings of the tables, read once each: most entries share their type name's literal.
 class StringReader {
  public:
@@ -271,10 +230,9 @@ Result<int64_t> HotspotVmStructs::need_int_constant(std::string_view name) const
 
 Result<HotspotVmStructs> read_vmstructs(const VmStructsSymbols& symbols,
                                         const TargetMemory& target) {
-  PageCache cache(target);
-  TargetMemory mem = [&cache](uint64_t addr, std::span<uint8_t> out) {
-    return cache.read(addr, out);
-  };
+  // The tables and their strings lie in a few hundred pages of libjvm.so's data: each is read
+  // once (a few hundred reads of the process, not one per entry and string).
+  TargetMemory mem = page_cached(target);
   StringReader strings(mem);
 
   auto sl = table_layout(symbols, mem, "gHotSpotVMStructs", "Struct",

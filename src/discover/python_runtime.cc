@@ -4,8 +4,11 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <regex>
 #include <set>
+#include <unordered_map>
+#include <vector>
 
 #include "discover/object_store.h"
 #include "util/names.h"
@@ -86,6 +89,54 @@ TargetMemory process_target_memory(pid_t pid) {
     auto n = read_process_memory(pid, addr, out);
     return n && *n == out.size();
   };
+}
+
+namespace {
+
+class PageCache {
+ public:
+  explicit PageCache(TargetMemory mem) : mem_(std::move(mem)) {}
+
+  bool read(uint64_t addr, std::span<uint8_t> out) {
+    size_t done = 0;
+    while (done < out.size()) {
+      uint64_t at = addr + done;
+      uint64_t page = at & ~(kPage - 1);
+      size_t n = std::min<uint64_t>(out.size() - done, kPage - (at - page));
+      const std::vector<uint8_t>* bytes = cached(page);
+      if (bytes) {
+        std::memcpy(out.data() + done, bytes->data() + (at - page), n);
+      } else if (!mem_(at, out.subspan(done, n))) {
+        return false;
+      }
+      done += n;
+    }
+    return true;
+  }
+
+ private:
+  static constexpr uint64_t kPage = 4096;
+  static constexpr size_t kMaxCachedPages = 4096;
+
+  const std::vector<uint8_t>* cached(uint64_t page) {
+    if (auto it = pages_.find(page); it != pages_.end())
+      return it->second.empty() ? nullptr : &it->second;
+    if (pages_.size() >= kMaxCachedPages) return nullptr;
+    std::vector<uint8_t> bytes(kPage);
+    if (!mem_(page, bytes)) bytes.clear();
+    auto& kept = pages_[page] = std::move(bytes);
+    return kept.empty() ? nullptr : &kept;
+  }
+
+  TargetMemory mem_;
+  std::unordered_map<uint64_t, std::vector<uint8_t>> pages_;
+};
+
+}  // namespace
+
+TargetMemory page_cached(TargetMemory mem) {
+  auto cache = std::make_shared<PageCache>(std::move(mem));
+  return [cache](uint64_t addr, std::span<uint8_t> out) { return cache->read(addr, out); };
 }
 
 std::string PythonRuntime::name() const {

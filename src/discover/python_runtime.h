@@ -27,6 +27,11 @@ namespace uscope {
 using TargetMemory = std::function<bool(uint64_t addr, std::span<uint8_t> out)>;
 // process_vm_readv of `pid` (read_process_memory).
 TargetMemory process_target_memory(pid_t pid);
+// `mem` read a page (4 KiB) at a time, each page once: many small reads of a few pages cost a few
+// reads of the process. A page that cannot be read whole is read as asked, uncached; at most
+// 4,096 pages are kept. For reads of one moment (a dump, a table): a page's later changes are not
+// seen.
+TargetMemory page_cached(TargetMemory mem);
 
 // What one ELF object says of the interpreter it holds, at link-time addresses.
 struct PythonObjectInfo {
