@@ -47,8 +47,9 @@ constexpr auto kProfileSessionLife = std::chrono::hours(1);
 // libmicrohttpd's idle-connection timeouts are served on this beat.
 constexpr auto kListenerBeat = 1s;
 // Executables judged (Go HTTP server or not) that are kept open for planning; the verdicts
-// themselves are kept by file identity.
+// themselves are kept by file identity, up to kVerdicts files.
 constexpr size_t kJudgedObjects = 8;
+constexpr size_t kVerdicts = 4096;
 
 uint64_t unix_now_ns() {
   return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -138,6 +139,8 @@ const NodeAgent::ExeVerdict& NodeAgent::judge(pid_t pid) {
       auto sides = http_sides(cache, "");
       v.go_http = sides && sides->server;
     }
+    // Bounded: a node that keeps building new binaries judges them again after a while.
+    if (verdicts_.size() >= kVerdicts) verdicts_.clear();
     it = verdicts_.emplace(key, v).first;
   }
   return it->second;
