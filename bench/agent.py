@@ -5,16 +5,17 @@
     python3 bench/agent.py                                # the table on stdout
     python3 bench/agent.py --markdown docs/BENCHMARKS.md  # also into that file (own markers)
 
-The node: --servers gohttp_server_stripped processes kept under load by two gohttp_client loops
-(sequential keep-alive GETs, each client going from server to server), and idle programs (sleep)
-up to --processes in all. The agent's config selects all of them: the servers get HTTP RED (one
-trace program each), every process is profiled at 19 Hz with profiles written every 10 s.
+The node: --servers gohttp_server_stripped processes, --clients of them under load by one
+gohttp_client each (--requests sequential keep-alive GETs: long-lived processes, as a node's
+services are), and idle programs (sleep) up to --processes in all. The agent's config selects
+them all: the servers get HTTP RED (one trace program each), and the selected processes are
+profiled at 19 Hz with a profile written per process every 10 s.
 
-Measured over --seconds once the agent has attached: its CPU time (utime+stime from
+Measured while the clients run, once the agent has attached: its CPU time (utime+stime from
 /proc/PID/stat) as a share of one core, its resident memory at the end and its peak (VmHWM), the
-requests its /metrics counted against those the clients made; then --execs times, the time from
-starting one more server to its first series on /metrics (the server answers one request as soon
-as it listens; the agent reads its rings every 100 ms).
+requests its /metrics counted against those the clients made, and every loss it counted; then
+--execs times, the time from starting one more server to its first series on /metrics (the server
+answers one request as soon as it listens; the agent reads its rings every 100 ms).
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ import argparse
 import os
 import re
 import sys
-import threading
 import time
 import subprocess
 from pathlib import Path
@@ -74,49 +74,46 @@ def start_server(a) -> tuple[R.Proc, str]:
 
 def bench(a) -> dict:
     servers = [start_server(a) for _ in range(a.servers)]
-    idle = [R.Proc(["/bin/sleep", "3600"]) for _ in range(a.processes - a.servers)]
+    idle = [R.Proc(["/bin/sleep", "3600"]) for _ in range(a.processes - a.servers - a.clients)]
     config = a.workdir / "agent.yaml"
     profiles = a.workdir / "profiles"
     profiles.mkdir()
     config.write_text(
         f"listen: 127.0.0.1:{a.port}\n"
         f"select:\n  - exe: {a.fixtures / 'gohttp_server_stripped'}\n  - exe: /usr/bin/sleep\n"
+        f"  - exe: {a.fixtures / 'gohttp_client'}\n"
         f"profiles:\n  hz: 19\n  period: 10s\n  directory: {profiles}\n")
-    agent = R.Proc([str(a.uscope), "agent", "--config", str(config)], sample_hwm=True)
-    started = agent.wait_line("err", r"agent serving .*; watching (\d+) process", 120)
-    R.check(started is not None, "the agent did not start", agent)
-    watched = int(started[1].group(1))  # other sleeps on the host count too
-    R.check(watched >= a.processes, f"the agent did not pick the {a.processes} processes", agent)
-
-    made = [0]
-    stop = threading.Event()
-    lock = threading.Lock()
-
-    def load(offset: int) -> None:
-        i = offset
-        while not stop.is_set():
-            base = servers[i % len(servers)][1]
-            p = R.run([str(a.fixtures / "gohttp_client"), base, str(a.batch), "/hello"], timeout=120)
-            R.check(f"done ok={a.batch} failed=0" in p.text("out"), "requests failed", p)
-            with lock:
-                made[0] += a.batch
-            i += 1
+    agent = R.Proc([str(a.uscope), "agent", "-v", "--config", str(config)], sample_hwm=True)
+    R.check(agent.wait_line("err", r"agent serving", 120) is not None, "the agent did not start",
+            agent)
 
     before = counted(scrape(a.port))
-    threads = [threading.Thread(target=load, args=(k,), daemon=True) for k in range(2)]
-    for t in threads:
-        t.start()
+    clients = [R.Proc([str(a.fixtures / "gohttp_client"), servers[k][1], str(a.requests), "/hello"])
+               for k in range(a.clients)]
     cpu0, t0 = cpu_seconds(agent.pid), time.monotonic()
-    time.sleep(a.seconds)
+
+    def watched() -> int:  # other sleeps on the host count too
+        m = re.search(r"^uscope_processes (\S+)$", scrape(a.port), re.M)
+        return int(float(m[1])) if m else 0
+    while watched() < a.processes:  # the clients are picked at their exec
+        R.check(time.monotonic() - t0 < 30, f"the agent did not pick the {a.processes} processes",
+                agent)
+        time.sleep(0.1)
+    picked = watched()
+    for c in clients:
+        R.check(c.wait(3600) and c.rc == 0, "a client failed", c)
+        R.check(f"done ok={a.requests} failed=0" in c.text("out"), "requests failed", c)
     cpu1, t1 = cpu_seconds(agent.pid), time.monotonic()
-    stop.set()
-    for t in threads:
-        t.join()
+    made = a.requests * a.clients
     rss = status_kib(agent.pid, "VmRSS")
     deadline = time.monotonic() + 10
-    while counted(scrape(a.port)) - before < made[0] and time.monotonic() < deadline:
+    while counted(scrape(a.port)) - before < made and time.monotonic() < deadline:
         time.sleep(0.05)
-    seen = counted(scrape(a.port)) - before
+    text = scrape(a.port)
+    seen = counted(text) - before
+    lost = {m[1]: int(float(m[2])) for m in
+            re.finditer(r'^uscope_(?:events|profile_samples)_lost_total\{cause="([^"]+)"\} (\S+)$', text, re.M)
+            for m in [m] if float(m[2]) > 0}
 
     firsts = []
     for _ in range(a.execs):
@@ -137,17 +134,21 @@ def bench(a) -> dict:
         s.kill()
     for p in idle:
         p.kill()
+    for _, line in agent.lines["err"]:
+        if "profile period" in line:
+            R.log(line.rstrip())
     return {"cpu_share": (cpu1 - cpu0) / (t1 - t0), "rss_kib": rss, "hwm_kib": agent.hwm_kib,
-            "made": made[0], "seen": seen, "window": t1 - t0, "firsts": firsts,
-            "profile_files": files, "watched": watched}
+            "made": made, "seen": seen, "window": t1 - t0, "firsts": firsts, "lost": lost, "watched": picked,
+            "profile_files": files}
 
 
 def report(a, r: dict, seconds: float) -> str:
     lines = ["## O. `uscope agent` on a node of 200 processes", "",
              f"Command: `python3 bench/agent.py --markdown docs/BENCHMARKS.md` ({a.servers} Go "
-             f"servers under load by two gohttp_client loops and {a.processes - a.servers} idle "
-             f"programs, all selected; HTTP RED on every server, profiles at 19 Hz written every "
-             f"10 s; {a.seconds:.0f} s measured; load average {os.getloadavg()[0]:.1f}; "
+             f"servers, {a.clients} of them under load by a gohttp_client each ({a.requests:,} "
+             f"requests), {a.processes - a.servers - a.clients} idle programs, all selected; HTTP "
+             f"RED on every server, profiles at 19 Hz written per process every 10 s; "
+             f"{r['window']:.0f} s measured; load average {os.getloadavg()[0]:.1f}; "
              f"{seconds:.0f} s in all)", "",
              "| measure | value | goal |", "|---|---:|---:|",
              f"| processes the agent picked | {r['watched']} | — |",
@@ -158,7 +159,9 @@ def report(a, r: dict, seconds: float) -> str:
              f"| requests per second measured | {r['made'] / r['window']:,.0f} | — |",
              f"| exec of a new server to its first series (median of {len(r['firsts'])}) | "
              f"{R.med(r['firsts']) * 1000:.0f} ms ({R.spread([x * 1000 for x in r['firsts']], '.0f')}) | — |",
-             f"| profile files written | {r['profile_files']} | — |"]
+             f"| profile files written | {r['profile_files']} | — |",
+             f"| losses the agent counted | "
+             f"{', '.join(f'{k} {v}' for k, v in r['lost'].items()) or 'none'} | none |"]
     return "\n".join(lines)
 
 
@@ -169,8 +172,8 @@ def main() -> int:
     ap.add_argument("--fixtures", type=Path, default=root / "build" / "tests" / "fixtures" / "go")
     ap.add_argument("--servers", type=int, default=10)
     ap.add_argument("--processes", type=int, default=200)
-    ap.add_argument("--seconds", type=float, default=60)
-    ap.add_argument("--batch", type=int, default=2000, help="requests per client run")
+    ap.add_argument("--clients", type=int, default=4)
+    ap.add_argument("--requests", type=int, default=100_000, help="requests per client")
     ap.add_argument("--execs", type=int, default=5)
     ap.add_argument("--port", type=int, default=19464)
     ap.add_argument("--markdown", type=Path, help="write the table into this file (between markers)")

@@ -105,9 +105,8 @@ class NodeAgent {
   std::vector<ProbeSpec> functions_;  // config_.functions, parsed
   std::unique_ptr<ProfileSession> profile_;
   std::unique_ptr<ProfileExport> profile_export_;
-  Profile last_profile_;  // the session's previous cumulative snapshot
   Runner::Clock::time_point profile_started_;
-  std::vector<std::pair<std::string, uint64_t>> profile_losses_;  // of sessions ended, by cause
+  std::vector<std::pair<std::string, uint64_t>> profile_losses_;  // every period's, by cause
   uint64_t profile_failures_ = 0;
   std::map<pid_t, Watched> watched_;
   std::map<std::pair<dev_t, ino_t>, ExeVerdict> verdicts_;

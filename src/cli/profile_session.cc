@@ -241,7 +241,35 @@ Result<Profile> ProfileSession::snapshot() {
   StackAggregator stacks;
   if (auto r = program_->read_samples(stacks); !r) return tl::unexpected(r.error());
   load_kernel_symbols(stacks);
-  Profile p = build_profile(stacks.samples(), *symbolizer_, kernel_ ? &*kernel_ : nullptr);
+  return build(stacks.samples(), start_unix_ns_, start_);
+}
+
+Result<Profile> ProfileSession::period(const std::function<bool(pid_t)>& keep) {
+  StackAggregator stacks;
+  if (auto r = program_->read_samples(stacks); !r) return tl::unexpected(r.error());
+  load_kernel_symbols(stacks);
+  if (period_unix_ns_ == 0) {
+    period_unix_ns_ = start_unix_ns_;
+    period_start_ = start_;
+  }
+  std::vector<StackSample> fresh = periods_.next(stacks);
+  if (keep) std::erase_if(fresh, [&](const StackSample& s) { return !keep(s.pid); });
+  auto p = build(fresh, period_unix_ns_, period_start_);
+  if (!p) return p;
+  // The losses are cumulative too: the period's are the difference.
+  auto cumulative = p->losses;
+  for (auto& [cause, n] : p->losses)
+    for (const auto& [before_cause, before] : period_losses_)
+      if (before_cause == cause) n = n > before ? n - before : 0;
+  period_losses_ = std::move(cumulative);
+  period_unix_ns_ = p->start_unix_ns + p->duration_ns;
+  period_start_ += std::chrono::nanoseconds(p->duration_ns);
+  return p;
+}
+
+Result<Profile> ProfileSession::build(std::span<const StackSample> samples, int64_t from_unix_ns,
+                                      std::chrono::steady_clock::time_point from) {
+  Profile p = build_profile(samples, *symbolizer_, kernel_ ? &*kernel_ : nullptr);
   auto losses = program_->losses();
   if (!losses) return tl::unexpected(losses.error());
   p.losses = std::move(*losses);
@@ -255,10 +283,10 @@ Result<Profile> ProfileSession::snapshot() {
   }
   for (auto& loss : symbolizer_->losses()) p.losses.push_back(std::move(loss));
   p.frequency_hz = target_.frequency_hz;
-  p.start_unix_ns = start_unix_ns_;
-  p.duration_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                      std::chrono::steady_clock::now() - start_)
-                      .count();
+  p.start_unix_ns = from_unix_ns;
+  p.duration_ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - from)
+          .count();
   p.user_frames = !target_.kernel_only;
   p.kernel_frames = !target_.user_only;
   return p;

@@ -20,6 +20,7 @@
 #include "collect/event_loop.h"
 #include "collect/exit_maps.h"
 #include "collect/profile_program.h"
+#include "collect/stack_samples.h"
 #include "collect/unwind_follower.h"
 #include "model/profile.h"
 #include "symbolize/kernel_symbols.h"
@@ -92,6 +93,11 @@ class ProfileSession {
   std::string stop_text(StopReason why) const;
   // Everything counted since start(), symbolized, with every loss by cause.
   Result<Profile> snapshot();
+  // What was counted since the last period() (since start() the first time), symbolized, with
+  // the losses of that time: the agent's continuous profile. Only the period's stacks are
+  // symbolized, so a period costs what its own stacks cost; with `keep`, only the samples of the
+  // processes it keeps (the losses stay the whole session's).
+  Result<Profile> period(const std::function<bool(pid_t)>& keep = {});
 
   const ProfileTarget& target() const { return target_; }
   const ProfileProgram& program() const { return *program_; }
@@ -103,6 +109,10 @@ class ProfileSession {
  private:
   explicit ProfileSession(const ProfileTarget& t);
   void load_kernel_symbols(const StackAggregator& stacks);
+  // `samples` symbolized as a profile from `from_unix_ns` (`from` on the steady clock) to now,
+  // with the session's losses so far.
+  Result<Profile> build(std::span<const StackSample> samples, int64_t from_unix_ns,
+                        std::chrono::steady_clock::time_point from);
 
   ProfileTarget target_;
   std::unique_ptr<Session> session_;
@@ -125,6 +135,11 @@ class ProfileSession {
   bool all_exited_ = false;
   int64_t start_unix_ns_ = 0;
   std::chrono::steady_clock::time_point start_;
+  // period(): the counts and losses at the last one, and when it was.
+  StackPeriods periods_;
+  std::vector<std::pair<std::string, uint64_t>> period_losses_;
+  int64_t period_unix_ns_ = 0;
+  std::chrono::steady_clock::time_point period_start_;
 };
 
 }  // namespace uscope::cli

@@ -39,6 +39,19 @@ void StackAggregator::add(StackSample sample) {
     samples_[it->second].count += sample.count;
 }
 
+std::vector<StackSample> StackPeriods::next(const StackAggregator& now) {
+  std::vector<StackSample> out;
+  for (const StackSample& s : now.samples()) {
+    uint64_t& seen = seen_[key_of(s)];
+    if (s.count > seen) {
+      out.push_back(s);
+      out.back().count = s.count - seen;
+    }
+    seen = s.count;
+  }
+  return out;
+}
+
 void StackAggregator::clear() {
   samples_.clear();
   index_.clear();

@@ -49,4 +49,17 @@ class StackAggregator {
   uint64_t total_ = 0;
 };
 
+// What cumulative counts (ProfileProgram::read_samples: the kernel's counts only grow) added since
+// the last look: a continuous profile's period, taken before anything is symbolized, so that a
+// period costs what its own stacks cost, not everything counted since the start.
+class StackPeriods {
+ public:
+  // The samples of `now` less their counts at the last call (all of them the first time);
+  // stacks with nothing new are left out.
+  std::vector<StackSample> next(const StackAggregator& now);
+
+ private:
+  std::unordered_map<std::string, uint64_t> seen_;  // stack key -> its count at the last call
+};
+
 }  // namespace uscope
