@@ -23,10 +23,6 @@ Result<std::unique_ptr<HttpJob>> HttpJob::start(const Session& session, ObjectCa
   return job;
 }
 
-HttpJob::~HttpJob() {
-  stop();
-}
-
 void HttpJob::on_event(const uscope_event& ev, std::span<const uint8_t> payload) {
   ++events_read_;
   if (!decoder_.decode(ev, payload, decoded_)) return;  // counted as malformed

@@ -27,7 +27,8 @@ class HttpJob {
   // loop (events() with run_event_session) or by drain().
   static Result<std::unique_ptr<HttpJob>> start(const Session& session, ObjectCache& cache,
                                                 const Options& options, OnExchange on_exchange);
-  ~HttpJob();
+  // The trace program detaches as it goes; nothing more is read (`http` has written its summary).
+  ~HttpJob() = default;
   HttpJob(const HttpJob&) = delete;
   HttpJob& operator=(const HttpJob&) = delete;
 

@@ -98,6 +98,7 @@ Result<std::unique_ptr<NodeAgent>> NodeAgent::create(AgentConfig config, ConfigR
   if (!a->config_.otlp_endpoint.empty()) a->pusher_ = std::make_unique<Pusher>();
   a->start_unix_ns_ = unix_now_ns();
   a->host_ = host_name();
+  a->judged_ = std::make_shared<ObjectStore>(kJudgedObjects);
   return a;
 }
 
@@ -129,10 +130,9 @@ const NodeAgent::ExeVerdict& NodeAgent::judge(pid_t pid) {
   auto key = std::make_pair(st.st_dev, st.st_ino);
   auto it = verdicts_.find(key);
   if (it == verdicts_.end()) {
-    static const auto store = std::make_shared<ObjectStore>(kJudgedObjects);
     TargetContext ctx;
     ctx.main_executable = exe;
-    ObjectCache cache(ctx, store);
+    ObjectCache cache(ctx, judged_);
     ExeVerdict v;
     if (auto obj = cache.get(""); obj && (*obj)->is_go) {
       v.go = true;

@@ -21,6 +21,7 @@
 #include "cli/http_job.h"
 #include "cli/latency_job.h"
 #include "cli/profile_session.h"
+#include "discover/object_store.h"
 #include "discover/process_events.h"
 #include "export/http_listener.h"
 #include "export/http_push.h"
@@ -110,6 +111,9 @@ class NodeAgent {
   uint64_t profile_failures_ = 0;
   std::map<pid_t, Watched> watched_;
   std::map<std::pair<dev_t, ino_t>, ExeVerdict> verdicts_;
+  // The executables judged last, kept open for the plans that follow (a small store of its own:
+  // most are not Go and never planned).
+  std::shared_ptr<ObjectStore> judged_;
   // Losses and exchanges of jobs already gone, so that counters never go down.
   HttpLosses gone_losses_;
   uint64_t gone_go_lost_ = 0, gone_census_failures_ = 0;
