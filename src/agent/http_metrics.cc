@@ -39,19 +39,41 @@ HttpMetrics::Key HttpMetrics::key_of(const HttpExchange& x, bool* widened) {
 
 void HttpMetrics::add(const HttpExchange& x) {
   ++exchanges_;
+  const double seconds = static_cast<double>(x.duration_ns) / 1e9;
+  const std::string_view origin =
+      x.side == HttpSide::Client ? http_origin(x.url) : std::string_view();
+  const std::string_view path = std::string_view(x.path).substr(0, x.path.find_first_of("?#"));
+  seen_key_.clear();
+  seen_key_ += x.side == HttpSide::Server ? 's' : 'c';
+  seen_key_ += x.method;
+  seen_key_ += '\n';
+  seen_key_ += std::to_string(x.status);
+  seen_key_ += '\n';
+  seen_key_ += origin;
+  seen_key_ += '\n';
+  seen_key_ += path;
+  if (auto hit = seen_.find(std::string_view(seen_key_)); hit != seen_.end()) {
+    if (hit->second.overflowed) ++overflowed_;
+    count(*hit->second.point, seconds);
+    return;
+  }
   bool widened = false;
   Key k = key_of(x, &widened);
   if (widened) rekey();
+  bool overflowed = false;
   auto it = series_.find(k);
   if (it == series_.end()) {
     if (series_.size() >= max_series_) {  // counted, under its side and method's "other" route
       ++overflowed_;
+      overflowed = true;
       k.prefix.clear();
       k.route = HttpRed::kOtherRoutes;
     }
     it = series_.try_emplace(std::move(k)).first;
   }
-  count(it->second, static_cast<double>(x.duration_ns) / 1e9);
+  count(it->second, seconds);
+  if (seen_.size() >= kMaxSeen) seen_.clear();
+  seen_.emplace(seen_key_, Seen{&it->second, overflowed});
 }
 
 // A route position became "*": series counted under the narrower routes join the wider one.
@@ -63,6 +85,7 @@ void HttpMetrics::rekey() {
     merge(merged[wider], p);
   }
   series_ = std::move(merged);
+  seen_.clear();  // its points were in the old map, and routes have widened
 }
 
 void HttpMetrics::snapshot(MetricsSnapshot& out, const MetricAttributes& resource) const {

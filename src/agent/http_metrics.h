@@ -7,9 +7,12 @@
 // id or other request data in a label. Series are capped: past the cap, exchanges are counted
 // under the route "(other routes)" of their method and status, and overflowed() says how many.
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
+#include <string_view>
 #include <tuple>
+#include <unordered_map>
 
 #include "model/http_red.h"
 #include "model/metrics.h"
@@ -39,9 +42,24 @@ class HttpMetrics {
   };
   Key key_of(const HttpExchange& x, bool* widened);
   void rekey();
+  // The series an exchange went to, by what decides it (side, method, status, origin and path
+  // without its query): a server's requests mostly repeat a few, and templating a path and
+  // finding its series was most of what an exchange cost the agent. Learning a path seen before
+  // changes nothing, so a hit skips both; a widened route or a rekey() empties it.
+  struct Seen {
+    MetricPoint* point;
+    bool overflowed;  // counted under "(other routes)": each such exchange is counted as one
+  };
+  struct StringHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  static constexpr size_t kMaxSeen = 4096;
   size_t max_series_;
   HttpRouteTemplates templates_;
   std::map<Key, MetricPoint> series_;
+  std::unordered_map<std::string, Seen, StringHash, std::equal_to<>> seen_;
+  std::string seen_key_;  // reused: a hit allocates nothing
   uint64_t exchanges_ = 0, overflowed_ = 0;
 };
 

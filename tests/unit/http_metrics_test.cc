@@ -85,6 +85,32 @@ TEST(http_metrics, past_the_cap_exchanges_go_to_other_routes) {
   EXPECT_EQ(m.exchanges(), 6u);
 }
 
+// Exchanges that repeat one already counted take its series without templating it again: the
+// counts must be those of templating each.
+TEST(http_metrics, repeated_exchanges_count_where_the_first_did) {
+  HttpMetrics m;
+  for (int round = 0; round < 3; ++round)
+    for (int i = 0; i < 25; ++i) {
+      m.add(served("GET", "/items/" + std::to_string(i) + "?page=" + std::to_string(round), 200,
+                   1000));
+      m.add(served("GET", "/items/" + std::to_string(i), 404, 1000));
+    }
+  MetricsSnapshot s;
+  m.snapshot(s, {});
+  EXPECT_EQ(find(s, "/items/*", "200")->count(), 75u);
+  EXPECT_EQ(find(s, "/items/*", "404")->count(), 75u);
+  EXPECT_EQ(m.series(), 2u);
+  EXPECT_EQ(m.exchanges(), 150u);
+
+  HttpMetrics capped(1);
+  capped.add(served("GET", "/a", 200, 1000));
+  for (int i = 0; i < 4; ++i) capped.add(served("PUT", "/x", 200, 1000));  // past the cap
+  MetricsSnapshot c;
+  capped.snapshot(c, {});
+  EXPECT_EQ(find(c, "(other routes)", "200")->count(), 4u);
+  EXPECT_EQ(capped.overflowed(), 4u);
+}
+
 TEST(http_metrics, a_scrape_reads_prometheus_names) {
   HttpMetrics m;
   m.add(served("POST", "/api/v1/write", 204, 30'000'000));
