@@ -106,12 +106,6 @@ Result<void> ProfileExport::export_period(Profile period) {
   return {};
 }
 
-Result<void> ProfileExport::export_snapshot(const Profile& cumulative) {
-  Profile period = profile_delta(cumulative, last_);
-  last_ = cumulative;
-  return export_period(std::move(period));
-}
-
 PushCounters ProfileExport::push_counters() const {
   return pusher_ ? pusher_->counters() : PushCounters{};
 }

@@ -56,12 +56,9 @@ class ProfileExport {
   ProfileExport(const ProfileExport&) = delete;
   ProfileExport& operator=(const ProfileExport&) = delete;
 
-  // One period's profile (profile_delta's): capped, split, rendered, queued for the push and
-  // written. Every process is handled even when one fails; the error names the first failure.
+  // One period's profile (ProfileSession::period()'s): capped, split, rendered, queued for the push
+  // and written. Every process is handled even when one fails; the error names the first failure.
   Result<void> export_period(Profile period);
-  // A cumulative snapshot of a session (ProfileSession::snapshot()): what it added since the one
-  // given before goes out as a period. The first snapshot is a period from the session's start.
-  Result<void> export_snapshot(const Profile& cumulative);
 
   const ProfileExportCounters& counters() const { return counters_; }
   // The pusher's sent / failed / dropped (queue full); zero without a push URL.
@@ -77,7 +74,6 @@ class ProfileExport {
   ProfileSourceOf source_of_;
   std::unique_ptr<Pusher> pusher_;
   UniqueFd directory_;
-  Profile last_;  // the previous cumulative snapshot
   ProfileExportCounters counters_;
 };
 

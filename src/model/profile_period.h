@@ -1,7 +1,7 @@
 #pragma once
-// A continuous profile's periods out of the cumulative profiles a profiling session reads (the
-// kernel's counts only grow, so `profile` and `top` read everything since the start): what one
-// period added, one process's share of it, and a cap on how many stacks a period keeps.
+// A continuous profile's periods (ProfileSession::period(), from the kernel's cumulative counts
+// by collect/stack_samples.h's StackPeriods): a subset of a profile's samples, one process's
+// share of it, and a cap on how many stacks a period keeps.
 #include <sys/types.h>
 
 #include <cstddef>
@@ -12,15 +12,6 @@
 #include "model/profile.h"
 
 namespace uscope {
-
-// What `now` counted that `before` (an earlier snapshot of the same session) had not: each
-// stack's samples less its samples in `before`, stacks left with none dropped, every loss less
-// its count in `before`; the time span is the one between the two snapshots. Stacks are matched
-// by process, thread, name, stack states and each frame's kind and address, never by the
-// profiles' table indices or names (a frame named in one snapshot and not in the other is the
-// same frame). A `before` that is empty or from another session (another start) counts for
-// nothing: the whole of `now` is the period.
-Profile profile_delta(const Profile& now, const Profile& before);
 
 // The samples at `indices` (in that order) with only the mappings, functions and locations they
 // use, renumbered; the time span and settings of `p`, no losses.

@@ -1,6 +1,6 @@
 // The agent's continuous profile on a real process: a ProfileSession samples a fixture that
-// works in phase_a, then in phase_b; the session's cumulative snapshots after each phase turn
-// into two periods, each holding only its phase's samples (about 99 a CPU second of the phase,
+// works in phase_a, then in phase_b; the session's periods taken after each phase (as the agent
+// takes them) each hold only their phase's samples (about 99 a CPU second of the phase,
 // as the fixture's own clock counts it), pushed per process to a Pyroscope stand-in and read back
 // by `go tool pprof`.
 #include <gmock/gmock.h>
@@ -21,7 +21,6 @@
 #include "cli/profile_session.h"
 #include "e2e_support.h"
 #include "export/profile_export.h"
-#include "model/profile_period.h"
 
 namespace uscope::e2e {
 namespace {
@@ -59,10 +58,10 @@ TEST(continuous_profile, periods_of_a_session_hold_only_their_own_samples) {
   ASSERT_TRUE(session) << session.error().message;
   ASSERT_TRUE((*session)->start());
 
-  // The fixture is driven from a thread; the session's loop takes each snapshot between phases
-  // (snapshots are read on the loop's thread, as the agent does).
-  std::atomic<int> step =
-      0;  // 1: phase a done, 2: snapshot 1 taken, 3: b done, 4: taken, -1: failed
+  // The fixture is driven from a thread; the session's loop takes each period between phases
+  // (periods are read on the loop's thread, as the agent does), and after the second the
+  // cumulative snapshot.
+  std::atomic<int> step = 0;  // 1: phase a done, 2: period 1 taken, 3: b done, 4: taken, -1: failed
   std::thread driver([&] {
     auto phase = [&](const std::string& line, const std::string& done, int next, int then) {
       target.send(line);
@@ -74,16 +73,21 @@ TEST(continuous_profile, periods_of_a_session_hold_only_their_own_samples) {
     if (!phase("a 500\n", "phase a done", 1, 2) || !phase("b 500\n", "phase b done", 3, 4))
       step = -1;
   });
-  Profile snap1, snap2;
+  Profile first, second, snap2;
   std::optional<Error> failed;
   EventLoop::Callbacks cb = (*session)->callbacks();
   cb.data_poll = std::chrono::milliseconds(10);
   auto session_done = cb.done;
   cb.done = [&] {
     if (step == 1 || step == 3) {
-      auto s = (*session)->snapshot();
-      if (!s) failed = s.error();
-      (step == 1 ? snap1 : snap2) = s ? std::move(*s) : Profile{};
+      auto p = (*session)->period();
+      if (!p) failed = p.error();
+      (step == 1 ? first : second) = p ? std::move(*p) : Profile{};
+      if (step == 3) {
+        auto s = (*session)->snapshot();
+        if (!s) failed = s.error();
+        snap2 = s ? std::move(*s) : Profile{};
+      }
       step = step + 1;
     }
     return step == 4 || step == -1 || session_done();
@@ -97,8 +101,6 @@ TEST(continuous_profile, periods_of_a_session_hold_only_their_own_samples) {
   session->reset();
   EXPECT_TRUE(links_released("profile_sample"));
 
-  const Profile first = profile_delta(snap1, Profile{});
-  const Profile second = profile_delta(snap2, snap1);
   // Each period holds its phase and nothing of the other.
   const uint64_t a = samples_in(first, "phase_a"), b = samples_in(second, "phase_b");
   EXPECT_GT(a, 0u);
@@ -110,12 +112,12 @@ TEST(continuous_profile, periods_of_a_session_hold_only_their_own_samples) {
   EXPECT_EQ(samples_in(snap2, "phase_b"), b);
   EXPECT_EQ(first.total_samples() + second.total_samples(), snap2.total_samples());
 
-  // The agent's export of the two snapshots: one push per period for the one process.
+  // The agent's export of the two periods: one push per period for the one process.
   test::PyroscopeReceiver rx;
   auto exporter = ProfileExport::open({rx.url(), ""}, profile_sources("node-1"));
   ASSERT_TRUE(exporter) << exporter.error().message;
-  ASSERT_TRUE((*exporter)->export_snapshot(snap1));
-  ASSERT_TRUE((*exporter)->export_snapshot(snap2));
+  ASSERT_TRUE((*exporter)->export_period(first));
+  ASSERT_TRUE((*exporter)->export_period(second));
   (*exporter)->drain();
   const std::vector<test::Ingest> pushes = rx.received();
   ASSERT_EQ(pushes.size(), 2u);

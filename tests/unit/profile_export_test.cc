@@ -2,6 +2,7 @@
 // period's per-process profiles pushed to a Pyroscope stand-in (libmicrohttpd decodes the
 // multipart body) and written to a directory, the pprof decoded and read by `go tool pprof`.
 #include "export/profile_export.h"
+#include "model/profile_period.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -36,15 +37,16 @@ std::string file_bytes(const std::filesystem::path& p) {
   return s.str();
 }
 
-// Snapshots of one session 10 s apart: the second adds 7 samples to app's syscall stack and 3
-// to worker's recursion.
-std::pair<Profile, Profile> two_snapshots() {
+// Two periods of one session, 10 s each: the second holds 7 samples of app's syscall stack and 3
+// of worker's recursion.
+std::pair<Profile, Profile> two_periods() {
   Profile first = sample_profile();
   first.duration_ns = 10'000'000'000;
-  Profile second = first;
-  second.duration_ns = 20'000'000'000;
-  second.samples[0].count += 7;
-  second.samples[3].count += 3;
+  const size_t added[] = {0, 3};
+  Profile second = profile_subset(first, added);
+  second.samples[0].count = 7;
+  second.samples[1].count = 3;
+  second.start_unix_ns = first.start_unix_ns + first.duration_ns;
   second.losses = {{"user_stack_failed", 5}, {"stack_collided", 0}};
   return {first, second};
 }
@@ -54,9 +56,9 @@ TEST(profile_export, pushes_and_writes_each_process_of_each_period) {
   test::TempDir dir;
   auto e = ProfileExport::open({rx.url(), dir.str() + "/profiles"}, source_of);
   ASSERT_TRUE(e) << e.error().message;
-  auto [first, second] = two_snapshots();
-  ASSERT_TRUE((*e)->export_snapshot(first));
-  ASSERT_TRUE((*e)->export_snapshot(second));
+  auto [first, second] = two_periods();
+  ASSERT_TRUE((*e)->export_period(first));
+  ASSERT_TRUE((*e)->export_period(second));
   (*e)->drain();
   EXPECT_EQ((*e)->push_counters().sent, 4u);
   EXPECT_EQ((*e)->push_counters().failed, 0u) << (*e)->push_counters().last_error;

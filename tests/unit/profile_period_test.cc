@@ -1,5 +1,5 @@
-// A continuous profile's periods: the delta of two cumulative snapshots (exact counts, losses,
-// time span), the split by process and the cap on stacks, read back as folded stacks.
+// A continuous profile's periods: the split by process and the cap on stacks, read back as folded
+// stacks (the periods themselves: stack_periods_test).
 #include "model/profile_period.h"
 
 #include <gtest/gtest.h>
@@ -14,101 +14,10 @@ namespace {
 using test::sample_profile;
 using test::written;
 
-// The same profile with its tables in reverse order and one function renamed: what a later
-// snapshot of the same session may hold (the builder numbers tables anew on each read).
-Profile renumbered(const Profile& p) {
-  Profile out = p;
-  const auto nf = static_cast<uint32_t>(p.functions.size());
-  const auto nl = static_cast<uint32_t>(p.locations.size());
-  std::reverse(out.functions.begin(), out.functions.end());
-  std::reverse(out.locations.begin(), out.locations.end());
-  for (ProfileLocation& loc : out.locations)
-    for (ProfileLine& line : loc.lines) line.function = nf - 1 - line.function;
-  for (ProfileSample& s : out.samples)
-    for (uint32_t& l : s.locations) l = nl - 1 - l;
-  return out;
-}
-
 uint64_t loss(const Profile& p, const std::string& cause) {
   for (const auto& [c, n] : p.losses)
     if (c == cause) return n;
   return UINT64_MAX;
-}
-
-TEST(profile_period, delta_holds_only_what_the_period_added) {
-  Profile before = sample_profile();
-  before.duration_ns = 10'000'000'000;
-  Profile now = renumbered(sample_profile());
-  now.duration_ns = 20'000'000'000;
-  // Sample order of sample_profile(): [0] ...inner;do_syscall_64 x5, [1] ...inner x3,
-  // [2] Interpreter x2, [3] worker recurse x1, [4] worker push_back x1.
-  now.samples[0].count = 12;             // +7
-  now.samples[1].count = 3;              // +0: not in the period
-  now.samples[2].count = 2;              // +0
-  now.samples[3].count = 4;              // +3
-  now.samples[4].count = 1;              // +0
-  ProfileSample fresh = now.samples[1];  // a stack first seen this period: outer;inner cut
-  fresh.locations.pop_back();            // no _start
-  fresh.complete = false;
-  fresh.count = 6;
-  now.samples.push_back(fresh);
-  // Named differently in this snapshot: still the same frame (same address and kind).
-  for (ProfileFunction& f : now.functions)
-    if (f.name == "main") f.name = "main_renamed";
-  now.losses = {{"stack_collided", 4}, {"user_stack_failed", 5}, {"map_full", 1}};
-
-  Profile d = profile_delta(now, before);
-  EXPECT_EQ(written(d, OutputFormat::Folded),
-            "app;_start;main_renamed;outer;inner;do_syscall_64_[k] 7\n"
-            "app;main_renamed;outer;inner 6\n"
-            "worker;_start;main_renamed;recurse;recurse;recurse 3\n");
-  EXPECT_EQ(d.total_samples(), 16u);
-  // Only what the period's samples use: no Interpreter, libfoo.so or push_back.
-  EXPECT_EQ(d.functions.size(), 6u);  // main inner outer do_syscall_64 _start recurse
-  EXPECT_EQ(d.mappings.size(), 2u);   // app, kernel
-  for (const ProfileMapping& m : d.mappings) EXPECT_NE(m.file, "/usr/lib/libfoo.so");
-  EXPECT_EQ(d.locations.size(), 5u);  // L0 L1 L2 L5 L7: the new stack has only frames of these
-  // Losses less the earlier ones, cause by cause; a new cause as it is.
-  EXPECT_EQ(d.losses, (std::vector<std::pair<std::string, uint64_t>>{
-                          {"stack_collided", 4}, {"user_stack_failed", 3}, {"map_full", 1}}));
-  // The span between the snapshots.
-  EXPECT_EQ(d.start_unix_ns, before.start_unix_ns + 10'000'000'000);
-  EXPECT_EQ(d.duration_ns, 10'000'000'000);
-  EXPECT_EQ(d.frequency_hz, 49u);
-}
-
-TEST(profile_period, delta_sums_samples_the_model_cannot_tell_apart) {
-  Profile before = sample_profile();
-  Profile now = sample_profile();
-  now.duration_ns += 1;
-  // Two samples of one stack (the kernel kept them apart by a state the model has not).
-  now.samples.push_back(now.samples[3]);
-  now.samples.back().count = 2;
-  Profile d = profile_delta(now, before);
-  EXPECT_EQ(written(d, OutputFormat::Folded), "worker;_start;main;recurse;recurse;recurse 2\n");
-}
-
-TEST(profile_period, delta_of_nothing_new_is_empty_and_another_session_counts_whole) {
-  Profile p = sample_profile();
-  Profile d = profile_delta(p, p);
-  EXPECT_TRUE(d.samples.empty());
-  EXPECT_TRUE(d.locations.empty());
-  EXPECT_TRUE(d.functions.empty());
-  EXPECT_TRUE(d.mappings.empty());
-  EXPECT_EQ(loss(d, "user_stack_failed"), 0u);
-
-  // The first period: nothing before.
-  EXPECT_EQ(written(profile_delta(p, Profile{}), OutputFormat::Folded),
-            written(p, OutputFormat::Folded));
-  EXPECT_EQ(profile_delta(p, Profile{}).start_unix_ns, p.start_unix_ns);
-  // A session started anew (the agent reloaded): its counts are not the old one's.
-  Profile old = sample_profile();
-  old.start_unix_ns -= 60'000'000'000;
-  Profile whole = profile_delta(p, old);
-  EXPECT_EQ(whole.total_samples(), 12u);
-  EXPECT_EQ(loss(whole, "user_stack_failed"), 2u);
-  EXPECT_EQ(whole.start_unix_ns, p.start_unix_ns);
-  EXPECT_EQ(whole.duration_ns, p.duration_ns);
 }
 
 TEST(profile_period, split_by_process_keeps_each_process_own_tables) {
