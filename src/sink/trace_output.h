@@ -14,6 +14,8 @@
 #include <vector>
 
 #include "model/decoded_event.h"
+#include "model/overhead.h"
+#include "model/trace_totals.h"
 #include "plan/planner.h"
 #include "sink/message_format.h"
 #include "sink/output_format.h"
@@ -48,11 +50,18 @@ struct EventStacks {
   const std::vector<Frame>* kernel = nullptr;
 };
 
+// The summary after the events: one JSON object on the output (`sites`: how many were probed),
+// or the text line uscope prints on stderr. `stop` says why the session ended.
+std::string trace_json_summary(const TraceTotals& t, size_t sites, std::string_view stop,
+                               const Overhead& overhead);
+std::string trace_text_summary(const TraceTotals& t, std::string_view stop);
+
 class TraceOutput {
  public:
   // Text lines, or JSON Lines for OutputFormat::Json.
   TraceOutput(const TracePlan& plan, OutputFormat format, OutputBuffer& out,
               TraceColumns columns = {});
+  // Before the target starts: -t counts from here.
   void header();
   // False when -f left the event out (counted in message_filtered()).
   bool event(const DecodedEvent& ev, const EventStacks& stacks = {});
@@ -71,6 +80,7 @@ class TraceOutput {
     size_t label_len = 0;    // without the padding: a line without a message ends there
     std::string json_head;   // ,"probe":"...","function":"...","message":
   };
+  void read_clocks();
   void time_column(uint64_t ktime_ns);
   void wall_time(uint64_t ktime_ns);
   void stack_lines(const std::vector<Frame>& frames);
