@@ -142,9 +142,11 @@ int run_trace(TraceCommandOptions o) {
   if (auto r = job.stop(why); !r) return report_error(r.error().message);
   const Overhead overhead = *job.overhead();
   if (o.session.verbose) print_overhead_sites(overhead, stderr);
-  if (output->format == OutputFormat::Json) {
-    // After the events, in the same stream; when even it cannot be written, stderr says it all.
-    out.append(trace_json_summary(job.totals(), plan->sites.size(), describe(why), overhead));
+  // JSON's summary after the events, in the same stream; when even it cannot be written, or in
+  // text, stderr says it all.
+  if (auto summary = sink.summary(job.totals(), plan->sites.size(), describe(why), overhead);
+      !summary.empty()) {
+    out.append(summary);
     if (out.flush_until(std::chrono::steady_clock::now() + kSummaryFlush)) return kExitOk;
     fmt::print(stderr, "uscope: the JSON summary could not be written to the output in time\n");
   }

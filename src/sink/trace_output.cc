@@ -351,6 +351,8 @@ uint64_t TraceOutput::events_in(std::string_view bytes) const {
   return n;
 }
 
+namespace {
+
 std::string trace_json_summary(const TraceTotals& t, size_t sites, std::string_view stop,
                                const Overhead& overhead) {
   nlohmann::json j = {{"kind", "summary"},
@@ -371,6 +373,13 @@ std::string trace_json_summary(const TraceTotals& t, size_t sites, std::string_v
                       {"sites", sites},
                       {"overhead", overhead_json(overhead)}};
   return j.dump() + "\n";
+}
+
+}  // namespace
+
+std::string TraceOutput::summary(const TraceTotals& t, size_t sites, std::string_view stop,
+                                 const Overhead& overhead) const {
+  return json_ ? trace_json_summary(t, sites, stop, overhead) : "";
 }
 
 std::string trace_text_summary(const TraceTotals& t, std::string_view stop) {

@@ -50,10 +50,7 @@ struct EventStacks {
   const std::vector<Frame>* kernel = nullptr;
 };
 
-// The summary after the events: one JSON object on the output (`sites`: how many were probed),
-// or the text line uscope prints on stderr. `stop` says why the session ended.
-std::string trace_json_summary(const TraceTotals& t, size_t sites, std::string_view stop,
-                               const Overhead& overhead);
+// The text summary uscope prints on stderr after a trace; `stop` says why the session ended.
 std::string trace_text_summary(const TraceTotals& t, std::string_view stop);
 
 class TraceOutput {
@@ -65,6 +62,11 @@ class TraceOutput {
   void header();
   // False when -f left the event out (counted in message_filtered()).
   bool event(const DecodedEvent& ev, const EventStacks& stacks = {});
+
+  // What goes on the output after the events: the summary's JSON object in JSON Lines; nothing in
+  // text, whose summary goes to stderr (trace_text_summary).
+  std::string summary(const TraceTotals& t, size_t sites, std::string_view stop,
+                      const Overhead& overhead) const;
 
   uint64_t events() const { return events_; }
   uint64_t message_filtered() const { return message_filtered_; }
