@@ -67,25 +67,26 @@ int run_profile(const ProfileOptions& o) {
   if (auto r = s.start(); !r) return report_error(r.error().message);
 
   ProgressLine progress(std::chrono::milliseconds(500));  // elapsed, samples, processes
-  std::optional<Error> failure;
-  EventLoop::Callbacks cb = s.callbacks();
-  cb.interval = [&] {
-    progress.clear();
-    if (auto r = rewrite(s, o, *format); !r) failure = r.error();
-  };
-  cb.done = [&, done = cb.done] {
-    if (progress.due()) {
-      auto seen = s.program().samples_seen();
-      auto elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - s.started());
-      progress.show(fmt::format("sampling {:.1f} s, {} samples, {} processes", elapsed.count(),
-                                seen ? *seen : 0, s.processes_seen()));
-    }
-    return done() || failure.has_value();
-  };
-  auto why = s.run(cb);
+  auto why = s.run_refreshing(
+      [&]() -> Result<void> {
+        progress.clear();
+        if (auto r = rewrite(s, o, *format); !r) return tl::unexpected(r.error());
+        return {};
+      },
+      [&](EventLoop::Callbacks& cb) {
+        cb.done = [&, done = cb.done] {
+          if (progress.due()) {
+            auto seen = s.program().samples_seen();
+            auto elapsed =
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - s.started());
+            progress.show(fmt::format("sampling {:.1f} s, {} samples, {} processes",
+                                      elapsed.count(), seen ? *seen : 0, s.processes_seen()));
+          }
+          return done();
+        };
+      });
   progress.clear();
   if (!why) return report_error(why.error().message);
-  if (failure) return report_error(failure->message);
   fmt::print(stderr, "uscope: {}\n", s.stop_text(*why));
 
   Result<Profile> profile = tl::unexpected(Error{});

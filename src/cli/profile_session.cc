@@ -227,6 +227,22 @@ Result<StopReason> ProfileSession::run(const EventLoop::Callbacks& cb) {
   return why;
 }
 
+Result<StopReason> ProfileSession::run_refreshing(
+    const std::function<Result<void>()>& refresh,
+    const std::function<void(EventLoop::Callbacks&)>& extend) {
+  std::optional<Error> failure;
+  EventLoop::Callbacks cb = callbacks();
+  cb.interval = [&] {
+    if (auto r = refresh(); !r) failure = r.error();
+  };
+  if (extend) extend(cb);
+  cb.done = [&, done = cb.done] { return done() || failure.has_value(); };
+  auto why = run(cb);
+  if (!why) return why;
+  if (failure) return tl::unexpected(*failure);
+  return why;
+}
+
 void ProfileSession::install(std::function<void(StopReason)> stopped) {
   session_->install(callbacks(), std::move(stopped));
 }

@@ -87,6 +87,11 @@ class ProfileSession {
   EventLoop::Callbacks callbacks();
   // Runs the loop until a stop, then stops sampling and reads what is left.
   Result<StopReason> run(const EventLoop::Callbacks& cb);
+  // What `profile` and `top` run: the loop with `refresh` at each -i (profile's file rewritten,
+  // top's table drawn), the session ended by a refresh that fails, whose error is then returned;
+  // `extend` adds the command's own to the callbacks (top's keys and output, profile's progress).
+  Result<StopReason> run_refreshing(const std::function<Result<void>()>& refresh,
+                                    const std::function<void(EventLoop::Callbacks&)>& extend = {});
   // On a shared runner: callbacks() watched from now on; `stopped` runs when the session must
   // end (a read failed, every -p target exited) and must not destroy it. stop() ends sampling
   // and uninstalls; snapshot() still reads what was counted.

@@ -11,10 +11,7 @@
 
 #include "cli/command.h"
 #include "cli/session.h"
-#include "collect/event_decoder.h"
-#include "collect/tls_peers.h"
-#include "collect/trace_program.h"
-#include "discover/go_types.h"
+#include "cli/tls_job.h"
 #include "model/tls_records.h"
 #include "plan/tls_plan.h"
 #include "sink/tls_output.h"
@@ -63,77 +60,55 @@ int run_tls(const TlsCommandOptions& o) {
   auto session = Session::open(o.session);
   if (!session) return report_error(session.error().message);
   ObjectCache cache((*session)->context());
-  TlsPlanOptions popts;
-  popts.max_bytes = o.max_bytes;
-  popts.libraries = o.libraries;
-  popts.move_sites = !o.no_move;
-  auto plan = plan_tls(cache, (*session)->context(), go_field_lookup(cache), popts);
-  if (!plan) return report_error(plan.error().message);
+  TlsJob::Options to;
+  to.plan.max_bytes = o.max_bytes;
+  to.plan.libraries = o.libraries;
+  to.plan.move_sites = !o.no_move;
+  to.use_multi = !o.session.no_multi;
+  auto job = TlsJob::plan(**session, cache, to);
+  if (!job) return report_error(job.error().message);
+  const TlsPlan& plan = (*job)->plan();
   if (o.session.verbose) {
-    print_objects(*plan);
-    print_sites(plan->trace.sites, plan->trace.skipped);
+    print_objects(plan);
+    print_sites(plan.trace.sites, plan.trace.skipped);
   }
 
-  auto program = attach_trace_plan(**session, plan->trace, o.session.no_multi);
-  if (!program) return report_error(program.error().message);
+  OutputBuffer out(output->fd());
+  const TlsSink sink = tls_sink(output->format);
+  TlsRender render;
+  render.start_ns = monotonic_ns();
+  render.max_bytes = o.max_bytes;
+  render.redact = !o.no_redact;
+  uint64_t output_dropped = 0;
+  auto attached = (*job)->attach([&](const TlsRecord& record) {
+    if (!out.has_room()) {
+      ++output_dropped;
+      return;
+    }
+    out.append(sink.line(record, render));
+  });
+  if (!attached) return report_error(attached.error().message);
   {
     std::vector<std::string> what;
     bool fd_unknown = false;
-    for (const auto& obj : plan->objects) {
+    for (const auto& obj : plan.objects) {
       what.push_back(fmt::format("{} ({} functions)", obj.path, obj.found.size()));
       fd_unknown |= !obj.fd.known;
     }
     fmt::print(stderr, "uscope: watching TLS in {}{}; Ctrl-C to stop\n", join(what),
                fd_unknown && !o.session.verbose ? " (fd unknown for some: -v says why)" : "");
   }
-
-  OutputBuffer out(output->fd());
-  const TlsSink sink = tls_sink(output->format);
-  EventDecoder decoder(plan->trace);
-  TlsPeers peers;
-  TlsTotals totals;
-  TlsLosses losses;
-  TlsRender render;
-  render.start_ns = monotonic_ns();
-  render.max_bytes = o.max_bytes;
-  render.redact = !o.no_redact;
-  DecodedEvent decoded;
-  TlsRecord record;
-  uint64_t read_events = 0, output_dropped = 0, not_tls = 0;
-  auto on_event = [&](const uscope_event& ev, std::span<const uint8_t> payload) {
-    ++read_events;
-    if (!decoder.decode(ev, payload, decoded)) return;  // counted as malformed
-    if (ev.probe_id >= plan->of_probe.size() ||
-        !tls_record(plan->of_probe[ev.probe_id], decoded, record)) {
-      ++not_tls;
-      return;
-    }
-    record.peer = peers.peer(static_cast<pid_t>(record.pid), record.fd);
-    totals.add(record);
-    if (record.unreadable) ++losses.unreadable_payloads;
-    if (record.not_captured()) {
-      ++losses.cut_calls;
-      losses.cut_bytes += record.not_captured();
-    }
-    if (!out.has_room()) {
-      ++output_dropped;
-      return;
-    }
-    out.append(sink.line(record, render));
-  };
-  if (auto r = program->open_events(on_event); !r) return report_error(r.error().message);
   if (!sink.header.empty()) out.append(sink.header);
   if (auto r = (*session)->start(); !r) return report_error(r.error().message);
 
   std::optional<Error> read_error;
-  StopReason why = run_event_session(**session, *program, out, read_error);
+  StopReason why = run_event_session(**session, (*job)->events(), out, read_error);
   if (read_error) return report_error(read_error->message);
-  if (auto r = add_program_losses(*program, decoder, read_events, losses); !r)
-    return report_error(r.error().message);
-  losses.malformed += not_tls;
-  losses.output_dropped += output_dropped;
+  auto losses = (*job)->losses();
+  if (!losses) return report_error(losses.error().message);
+  losses->output_dropped += output_dropped;
   const std::string stop = describe(why);
-  out.append(sink.summary(totals, losses, stop));
+  out.append(sink.summary((*job)->totals(), *losses, stop));
   finish_event_output(why, out);
   return kExitOk;
 }

@@ -79,26 +79,15 @@ int run_top(TopOptions o) {
     return written;
   };
 
-  std::optional<Error> failure;
-  EventLoop::Callbacks cb = s.callbacks();
-  cb.output = &out;
-  cb.interval = [&] {
-    if (auto r = refresh(false); !r) failure = r.error();
-  };
-  if (screen) cb.interval();  // the screen's frame at once, not a blank screen for -d seconds
-  cb.done = [&, done = cb.done] { return done() || failure.has_value(); };
-  if (screen && screen->keys_fd() >= 0) {
-    cb.input_fd = screen->keys_fd();
-    cb.input = [fd = cb.input_fd] {
-      char keys[64];
-      ssize_t n = read(fd, keys, sizeof keys);
-      if (n <= 0) return true;  // the terminal went away
-      for (ssize_t i = 0; i < n; ++i)
-        if (keys[i] == 'q' || keys[i] == 'Q') return true;
-      return false;
-    };
-  }
-  auto why = s.run(cb);
+  auto why = s.run_refreshing([&] { return refresh(false); },
+                              [&](EventLoop::Callbacks& cb) {
+                                cb.output = &out;
+                                if (!screen) return;
+                                cb.interval();  // the frame at once, not a blank screen for -d s
+                                if (screen->keys_fd() < 0) return;
+                                cb.input_fd = screen->keys_fd();
+                                cb.input = [&screen] { return screen->quit_typed(); };
+                              });
   if (screen) {
     // The live table being drawn, finished briefly; then the terminal as it was, before anything
     // more is printed.
@@ -107,7 +96,6 @@ int run_top(TopOptions o) {
     screen.reset();
   }
   if (!why) return report_error(why.error().message);
-  if (failure) return report_error(failure->message);
   fmt::print(stderr, "uscope: {}\n", s.stop_text(*why));
 
   // The last table (the samples since the last refresh, and since the start), plain: on a

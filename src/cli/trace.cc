@@ -9,22 +9,14 @@
 #include <chrono>
 #include <cstring>
 #include <memory>
-#include <nlohmann/json.hpp>
-#include <optional>
 #include <vector>
 
 #include "cli/command.h"
 #include "cli/session.h"
+#include "cli/trace_job.h"
 #include "cli/trace_options.h"
-#include "collect/event_decoder.h"
-#include "collect/overhead_meter.h"
-#include "collect/trace_program.h"
-#include "collect/unwind_follower.h"
-#include "discover/object_store.h"
-#include "discover/unwind_cache.h"
 #include "sink/overhead_output.h"
 #include "sink/trace_output.h"
-#include "symbolize/symbolizer.h"
 #include "util/output_buffer.h"
 
 namespace uscope::cli {
@@ -107,74 +99,7 @@ TraceColumns columns_of(const TraceCommandOptions& o) {
   return c;
 }
 
-// What a session saw and lost, each loss under its own name (the JSON summary's keys).
-struct TraceTotals {
-  RecipeCounters bpf;         // summed over recipes
-  uint64_t printed = 0;       // events formatted for the output
-  uint64_t late_strings = 0;  // read from the live process after the event
-  uint64_t unreadable_strings = 0;
-  uint64_t output_dropped = 0;    // read from the ring but never written out (stop deadline)
-  uint64_t comm_filtered = 0;     // -n: comm without the name
-  uint64_t message_filtered = 0;  // -f: message without the text
-};
-
-TraceTotals totals_of(const std::vector<RecipeCounters>& counters) {
-  TraceTotals t;
-  t.bpf = sum_of(counters);
-  return t;
-}
-
-std::string json_summary(const TracePlan& plan, const TraceTotals& t, StopReason why,
-                         const Overhead& overhead) {
-  const RecipeCounters& total = t.bpf;
-  nlohmann::json j = {{"kind", "summary"},
-                      {"stop", describe(why)},
-                      {"events", t.printed},
-                      {"lost", total.lost},
-                      {"malformed", total.malformed},
-                      {"stack_failed", total.stack_failed},
-                      {"truncated_strings", total.truncated},
-                      {"filtered", total.filtered},
-                      {"read_errors", total.read_errors},
-                      {"returns_without_entry", total.no_entry},
-                      {"late_string_reads", t.late_strings},
-                      {"unreadable_strings", t.unreadable_strings},
-                      {"output_dropped", t.output_dropped},
-                      {"comm_filtered", t.comm_filtered},
-                      {"message_filtered", t.message_filtered},
-                      {"sites", plan.sites.size()},
-                      {"overhead", overhead_json(overhead)}};
-  return j.dump() + "\n";
-}
-
-void print_text_summary(const TraceTotals& t, StopReason why) {
-  const RecipeCounters& total = t.bpf;
-  fmt::print(stderr, "uscope: {}; {} events printed, {} lost (ring buffer full), {} filtered out",
-             describe(why), t.printed, total.lost, total.filtered);
-  if (t.comm_filtered) fmt::print(stderr, ", {} left out by -n (comm)", t.comm_filtered);
-  if (t.message_filtered) fmt::print(stderr, ", {} left out by -f (message)", t.message_filtered);
-  if (t.output_dropped)
-    fmt::print(stderr, ", {} not written (output too slow at the stop)", t.output_dropped);
-  if (total.malformed)
-    fmt::print(stderr, ", {} dropped as malformed (recipe error or event too big)",
-               total.malformed);
-  if (total.stack_failed)
-    fmt::print(stderr, ", {} without their user stack (capture failed)", total.stack_failed);
-  if (total.truncated) fmt::print(stderr, ", {} with a string cut short", total.truncated);
-  if (total.read_errors) fmt::print(stderr, ", {} with unreadable memory", total.read_errors);
-  if (t.late_strings)
-    fmt::print(stderr,
-               ", {} strings read from the live process after the event (their page was "
-               "not yet touched at the probe)",
-               t.late_strings);
-  if (t.unreadable_strings) fmt::print(stderr, ", {} strings unreadable", t.unreadable_strings);
-  if (total.no_entry) fmt::print(stderr, ", {} returns without a recorded entry", total.no_entry);
-  fmt::print(stderr, "\n");
-}
-
-// After a stop (kStopDrain, session.h, to read the ring), the output is written for at most these:
-// the events, then the summary.
-constexpr auto kTraceStopFlush = std::chrono::milliseconds(30);
+// The summary is written after the events for at most this.
 constexpr auto kSummaryFlush = std::chrono::milliseconds(10);
 int run_trace(TraceCommandOptions o) {
   std::vector<ProbeSpec> specs;
@@ -204,146 +129,28 @@ int run_trace(TraceCommandOptions o) {
     print_sites(plan->sites, plan->skipped);
   }
 
-  // Before anything attaches: a -p target may exit as soon as its first event is caught.
-  EventSymbols symbols(*plan, o.user_stack, o.kernel_stack);
-  if (auto r = symbols.load_kernel_symbols(); !r) return report_error(r.error().message);
-  if (!(*session)->launched() && (*session)->watch_pid() > 0)
-    symbols.remember_process((*session)->watch_pid());
-  if (auto r = symbols.follow_exits((*session)->watch_pid(), (*session)->started_as()); !r)
-    return report_error(r.error().message);
-
-  OverheadMeter meter((*session)->watch_pid(), o.session.verbose);
-  // -U: stacks walked by CFI in the kernel, through tables loaded for the target.
-  std::unique_ptr<UnwindMaps> unwind;
-  if (o.user_stack) {
-    auto u = UnwindMaps::create(ObjectStore::shared(), UnwindCache::open_default());
-    if (!u) return report_error(u.error().message);
-    unwind = std::move(*u);
-    // A -p target's tables before its probes fire; a -c command's at its exec.
-    pid_t pid = (*session)->watch_pid();
-    auto r = (*session)->launched() ? unwind->expect_exec(pid)
-             : pid > 0              ? unwind->load_process(pid)
-                                    : Result<void>{};
-    if (!r) return report_error(r.error().message);
-  }
-  auto program = TraceProgram::load(plan->recipes, (*session)->target_filter(), !o.session.no_multi,
-                                    o.buffer_kib * 1024, 0, unwind.get());
-  if (!program) return report_error(program.error().message);
-  if (o.session.verbose) fmt::print(stderr, "uscope: {}\n", program->load_summary());
-  std::vector<AttachSite> sites;
-  for (const auto& s : plan->sites) sites.push_back(s.attach);
-  if (auto r = program->attach(sites, plan->skip_refused); !r)
-    return report_error((*session)->explain_attach_failure(r.error(), sites).message);
-  report_unprobed(*plan, program->refused(), o.session.verbose);
-  if (o.session.verbose)
-    fmt::print(stderr, "uscope: {} sites attached through {} {}\n", sites.size(),
-               program->link_count(), program->uses_multi() ? "uprobe_multi links" : "links");
-
   OutputBuffer out(output->fd());
   TraceOutput sink(*plan, output->format, out, columns_of(o));
-  EventDecoder decoder(*plan);
-  uint64_t comm_filtered = 0;
-  DecodedEvent decoded;  // reused from event to event
-  uint64_t read_events = 0;
-  auto limit_reached = [&] {
-    return o.session.max_events && sink.events() >= o.session.max_events;
-  };
-  auto on_event = [&](const uscope_event& ev, std::span<const uint8_t> payload) {
-    ++read_events;
-    if (limit_reached()) return;
-    // bcc tests -n in user space too: the kernel has no substring test of comm.
-    if (!o.comm_filter.empty() && !comm_contains(ev, o.comm_filter)) {
-      ++comm_filtered;
-      return;
-    }
-    if (!decoder.decode(ev, payload, decoded)) return;  // counted as malformed
-    sink.event(decoded, symbols.resolve(decoded));
-  };
-  if (auto r = program->open_events(on_event); !r) return report_error(r.error().message);
-  std::optional<UnwindFollower> follower;
-  if (unwind) {
-    follower.emplace(*unwind);
-    if (auto r = follower->listen(*program->ring()); !r) return report_error(r.error().message);
-  }
-  sink.header();
-  if (auto r = (*session)->start(); !r) return report_error(r.error().message);
-  meter.start();
-
-  EventLoop::Callbacks cb;
-  std::optional<Error> read_error;
-  read_events_in_loop(*program, cb, read_error);
-  if (follower)
-    cb.drain = [&follower, events = cb.drain] {
-      bool more = events();
-      follower->serve();
-      return more;
-    };
-  cb.output = &out;
-  cb.done = [&] {
-    meter.sample();
-    symbols.catch_up();  // every wake-up: a full ring would lose the exits that matter
-    return read_error || limit_reached();
-  };
-  StopReason why = (*session)->run(cb);
-
-  // Detach first: nothing new arrives while what was caught is read and written out.
-  program->detach();
-  using clock = std::chrono::steady_clock;
-  // What the ring still holds is read and written out. When the user stopped the session (signal,
-  // -d), only within a short deadline, so that the stop takes effect at once; when the target
-  // ended, all of it (nothing new can arrive, and a -c user wants every event of the command) for
-  // as long as the output keeps taking bytes.
-  const bool read_all = why == StopReason::TargetExited || why == StopReason::TargetExeced;
-  // Writes what is pending; false when the output took nothing for kStalledOutput.
-  auto flush_while_taken = [&] {
-    for (;;) {
-      size_t before = out.pending();
-      if (out.flush_until(clock::now() + kStalledOutput)) return true;
-      if (out.failed() || out.pending() >= before) return false;
-    }
-  };
-  auto drain_until = clock::now() + kStopDrain;
-  while (why != StopReason::OutputClosed && !limit_reached()) {
-    if (!out.has_room() && (!read_all || !flush_while_taken())) break;
-    if ((!read_all && clock::now() >= drain_until) || !cb.drain()) break;
-  }
-  if (read_all)
-    flush_while_taken();
-  else
-    out.flush_until(clock::now() + kTraceStopFlush);
-  if (read_error) return report_error(read_error->message);
-  auto counters = program->counters();
-  if (!counters) return report_error("cannot read the event counters: " + counters.error().message);
-  TraceTotals t = totals_of(*counters);
-  t.bpf.malformed += decoder.malformed() + program->short_records();
-  t.bpf.truncated += decoder.late_truncated();
-  t.printed = sink.events();
-  t.late_strings = decoder.late_strings();
-  t.comm_filtered = comm_filtered;
-  t.message_filtered = sink.message_filtered();
-  t.unreadable_strings = decoder.unreadable_strings();
-  // Written by the BPF side but never written out: left in the ring buffer at the stop (unless
-  // -M said no more), or formatted and still buffered when the output did not take them in time.
-  if (why != StopReason::MaxEvents && t.bpf.emitted > read_events)
-    t.output_dropped += t.bpf.emitted - read_events;
-  uint64_t dropped = sink.events_in(out.drop_pending());
-  t.output_dropped += dropped;
-  t.printed -= dropped;
-  std::vector<OverheadSite> costed;
-  for (const auto& s : plan->sites)
-    costed.push_back(
-        overhead_site(s.attach, s.label, s.placement.cost.cost, (*counters)[s.attach.cookie].hits));
-  Overhead overhead =
-      meter.finish(std::move(costed), program->program_fds(), measured_hit_costs().trace_program_ns,
-                   (*session)->reaped_target_cpu_time());
+  TraceJob job(**session, o.session, *plan,
+               {.user_stack = o.user_stack,
+                .kernel_stack = o.kernel_stack,
+                .ring_bytes = o.buffer_kib * 1024,
+                .comm_filter = o.comm_filter},
+               sink, out);
+  if (auto r = job.start(); !r) return report_error(r.error().message);
+  StopReason why = (*session)->run(job.callbacks());
+  if (auto r = job.stop(why); !r) return report_error(r.error().message);
+  const Overhead overhead = *job.overhead();
   if (o.session.verbose) print_overhead_sites(overhead, stderr);
-  if (output->json()) {
-    // After the events, in the same stream; when even it cannot be written, stderr says it all.
-    out.append(json_summary(*plan, t, why, overhead));
-    if (out.flush_until(clock::now() + kSummaryFlush)) return kExitOk;
+  // JSON's summary after the events, in the same stream; when even it cannot be written, or in
+  // text, stderr says it all.
+  if (auto summary = sink.summary(job.totals(), plan->sites.size(), describe(why), overhead);
+      !summary.empty()) {
+    out.append(summary);
+    if (out.flush_until(std::chrono::steady_clock::now() + kSummaryFlush)) return kExitOk;
     fmt::print(stderr, "uscope: the JSON summary could not be written to the output in time\n");
   }
-  print_text_summary(t, why);
+  fmt::print(stderr, "{}", trace_text_summary(job.totals(), describe(why)));
   fmt::print(stderr, "uscope: {}\n", overhead_summary(overhead));
   return kExitOk;
 }

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "sink/histogram_bars.h"
+
 namespace uscope {
 
 void print_counts(std::vector<CountRow> rows, OutputFormat format, std::FILE* out) {
@@ -79,23 +81,13 @@ void print_latency(const LatencyRow& row, OutputFormat format, std::FILE* out) {
     fmt::print(out, ", p50 < {} ns, p99 < {} ns", histogram_percentile(row.buckets, 0.5) + 1,
                histogram_percentile(row.buckets, 0.99) + 1);
   fmt::print(out, "\n");
-  size_t first = row.buckets.size(), last = 0;
-  uint64_t peak = 0;
-  for (size_t b = 0; b < row.buckets.size(); ++b) {
-    if (!row.buckets[b]) continue;
-    first = std::min(first, b);
-    last = b;
-    peak = std::max(peak, row.buckets[b]);
-  }
-  if (peak) {
-    fmt::print(out, "{:>24} : {:<10} {}\n", "nsecs", "count", "distribution");
-    for (size_t b = first; b <= last; ++b) {
-      uint64_t lo = b == 0 ? 0 : 1ull << b, hi = (2ull << b) - 1;
-      auto bar = static_cast<size_t>(40 * row.buckets[b] / peak);
-      fmt::print(out, "{:>10} -> {:<10} : {:<10} |{:<40}|\n", lo, hi, row.buckets[b],
-                 std::string(bar, '*'));
-    }
-  }
+  print_histogram_bars(
+      row.buckets,
+      [](size_t b) {
+        uint64_t lo = b == 0 ? 0 : 1ull << b, hi = (2ull << b) - 1;
+        return fmt::format("{:>10} -> {:<10}", lo, hi);
+      },
+      BarStyle::Bcc, out, "nsecs");
   if (unmatched)
     fmt::print(out,
                "  {} entries without a return: still running at exit, the thread exited, or "

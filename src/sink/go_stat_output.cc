@@ -134,8 +134,9 @@ std::string go_stat_json_summary(const GoRuntimeStats& s, const GoStatLosses& l,
 }
 
 GoStatSink go_stat_sink(OutputFormat format) {
-  if (format == OutputFormat::Json) return {"", go_stat_json_line, go_stat_json_summary};
-  return {go_stat_text_header(), go_stat_text_line, go_stat_text_summary};
+  return line_sink(format,
+                   GoStatSink{go_stat_text_header(), go_stat_text_line, go_stat_text_summary},
+                   GoStatSink{"", go_stat_json_line, go_stat_json_summary});
 }
 
 }  // namespace uscope

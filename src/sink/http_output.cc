@@ -115,8 +115,8 @@ std::string http_json_summary(const HttpRed& red, const HttpLosses& l, std::stri
 }
 
 HttpSink http_sink(OutputFormat format) {
-  if (format == OutputFormat::Json) return {"", http_json_line, http_json_summary};
-  return {http_text_header(), http_text_line, http_text_summary};
+  return line_sink(format, HttpSink{http_text_header(), http_text_line, http_text_summary},
+                   HttpSink{"", http_json_line, http_json_summary});
 }
 
 }  // namespace uscope

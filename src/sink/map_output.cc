@@ -9,8 +9,6 @@ namespace uscope {
 
 namespace {
 
-constexpr size_t kBarWidth = 52;
-
 // 1024 -> "1K", 3 -> "3": exact powers of 1024 get a suffix, as bpftrace writes them.
 std::string power_label(uint64_t v) {
   static constexpr const char* kSuffix[] = {"", "K", "M", "G", "T", "P", "E"};
@@ -111,23 +109,8 @@ void print_json(const MapTable& t, const std::vector<const MapRow*>& shown, size
 void print_hist(const MapTable& t, const MapRow& r, std::FILE* out) {
   fmt::print(out, "{}: {} value{}{}\n", row_label(t, r), r.count, r.count == 1 ? "" : "s",
              t.unit.empty() ? "" : fmt::format(" ({})", t.unit));
-  size_t first = r.buckets.size(), last = 0;
-  uint64_t peak = 0;
-  for (size_t b = 0; b < r.buckets.size(); ++b) {
-    if (!r.buckets[b]) continue;
-    first = std::min(first, b);
-    last = b;
-    peak = std::max(peak, r.buckets[b]);
-  }
-  if (!peak) return;
-  size_t label_width = 0;
-  for (size_t b = first; b <= last; ++b)
-    label_width = std::max(label_width, bucket_label(t.scale, b).size());
-  for (size_t b = first; b <= last; ++b) {
-    auto bar = static_cast<size_t>(kBarWidth * r.buckets[b] / peak);
-    fmt::print(out, "{:<{}} {:>8} |{:<{}}|\n", bucket_label(t.scale, b), label_width, r.buckets[b],
-               std::string(bar, '@'), kBarWidth);
-  }
+  print_histogram_bars(
+      r.buckets, [&](size_t b) { return bucket_label(t.scale, b); }, BarStyle::Bpftrace, out);
 }
 
 }  // namespace

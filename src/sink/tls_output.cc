@@ -147,8 +147,8 @@ std::string tls_json_summary(const TlsTotals& t, const TlsLosses& l, std::string
 }
 
 TlsSink tls_sink(OutputFormat format) {
-  if (format == OutputFormat::Json) return {"", tls_json_record, tls_json_summary};
-  return {tls_text_header(), tls_text_record, tls_text_summary};
+  return line_sink(format, TlsSink{tls_text_header(), tls_text_record, tls_text_summary},
+                   TlsSink{"", tls_json_record, tls_json_summary});
 }
 
 }  // namespace uscope

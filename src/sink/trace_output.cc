@@ -1,9 +1,13 @@
 #include "sink/trace_output.h"
 
+#include <fmt/core.h>
 #include <time.h>
+
+#include <nlohmann/json.hpp>
 
 #include "bpf/unwind.h"
 #include "model/unwind_ends.h"
+#include "sink/overhead_output.h"
 #include "sink/text_writer.h"
 #include "symbolize/symbol_text.h"
 
@@ -98,6 +102,10 @@ TraceOutput::TraceOutput(const TracePlan& plan, OutputFormat format, OutputBuffe
     t.json_head = to_string(b);
     probes_.push_back(std::move(t));
   }
+  read_clocks();
+}
+
+void TraceOutput::read_clocks() {
   timespec rt{}, mono{};
   clock_gettime(CLOCK_REALTIME, &rt);
   clock_gettime(CLOCK_MONOTONIC, &mono);
@@ -107,6 +115,7 @@ TraceOutput::TraceOutput(const TracePlan& plan, OutputFormat format, OutputBuffe
 }
 
 void TraceOutput::header() {
+  read_clocks();
   if (json_) return;
   if (columns_.time != TraceColumns::Time::None) {
     append_padded(out_, "TIME",
@@ -340,6 +349,61 @@ uint64_t TraceOutput::events_in(std::string_view bytes) const {
     if (json_ || !columns_.stacks || (i > 0 && bytes[i - 1] == '\n')) ++n;
   }
   return n;
+}
+
+namespace {
+
+std::string trace_json_summary(const TraceTotals& t, size_t sites, std::string_view stop,
+                               const Overhead& overhead) {
+  nlohmann::json j = {{"kind", "summary"},
+                      {"stop", stop},
+                      {"events", t.printed},
+                      {"lost", t.lost},
+                      {"malformed", t.malformed},
+                      {"stack_failed", t.stack_failed},
+                      {"truncated_strings", t.truncated},
+                      {"filtered", t.filtered},
+                      {"read_errors", t.read_errors},
+                      {"returns_without_entry", t.no_entry},
+                      {"late_string_reads", t.late_strings},
+                      {"unreadable_strings", t.unreadable_strings},
+                      {"output_dropped", t.output_dropped},
+                      {"comm_filtered", t.comm_filtered},
+                      {"message_filtered", t.message_filtered},
+                      {"sites", sites},
+                      {"overhead", overhead_json(overhead)}};
+  return j.dump() + "\n";
+}
+
+}  // namespace
+
+std::string TraceOutput::summary(const TraceTotals& t, size_t sites, std::string_view stop,
+                                 const Overhead& overhead) const {
+  return json_ ? trace_json_summary(t, sites, stop, overhead) : "";
+}
+
+std::string trace_text_summary(const TraceTotals& t, std::string_view stop) {
+  std::string s =
+      fmt::format("uscope: {}; {} events printed, {} lost (ring buffer full), {} filtered out",
+                  stop, t.printed, t.lost, t.filtered);
+  if (t.comm_filtered) s += fmt::format(", {} left out by -n (comm)", t.comm_filtered);
+  if (t.message_filtered) s += fmt::format(", {} left out by -f (message)", t.message_filtered);
+  if (t.output_dropped)
+    s += fmt::format(", {} not written (output too slow at the stop)", t.output_dropped);
+  if (t.malformed)
+    s += fmt::format(", {} dropped as malformed (recipe error or event too big)", t.malformed);
+  if (t.stack_failed)
+    s += fmt::format(", {} without their user stack (capture failed)", t.stack_failed);
+  if (t.truncated) s += fmt::format(", {} with a string cut short", t.truncated);
+  if (t.read_errors) s += fmt::format(", {} with unreadable memory", t.read_errors);
+  if (t.late_strings)
+    s += fmt::format(
+        ", {} strings read from the live process after the event (their page was not yet "
+        "touched at the probe)",
+        t.late_strings);
+  if (t.unreadable_strings) s += fmt::format(", {} strings unreadable", t.unreadable_strings);
+  if (t.no_entry) s += fmt::format(", {} returns without a recorded entry", t.no_entry);
+  return s + "\n";
 }
 
 }  // namespace uscope

@@ -14,6 +14,8 @@
 #include <vector>
 
 #include "model/decoded_event.h"
+#include "model/overhead.h"
+#include "model/trace_totals.h"
 #include "plan/planner.h"
 #include "sink/message_format.h"
 #include "sink/output_format.h"
@@ -48,14 +50,23 @@ struct EventStacks {
   const std::vector<Frame>* kernel = nullptr;
 };
 
+// The text summary uscope prints on stderr after a trace; `stop` says why the session ended.
+std::string trace_text_summary(const TraceTotals& t, std::string_view stop);
+
 class TraceOutput {
  public:
   // Text lines, or JSON Lines for OutputFormat::Json.
   TraceOutput(const TracePlan& plan, OutputFormat format, OutputBuffer& out,
               TraceColumns columns = {});
+  // Before the target starts: -t counts from here.
   void header();
   // False when -f left the event out (counted in message_filtered()).
   bool event(const DecodedEvent& ev, const EventStacks& stacks = {});
+
+  // What goes on the output after the events: the summary's JSON object in JSON Lines; nothing in
+  // text, whose summary goes to stderr (trace_text_summary).
+  std::string summary(const TraceTotals& t, size_t sites, std::string_view stop,
+                      const Overhead& overhead) const;
 
   uint64_t events() const { return events_; }
   uint64_t message_filtered() const { return message_filtered_; }
@@ -71,6 +82,7 @@ class TraceOutput {
     size_t label_len = 0;    // without the padding: a line without a message ends there
     std::string json_head;   // ,"probe":"...","function":"...","message":
   };
+  void read_clocks();
   void time_column(uint64_t ktime_ns);
   void wall_time(uint64_t ktime_ns);
   void stack_lines(const std::vector<Frame>& frames);

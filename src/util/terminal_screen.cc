@@ -47,4 +47,13 @@ TerminalScreen::Size TerminalScreen::size(int fd) {
   return {w.ws_col, w.ws_row};
 }
 
+bool TerminalScreen::quit_typed() const {
+  char keys[64];
+  ssize_t n = read(keys_fd(), keys, sizeof keys);
+  if (n <= 0) return true;  // the terminal went away
+  for (ssize_t i = 0; i < n; ++i)
+    if (keys[i] == 'q' || keys[i] == 'Q') return true;
+  return false;
+}
+
 }  // namespace uscope

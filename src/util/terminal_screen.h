@@ -20,6 +20,9 @@ class TerminalScreen {
 
   // The fd keys come from; -1 when there are none.
   int keys_fd() const { return saved_ ? in_fd_ : -1; }
+  // Reads the keys typed so far (when keys_fd() is readable): true when one was q or Q, or the
+  // terminal went away.
+  bool quit_typed() const;
 
   struct Size {
     size_t columns = 0, lines = 0;  // 0: unknown
