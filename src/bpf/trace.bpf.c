@@ -548,14 +548,14 @@ static long step_sleepable(__u32 i, struct step_ctx* c) {
  * and the raw rsp would lose every call whose goroutine moved. `sp_delta` is rsp at the site minus
  * rsp at entry. False when the stack bounds cannot be read. */
 static __always_inline int goroutine_key(struct scratch* s, __s32 sp_delta, __u32 probe_id,
-                                         struct uscope_entry_key* key) {
+                                         __u32 flags, struct uscope_entry_key* key) {
   __u64 g = s->regs[UREG_R14];
   __u64 hi = 0;
   if (!g || bpf_probe_read_user(&hi, sizeof(hi), (const void*)(g + 8))) return 0;
   __u64 sp = s->regs[UREG_RSP] - (__s64)sp_delta;
   if (hi < sp) return 0; /* R14 is not this goroutine (assembly code of the runtime) */
   key->pid_tgid = g;
-  key->sp = hi - sp;
+  key->sp = (flags & TRACE_F_GOROUTINE_ONLY) ? 0 : hi - sp;
   key->probe_id = probe_id;
   key->tgid = s->ev.tgid;
   return 1;
@@ -684,11 +684,15 @@ static __always_inline int run(struct pt_regs* ctx, __u32 slot, int sleepable) {
     /* After `ret`, rsp is the entry rsp + 8 (the return address was popped). A Go return site is
      * the RET itself, not yet run: rsp is the entry rsp. */
     struct uscope_entry_key key = {pid_tgid, s->regs[UREG_RSP] - 8, r->probe_id, 0};
-    if ((flags & TRACE_F_GOROUTINE) && !goroutine_key(s, 0, r->probe_id, &key)) {
-      count(ri, TC_NO_ENTRY);
+    if ((flags & TRACE_F_GOROUTINE) && !goroutine_key(s, 0, r->probe_id, flags, &key)) {
+      if (!(flags & TRACE_F_ABANDON)) count(ri, TC_NO_ENTRY);
       return 0;
     }
     struct uscope_entry_value* saved = bpf_map_lookup_elem(&entries, &key);
+    if (flags & TRACE_F_ABANDON) {
+      if (saved && !bpf_map_delete_elem(&entries, &key)) count(ri, TC_ABANDONED);
+      return 0;
+    }
     if (saved) {
       __builtin_memcpy(s->slots, saved->slots, sizeof(s->slots));
       s->ev.duration_ns = s->ev.ts - saved->ts;
@@ -731,7 +735,7 @@ static __always_inline int run(struct pt_regs* ctx, __u32 slot, int sleepable) {
   if (flags & TRACE_F_SAVE_ENTRY) {
     struct uscope_entry_key key = {pid_tgid, s->regs[UREG_RSP] - (__s64)r->sp_delta, r->probe_id,
                                    0};
-    if ((flags & TRACE_F_GOROUTINE) && !goroutine_key(s, r->sp_delta, r->probe_id, &key)) {
+    if ((flags & TRACE_F_GOROUTINE) && !goroutine_key(s, r->sp_delta, r->probe_id, flags, &key)) {
       count(ri, TC_ENTRY_SAVE_FAILED);
       return 0;
     }

@@ -150,6 +150,15 @@ struct uscope_op {
  * bits, so that flags added for tracing keep the low ones. */
 #define TRACE_F_AGGREGATE 0x100
 #define TRACE_F_AGG_USTACK 0x200
+/* With TRACE_F_GOROUTINE: the key is the goroutine alone (its depth 0), for a call of which at most
+ * one runs on a goroutine at a time (net/http's serverHandler.ServeHTTP): it may then end in
+ * another frame than the one that made it (HTTP/2's handlerDone, several calls deeper), or be
+ * dropped when its goroutine exits (TRACE_F_ABANDON). */
+#define TRACE_F_GOROUTINE_ONLY 0x400
+/* With TRACE_F_RETURN: a site where a recorded call of this goroutine can no longer end (the
+ * goroutine exits: runtime.goexit1): its entry is deleted and counted (TC_ABANDONED); nothing is
+ * emitted, and no entry is not a loss. */
+#define TRACE_F_ABANDON 0x800
 
 #define TRACE_HIST_BUCKETS 64 /* log2 buckets of nanoseconds per histogram */
 
@@ -240,6 +249,8 @@ enum uscope_counter {
   TC_ENTRY_REPEATED,   /* TRACE_F_GOROUTINE: an entry of a call already recorded, which replaced it:
                           Go re-runs a function's first instruction after growing the goroutine's
                           stack (morestack). Not a new call */
+  TC_ABANDONED,        /* TRACE_F_ABANDON: a recorded call dropped unfinished (its goroutine exited
+                          first: a hijacked connection, a handler that panicked) */
   TRACE_NUM_COUNTERS
 };
 

@@ -75,6 +75,7 @@ int run_http(const HttpCommandOptions& o) {
   std::optional<Error> read_error;
   StopReason why = run_event_session(**session, (*job)->events(), out, read_error);
   if (read_error) return report_error(read_error->message);
+  (*job)->stop();  // the last events in, and the counters final (requests left unfinished)
   HttpLosses losses = (*job)->losses();
   losses.output_dropped += output_dropped;
   const std::string stop = describe(why);

@@ -1,5 +1,7 @@
 #include "cli/http_job.h"
 
+#include <algorithm>
+
 #include "discover/go_types.h"
 
 namespace uscope::cli {
@@ -60,12 +62,35 @@ void HttpJob::stop() {
   }
 }
 
+uint64_t HttpJob::unfinished(std::span<const RecipeCounters> c) const {
+  // a - b, or 0: per-CPU counters summed while probes run may be a hit apart.
+  auto less = [](uint64_t a, uint64_t b) { return a > b ? a - b : 0; };
+  uint64_t started = 0, ended = 0, abandoned = 0;
+  for (const auto& s : plan_.trace.sites) {
+    if (s.attach.cookie >= c.size() || s.probe >= plan_.side_of_probe.size() ||
+        plan_.side_of_probe[s.probe] != HttpSide::Server)
+      continue;
+    const RecipeCounters& r = c[s.attach.cookie];
+    if (s.role == SiteRole::SaveEntry)  // recorded (a repeat is a rerun after morestack)
+      started += less(r.hits, r.filtered + r.malformed + r.entry_save_failed + r.entry_repeated);
+    else if (s.role == SiteRole::Event)
+      ended += less(r.hits, r.no_entry);
+    else if (s.role == SiteRole::Abandon)
+      abandoned += r.abandoned;
+  }
+  // While the probes run, a request not yet ended may still end: only those whose goroutine
+  // exited are known unfinished. Once stopped, every recorded start that no end took is (still
+  // running at the stop, or dropped from the full entry map).
+  return stopped_ ? std::max(abandoned, less(started, ended)) : abandoned;
+}
+
 HttpLosses HttpJob::losses() const {
   HttpLosses l;
   if (add_program_losses(*program_, decoder_, events_read_, l)) {
     l.malformed += not_http_;
     l.status_unknown = status_unknown_;
   }
+  if (auto c = program_->counters()) l.unfinished = unfinished(*c);
   return l;
 }
 

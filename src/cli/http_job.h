@@ -41,7 +41,7 @@ class HttpJob {
   // Detaches the probes and reads what is left (bounded); idempotent.
   void stop();
   // Losses so far by cause (the program's counters, which stay readable after the detach, and
-  // what the reader could not use).
+  // what the reader could not use). `unfinished` is final only once stopped (stop()).
   HttpLosses losses() const;
   const std::optional<Error>& read_error() const { return read_error_; }
   size_t links() const { return program_->link_count(); }
@@ -52,6 +52,9 @@ class HttpJob {
   HttpJob(HttpPlan plan, OnExchange on_exchange)
       : plan_(std::move(plan)), decoder_(plan_.trace), on_exchange_(std::move(on_exchange)) {}
   void on_event(const uscope_event& ev, std::span<const uint8_t> payload);
+  // Served requests that began and never ended (HttpLosses::unfinished), from the counters of
+  // the server probe's sites: its entry, its ends and where its goroutine exits.
+  uint64_t unfinished(std::span<const RecipeCounters> counters) const;
 
   HttpPlan plan_;
   EventDecoder decoder_;

@@ -74,6 +74,7 @@ void add_losses(HttpLosses& into, const HttpLosses& l) {
   into.truncated += l.truncated;
   into.output_dropped += l.output_dropped;
   into.status_unknown += l.status_unknown;
+  into.unfinished += l.unfinished;
 }
 
 }  // namespace
@@ -446,6 +447,7 @@ void NodeAgent::add_own_metrics(MetricsSnapshot& out) const {
                                                      {"malformed", losses.malformed},
                                                      {"truncated", losses.truncated},
                                                      {"status_unknown", losses.status_unknown},
+                                                     {"unfinished", losses.unfinished},
                                                      {"census_failed", census_failures}};
   for (const auto& [cause, n] : causes)
     counter("uscope.events.lost", "{event}", "Events lost or incomplete, by cause.",

@@ -33,6 +33,7 @@ RecipeCounters sum_of(std::span<const RecipeCounters> counters) {
     t.truncated += c.truncated;
     t.agg_full += c.agg_full;
     t.stack_table_full += c.stack_table_full;
+    t.abandoned += c.abandoned;
   }
   return t;
 }
@@ -242,6 +243,7 @@ Result<std::vector<RecipeCounters>> TraceProgram::counters() const {
     c.truncated = v[TC_TRUNCATED];
     c.agg_full = v[TC_AGG_FULL];
     c.stack_table_full = v[TC_STACK_TABLE_FULL];
+    c.abandoned = v[TC_ABANDONED];
   }
   return out;
 }

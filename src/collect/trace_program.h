@@ -30,6 +30,8 @@ struct RecipeCounters {
   uint64_t truncated = 0;         // written with a string cut
   uint64_t agg_full = 0;          // a new key found the aggregates map full: that hit not counted
   uint64_t stack_table_full = 0;  // a ustack key's stack found the stack table full (stack_failed)
+  uint64_t abandoned =
+      0;  // Go: recorded calls dropped unfinished, their goroutine gone (TC_ABANDONED)
 };
 
 // Every counter of `counters` (one per recipe) summed.

@@ -63,6 +63,12 @@ constexpr TableField kGo119Fields[] = {
     {"net/http.Response", "StatusCode", 16, "int", GoKind::Int},
     {"net/http.response", "req", 8, "*net/http.Request", GoKind::Pointer},
     {"net/http.response", "status", 120, "int", GoKind::Int},
+    {"net/http.Request", "ProtoMajor", 40, "int", GoKind::Int},
+    {"net/http.Request", "ProtoMinor", 48, "int", GoKind::Int},
+    {"net/http.http2responseWriter", "rws", 0, "*net/http.http2responseWriterState",
+     GoKind::Pointer},
+    {"net/http.http2responseWriterState", "req", 8, "*net/http.Request", GoKind::Pointer},
+    {"net/http.http2responseWriterState", "status", 80, "int", GoKind::Int},
     // uscope stat's census of live goroutines (runtime2.go of go1.19).
     {"runtime.g", "atomicstatus", 144, "uint32", GoKind::Uint32},
     {"runtime.g", "startpc", 312, "uintptr", GoKind::Uintptr},
@@ -167,10 +173,10 @@ std::vector<GoField> go_table_fields(const GoBuildInfo& info, std::string_view s
   if (info.major != 1 || info.minor != 19) return out;
   for (const auto& f : kGo119Fields)
     if (struct_type == f.type)
-      out.push_back({f.field, f.offset,
-                     GoType{f.field_type, f.kind, table_size(f.kind), "",
-                            GoTypeSource::VersionTable},
-                     GoTypeSource::VersionTable});
+      out.push_back(
+          {f.field, f.offset,
+           GoType{f.field_type, f.kind, table_size(f.kind), "", GoTypeSource::VersionTable},
+           GoTypeSource::VersionTable});
   return out;
 }
 
@@ -269,7 +275,7 @@ struct GoTypes::Impl {
       }
       case GoKind::Interface:
         d.no_methods = word(addr + 64).value_or(1) == 0;  // len(methods)
-        extra += 32;  // pkgPath name, methods []imethod
+        extra += 32;                                      // pkgPath name, methods []imethod
         break;
       case GoKind::Map:
         extra += 40;  // key, elem, bucket *_type; hasher; four sizes and flags

@@ -30,10 +30,13 @@ std::optional<HttpExchange> http_exchange(HttpSide side, const DecodedEvent& ev)
     x.method = field(ev, f::kServerMethod)->text;
     x.path = field(ev, f::kServerPath)->text;
     x.url = x.path;
+    // Each writer's status is -1 unless that writer ended this request (http_probe).
     auto status = static_cast<int64_t>(field(ev, f::kServerStatus)->number);
+    if (status < 0) status = static_cast<int64_t>(field(ev, f::kServerH2Status)->number);
     // A handler that wrote nothing has not set the status: net/http answers 200 after it returns.
-    // -1: the ResponseWriter was not net/http's HTTP/1 *response (http_probe).
     x.status = status == 0 ? 200 : status < 0 ? kHttpStatusUnknown : static_cast<int>(status);
+    auto proto = static_cast<int64_t>(field(ev, f::kServerProto)->number);
+    if (proto > 0 && proto < 100) x.protocol = static_cast<int>(proto);
     return x;
   }
   x.method = field(ev, f::kClientMethod)->text;
@@ -98,6 +101,11 @@ std::string HttpRouteTemplates::walk(NodeMap& nodes, size_t max_values, std::str
     node_key += '/';
   }
   return out;
+}
+
+std::string http_protocol_name(int protocol) {
+  if (protocol <= 0) return "";
+  return fmt::format("HTTP/{}.{}", protocol / 10, protocol % 10);
 }
 
 std::string_view http_origin(std::string_view url) {

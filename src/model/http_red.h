@@ -16,18 +16,19 @@
 
 namespace uscope {
 
-// The status of a request served through a ResponseWriter other than HTTP/1's (HTTP/2): not read.
+// The status of a request whose end was not net/http's HTTP/1 or HTTP/2 writer: not read.
 inline constexpr int kHttpStatusUnknown = -1;
 
 struct HttpExchange {
   HttpSide side = HttpSide::Server;
   uint64_t ts_ns = 0;  // bpf_ktime_get_ns() at the return
   uint32_t pid = 0, tid = 0;
-  std::string method;   // "GET"
-  std::string url;      // server: the path ("/items/apple"); client: scheme://host/path
-  std::string path;     // the path alone (the route is made from it)
-  std::string route;    // the route it was counted under when it came (HttpRed::add)
-  int status = 0;       // 0: none (a client call that failed)
+  std::string method;  // "GET"
+  std::string url;     // server: the path ("/items/apple"); client: scheme://host/path
+  std::string path;    // the path alone (the route is made from it)
+  std::string route;   // the route it was counted under when it came (HttpRed::add)
+  int status = 0;      // 0: none (a client call that failed)
+  int protocol = 0;  // server: ProtoMajor * 10 + ProtoMinor (11: HTTP/1.1, 20: HTTP/2); 0: unknown
   bool failed = false;  // client: the call returned an error
   bool cut = false;     // a string was longer than what was read (shown with "…")
   uint64_t duration_ns = 0;
@@ -118,7 +119,15 @@ class HttpRed {
 
 // What the session lost, each cause on its own (the summary and the JSON say all of them).
 struct HttpLosses : EventLosses {
-  uint64_t status_unknown = 0;  // served through another ResponseWriter (HTTP/2): no status
+  uint64_t status_unknown = 0;  // ended through a writer that is not net/http's: no status
+  // Served requests that began and never ended while watched: the handler hijacked the
+  // connection (a WebSocket upgrade) or panicked (net/http drops the connection or stream), the
+  // request was still running at the stop, or its entry was dropped from the full entry map.
+  // None of them is in the requests counted.
+  uint64_t unfinished = 0;
 };
+
+// "HTTP/1.1", "HTTP/2.0" (Go's Request.Proto) for HttpExchange::protocol; "" when unknown.
+std::string http_protocol_name(int protocol);
 
 }  // namespace uscope

@@ -25,7 +25,7 @@ Expr word_at(Expr base, uint64_t offset) {
 
 }  // namespace
 
-Result<HttpLayout> http_layout(const GoFieldLookup& lookup, bool server, bool client) {
+Result<HttpLayout> http_layout(const GoFieldLookup& lookup, bool server, bool client, bool http2) {
   HttpLayout l;
   auto place = [&](const char* type, const char* field, uint64_t& out) -> Result<void> {
     auto f = lookup(type, field);
@@ -51,6 +51,11 @@ Result<HttpLayout> http_layout(const GoFieldLookup& lookup, bool server, bool cl
       {server, "net/http.response", "status", &l.response_status},
       {server, "net/http.response", "req", &l.response_req},
       {client, "net/http.Response", "StatusCode", &l.client_status},
+      {server, "net/http.Request", "ProtoMajor", &l.request_proto_major},
+      {server, "net/http.Request", "ProtoMinor", &l.request_proto_minor},
+      {server && http2, "net/http.http2responseWriter", "rws", &l.h2_writer_state},
+      {server && http2, "net/http.http2responseWriterState", "req", &l.h2_state_req},
+      {server && http2, "net/http.http2responseWriterState", "status", &l.h2_state_status},
   };
   for (const auto& n : needs)
     if (n.wanted)
@@ -58,15 +63,21 @@ Result<HttpLayout> http_layout(const GoFieldLookup& lookup, bool server, bool cl
   return l;
 }
 
-ProbeSpec http_probe(HttpSide side, const HttpLayout& l, bool server_end_entry) {
+ProbeSpec http_probe(HttpSide side, const HttpLayout& l, const HttpSides& sides) {
   ProbeSpec spec;
   spec.kind = ProbeKind::Return;
   // Go register ABI (calling_convention.h): serverHandler.ServeHTTP(sh RAX, rw RBX/RCX, req RDI);
-  // (*response).finishRequest(w RAX); (*Client).do(c RAX, req RBX) returning (*Response RAX,
-  // error RBX/RCX).
+  // (*response).finishRequest(w RAX); (*http2responseWriter).handlerDone(w RAX);
+  // (*Client).do(c RAX, req RBX) returning (*Response RAX, error RBX/RCX).
   const bool server = side == HttpSide::Server;
   spec.function = server ? kHttpServerFunction : kHttpClientFunction;
-  if (server && server_end_entry) spec.ends_at = kHttpServerEnd;
+  const bool end_entry = server && sides.server_end_entry;
+  if (end_entry) {
+    spec.ends_at.emplace_back(kHttpServerEnd);
+    if (sides.http2_end_entry) spec.ends_at.emplace_back(kHttp2ServerEnd);
+    spec.one_per_goroutine = true;
+    if (sides.goroutine_exit) spec.abandoned_at = kGoroutineExit;
+  }
   spec.text = fmt::format("http {} probe on {}", server ? "server" : "client", spec.function);
   const Expr req = at_entry(reg(server ? "rdi" : "rbx"));
   // req.URL read at the entry: one saved word serves every URL field.
@@ -81,16 +92,29 @@ ProbeSpec http_probe(HttpSide side, const HttpLayout& l, bool server_end_entry) 
             expr::bytes_at(at_entry(word_at(url_now, l.url_path)),
                            at_entry(word_at(url_now, l.url_path + 8))),
             's');
-    // The *response whose status WriteHeader set (0: nothing written yet, which finishRequest
-    // answers with 200): finishRequest's receiver, or at a RET rw's data word. Another
-    // ResponseWriter (HTTP/2's *http2responseWriter) keeps its status elsewhere: rw is taken for
-    // a *response only when its `req` is this request, and the status is then status, else -1:
-    // (is_response * (status + 1)) - 1. No type address is needed, so stripped and PIE binaries
-    // check alike.
-    const Expr rw = server_end_entry ? reg("rax") : at_entry(reg("rcx"));
+    // The writer that ended the call: the end's receiver, or at a RET rw's data word. HTTP/1's
+    // *response keeps the status WriteHeader set (0: nothing written yet, which net/http answers
+    // with 200); HTTP/2's *http2responseWriter keeps it in its rws. Each is taken for what it is
+    // only when its `req` is this request, else its status is -1: (is_it * (status + 1)) - 1.
+    // Reading the other kind's fields reads the writer's heap neighbours or its *conn, which
+    // are mapped. No type address is needed, so stripped and PIE binaries check alike.
+    const Expr rw = end_entry ? reg("rax") : at_entry(reg("rcx"));
     add_arg(spec,
             expr::or_minus_one(binary("==", word_at(rw, l.response_req), req),
                                word_at(rw, l.response_status)),
+            'd');
+    if (sides.http2_end_entry) {
+      const Expr rws = word_at(rw, l.h2_writer_state);
+      add_arg(spec,
+              expr::or_minus_one(binary("==", word_at(rws, l.h2_state_req), req),
+                                 word_at(rws, l.h2_state_status)),
+              'd');
+    } else {
+      add_arg(spec, integer(-1), 'd');
+    }
+    add_arg(spec,
+            binary("+", binary("*", word_at(req, l.request_proto_major), integer(10)),
+                   word_at(req, l.request_proto_minor)),
             'd');
     return spec;
   }
@@ -127,7 +151,9 @@ Result<HttpSides> http_sides(ObjectCache& cache, const std::string& target) {
   HttpSides s;
   s.server = !functions_named(**syms, kHttpServerFunction).empty();
   s.client = !functions_named(**syms, kHttpClientFunction).empty();
-  s.server_end_entry = functions_named(**syms, kHttpServerEnd).size() == 1;
+  s.server_end_entry = go_functions_named(**syms, kHttpServerEnd).size() == 1;
+  s.http2_end_entry = go_functions_named(**syms, kHttp2ServerEnd).size() == 1;
+  s.goroutine_exit = go_functions_named(**syms, kGoroutineExit).size() == 1;
   if (!s.server && !s.client)
     return fail("{} does not use net/http's server or client (no {} and no {} in it)", path,
                 kHttpServerFunction, kHttpClientFunction);
@@ -144,14 +170,14 @@ Result<HttpPlan> plan_http(ObjectCache& cache, const GoFieldLookup& lookup,
     return fail("{} has no net/http {} to probe", opts.target.empty() ? "the target" : opts.target,
                 opts.server ? "server" : "client");
   HttpPlan plan;
-  auto layout = http_layout(lookup, server, client);
+  auto layout = http_layout(lookup, server, client, sides->http2_end_entry);
   if (!layout) return tl::unexpected(layout.error());
   plan.layout = std::move(*layout);
   std::vector<ProbeSpec> specs;
   std::vector<HttpSide> side_of_spec;
   for (auto side : {HttpSide::Server, HttpSide::Client}) {
     if (side == HttpSide::Server ? !server : !client) continue;
-    specs.push_back(http_probe(side, plan.layout, sides->server_end_entry));
+    specs.push_back(http_probe(side, plan.layout, *sides));
     specs.back().target = opts.target;
     side_of_spec.push_back(side);
   }

@@ -3,15 +3,29 @@
 // planned by plan_trace() like any other (one planner). Each is a Go return probe (a uprobe at
 // the function's entry saves registers, matched by goroutine where the call ends) whose values are
 // read at the end from registers saved at the entry:
-//   server: net/http.serverHandler.ServeHTTP(sh, rw ResponseWriter, req *Request), ending at the
-//           entry of net/http.(*response).finishRequest(w), which (*conn).serve calls next from
-//           the same frame once the handler returned: an entry site after Go's stack check is
-//           emulated (~1 us a hit here) where a RET is single-stepped (~15 us). method =
-//           req.Method, path = req.URL.Path as it was at the entry (a router may rewrite it),
-//           status = w.status. A binary without an out-of-line finishRequest ends at ServeHTTP's
-//           RETs, the status then rw's *response.status. Requests finishRequest never sees are
-//           not reported: a hijacked connection's (a WebSocket upgrade), a handler that panicked,
-//           HTTP/2's (its handlers answer through another ResponseWriter).
+//   server: net/http.serverHandler.ServeHTTP(sh, rw ResponseWriter, req *Request), entered for
+//           every request HTTP/1 and HTTP/2 serve (h2 through initALPNRequest.ServeHTTP, on the
+//           stream's own goroutine), ending at the entry of the function net/http calls once
+//           the handler returned: an entry site after Go's stack check is emulated (~1 us a hit
+//           here) where a RET is single-stepped (~15 us).
+//             HTTP/1: net/http.(*response).finishRequest(w), which (*conn).serve calls next from
+//                     the same frame; status = w.status.
+//             HTTP/2: net/http.(*http2responseWriter).handlerDone(w), which runHandler's deferred
+//                     func calls on the same goroutine, two frames deeper; status =
+//                     w.rws.status (an http2responseWriterState).
+//           Ending in another frame, the call is keyed by its goroutine alone (one request runs
+//           on a goroutine at a time: a connection's for HTTP/1, a stream's for HTTP/2).
+//           method = req.Method, path = req.URL.Path as it was at the entry (a router may rewrite
+//           it), protocol = req.ProtoMajor and ProtoMinor. A status of 0 (nothing written) is
+//           the 200 net/http answers. Which writer ended the call is checked, not assumed: its
+//           `req` is this request.
+//           A request no end sees never ended: the handler hijacked the connection (a WebSocket
+//           upgrade), or panicked (net/http recovers and drops the connection or the stream).
+//           Its goroutine then exits, and the entry of runtime.goexit1 drops the request, counted
+//           (TC_ABANDONED): `uscope http`'s summary and the agent's uscope_events_lost count these
+//           and the requests still running at the stop as `unfinished`, never as served.
+//           A binary without an out-of-line finishRequest ends at ServeHTTP's RETs, the status
+//           then read through rw.
 //   client: net/http.(*Client).do(c, req *Request) (*Response, error), ending at its RETs: each
 //           function do calls once per call runs in do's own frame (another goroutine key), or
 //           only for a redirect (redirectBehavior) or an error (its uerr closure).
@@ -36,8 +50,10 @@ enum class HttpSide { Server, Client };
 
 inline constexpr std::string_view kHttpServerFunction = "net/http.serverHandler.ServeHTTP";
 inline constexpr std::string_view kHttpClientFunction = "net/http.(*Client).do";
-// Where a server request ends (see above).
+// Where a server request ends (see above): HTTP/1, HTTP/2; where one that never ends is dropped.
 inline constexpr std::string_view kHttpServerEnd = "net/http.(*response).finishRequest";
+inline constexpr std::string_view kHttp2ServerEnd = "net/http.(*http2responseWriter).handlerDone";
+inline constexpr std::string_view kGoroutineExit = "runtime.goexit1";
 
 // One struct field offset the probes use, and where it came from (`-v` prints these).
 struct HttpFieldOffset {
@@ -49,35 +65,26 @@ struct HttpFieldOffset {
 
 // The offsets of the fields the probes read.
 struct HttpLayout {
-  uint64_t request_method = 0;   // net/http.Request.Method (string)
-  uint64_t request_url = 0;      // net/http.Request.URL (*net/url.URL)
-  uint64_t url_scheme = 0;       // net/url.URL.Scheme
-  uint64_t url_host = 0;         // net/url.URL.Host
-  uint64_t url_path = 0;         // net/url.URL.Path
-  uint64_t response_status = 0;  // net/http.response.status (int, the server's ResponseWriter)
-  uint64_t response_req = 0;     // net/http.response.req (*Request)
-  uint64_t client_status = 0;    // net/http.Response.StatusCode (int)
+  uint64_t request_method = 0;       // net/http.Request.Method (string)
+  uint64_t request_url = 0;          // net/http.Request.URL (*net/url.URL)
+  uint64_t url_scheme = 0;           // net/url.URL.Scheme
+  uint64_t url_host = 0;             // net/url.URL.Host
+  uint64_t url_path = 0;             // net/url.URL.Path
+  uint64_t response_status = 0;      // net/http.response.status (int, the server's ResponseWriter)
+  uint64_t response_req = 0;         // net/http.response.req (*Request)
+  uint64_t client_status = 0;        // net/http.Response.StatusCode (int)
+  uint64_t request_proto_major = 0;  // net/http.Request.ProtoMajor (int)
+  uint64_t request_proto_minor = 0;  // net/http.Request.ProtoMinor (int)
+  uint64_t h2_writer_state = 0;      // net/http.http2responseWriter.rws (pointer)
+  uint64_t h2_state_req = 0;         // net/http.http2responseWriterState.req (*Request)
+  uint64_t h2_state_status = 0;      // net/http.http2responseWriterState.status (int)
   std::vector<HttpFieldOffset> sources;
 };
 
 // The layout of the sides asked for (a server-only binary need not hold net/http.Response's
-// layout). Errors name the field no source could place.
-Result<HttpLayout> http_layout(const GoFieldLookup& lookup, bool server, bool client);
-
-// The probe of one side; `server_end_entry`: the server's ends at kHttpServerEnd's entry (else at
-// ServeHTTP's RETs). Output fields, in order:
-//   server: method (string), path (string), status (u64; -1 when rw is not net/http's *response,
-//           e.g. an HTTP/2 ResponseWriter, whose status is elsewhere)
-//   client: method, scheme, host, path (strings), response pointer (u64), status (u64; read only
-//           through a non-nil response), error type word (u64; non-zero = an error)
-ProbeSpec http_probe(HttpSide side, const HttpLayout& layout, bool server_end_entry);
-
-// Field indices of the probes' events (http_probe's order).
-namespace http_field {
-inline constexpr size_t kServerMethod = 0, kServerPath = 1, kServerStatus = 2, kServerFields = 3;
-inline constexpr size_t kClientMethod = 0, kClientScheme = 1, kClientHost = 2, kClientPath = 3,
-                        kClientResponse = 4, kClientStatus = 5, kClientError = 6, kClientFields = 7;
-}  // namespace http_field
+// layout); `http2`: also HTTP/2's response writer. Errors name the field no source could place.
+Result<HttpLayout> http_layout(const GoFieldLookup& lookup, bool server, bool client,
+                               bool http2 = false);
 
 // Which of the sides a Go binary has, from its function names: whether it calls into net/http's
 // server (serverHandler.ServeHTTP) and client ((*Client).do). Fails for a binary that is not Go,
@@ -87,8 +94,26 @@ struct HttpSides {
   bool server = false;
   bool client = false;
   bool server_end_entry = false;  // one out-of-line kHttpServerEnd to end server requests at
+  bool http2_end_entry = false;   // one out-of-line kHttp2ServerEnd (HTTP/2's server is linked)
+  bool goroutine_exit = false;    // one out-of-line kGoroutineExit
 };
 Result<HttpSides> http_sides(ObjectCache& cache, const std::string& target);
+
+// The probe of one side, as the binary's functions allow (HttpSides). Output fields, in order:
+//   server: method (string), path (string), status (u64; -1 when the writer that ended the call
+//           is not this request's HTTP/1 *response), HTTP/2 status (u64; -1 when it is not this
+//           request's *http2responseWriter), protocol (u64; ProtoMajor * 10 + ProtoMinor: 11, 20)
+//   client: method, scheme, host, path (strings), response pointer (u64), status (u64; read only
+//           through a non-nil response), error type word (u64; non-zero = an error)
+ProbeSpec http_probe(HttpSide side, const HttpLayout& layout, const HttpSides& sides);
+
+// Field indices of the probes' events (http_probe's order).
+namespace http_field {
+inline constexpr size_t kServerMethod = 0, kServerPath = 1, kServerStatus = 2, kServerH2Status = 3,
+                        kServerProto = 4, kServerFields = 5;
+inline constexpr size_t kClientMethod = 0, kClientScheme = 1, kClientHost = 2, kClientPath = 3,
+                        kClientResponse = 4, kClientStatus = 5, kClientError = 6, kClientFields = 7;
+}  // namespace http_field
 
 struct HttpPlan {
   TracePlan trace;

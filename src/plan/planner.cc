@@ -24,6 +24,8 @@ const char* site_role_name(SiteRole role) {
       return "count";
     case SiteRole::Aggregate:
       return "aggregate";
+    case SiteRole::Abandon:
+      return "abandon";
   }
   return "?";
 }
@@ -134,16 +136,23 @@ Result<TracePlan> plan_trace(ObjectCache& cache, std::span<const ProbeSpec> spec
       const bool ret_sites =
           spec.kind == ProbeKind::Return && cc.returns == ReturnSites::RetInstructions;
       std::vector<SitePlacement> returns;
-      std::optional<SitePlacement> end_entry;
-      if (ret_sites && !spec.ends_at.empty()) {
-        auto placed = place_end_entry(m, spec.ends_at, reads, opts.move_sites);
-        if (!placed)
-          return fail("probe spec column {}: {}", spec.function_column, placed.error().message);
-        end_entry = *placed;
-      }
-      if (end_entry) {
-        returns = {*end_entry};
-        main_place = *end_entry;
+      std::optional<SitePlacement> abandon;
+      const bool end_entries = ret_sites && !spec.ends_at.empty();
+      if (end_entries) {
+        for (const auto& end : spec.ends_at) {
+          auto placed =
+              place_end_entry(m, end, reads, opts.move_sites, spec.one_per_goroutine, false);
+          if (!placed)
+            return fail("probe spec column {}: {}", spec.function_column, placed.error().message);
+          returns.push_back(*placed);
+        }
+        if (spec.one_per_goroutine && !spec.abandoned_at.empty()) {
+          auto placed = place_end_entry(m, spec.abandoned_at, {}, opts.move_sites, true, true);
+          if (!placed)
+            return fail("probe spec column {}: {}", spec.function_column, placed.error().message);
+          abandon = *placed;
+        }
+        main_place = returns.front();
       } else if (ret_sites) {
         auto placed = place_return_instructions(m);
         if (!placed && glob) {
@@ -189,9 +198,16 @@ Result<TracePlan> plan_trace(ObjectCache& cache, std::span<const ProbeSpec> spec
         plan.recipes.push_back(r);
         plan.sites.push_back(std::move(s));
       };
+      // One call per goroutine: its entry, ends and abandon site key by the goroutine alone.
+      const uint32_t key_flags =
+          end_entries && spec.one_per_goroutine && (compiled->main.flags & TRACE_F_GOROUTINE)
+              ? TRACE_F_GOROUTINE_ONLY
+              : 0u;
+      compiled->main.flags |= key_flags;
       if (compiled->entry) {
         SitePlacement entry_place = place_site(m, ProbeKind::Entry, reads, opts.move_sites);
         compiled->entry->sp_delta = entry_place.sp_delta;
+        compiled->entry->flags |= key_flags;
         add_site(*compiled->entry, entry_place, false, SiteRole::SaveEntry);
       }
       // Entry halves of return probes emit nothing: only the event's recipe takes the stack.
@@ -200,6 +216,12 @@ Result<TracePlan> plan_trace(ObjectCache& cache, std::span<const ProbeSpec> spec
         for (const auto& place : returns) add_site(compiled->main, place, false, SiteRole::Event);
       } else {
         add_site(compiled->main, main_place, spec.kind == ProbeKind::Return, SiteRole::Event);
+      }
+      if (abandon && key_flags) {
+        uscope_recipe drop{};
+        drop.probe_id = probe;
+        drop.flags = TRACE_F_RETURN | TRACE_F_GOROUTINE | TRACE_F_ABANDON | key_flags;
+        add_site(drop, *abandon, false, SiteRole::Abandon);
       }
     }
   }

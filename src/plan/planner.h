@@ -29,6 +29,7 @@ enum class SiteRole {
   LatencyReturn,  // latency: adds the call's duration to the histogram
   Count,          // count: adds one to the site's counter
   Aggregate,      // count --by, hist, latency --by: adds to its key's row (keyed_plan.h)
+  Abandon,        // trace: drops a call that can no longer end, counted (ProbeSpec::abandoned_at)
 };
 const char* site_role_name(SiteRole role);  // "event", "save-entry", ...
 

@@ -116,10 +116,17 @@ struct ProbeSpec {
   std::string text;  // the spec as given
   int function_column = 0;
   // A Go return probe built in code (http_plan.h), never parsed: the call ends at the entry of
-  // this function, which the caller calls next from the same frame (so the goroutine key of its
-  // entry is the call's), instead of at the RETs, which are single-stepped (~15 us a hit) where
-  // an entry site after the stack check is emulated. "" = at the RETs.
-  std::string ends_at{};
+  // any of these functions, which the caller calls next from the same frame (so the goroutine key
+  // of its entry is the call's), instead of at the RETs, which are single-stepped (~15 us a hit)
+  // where an entry site after the stack check is emulated. Empty = at the RETs.
+  std::vector<std::string> ends_at{};
+  // With ends_at: at most one call of this probe runs on a goroutine at a time, so the call is
+  // keyed by its goroutine alone (TRACE_F_GOROUTINE_ONLY) and may end in another frame than its
+  // caller's (HTTP/2's handlerDone, several calls deeper than ServeHTTP).
+  bool one_per_goroutine = false;
+  // With one_per_goroutine: the entry of this function drops the goroutine's call unfinished,
+  // counted (TRACE_F_ABANDON, TC_ABANDONED): runtime.goexit1, the goroutine exits. "" = none.
+  std::string abandoned_at{};
 };
 
 // Parses one `trace` spec. Errors: "probe spec column 14: expected ')' ..." style messages that

@@ -364,6 +364,10 @@ const char* recipe_outcome_name(RecipeOutcome o) {
       return "histogrammed";
     case RecipeOutcome::Aggregated:
       return "aggregated";
+    case RecipeOutcome::Abandoned:
+      return "abandoned";
+    case RecipeOutcome::NothingToDrop:
+      return "nothing to drop";
   }
   return "?";
 }
@@ -400,6 +404,10 @@ void aggregate(const uscope_recipe& r, const RecipeInput& in, const Machine& m, 
 RecipeRun interpret_recipe(const uscope_recipe& recipe, const RecipeInput& in) {
   RecipeRun out;
   if (recipe.flags & TRACE_F_RETURN) {
+    if (recipe.flags & TRACE_F_ABANDON) {
+      out.outcome = in.entry ? RecipeOutcome::Abandoned : RecipeOutcome::NothingToDrop;
+      return out;
+    }
     if (in.entry) {
       out.slots = *in.entry;
     } else if (recipe.flags & TRACE_F_NEEDS_ENTRY) {

@@ -55,7 +55,9 @@ enum class RecipeOutcome {
   SavedEntry,    // entry half of a return probe: `slots` are stored for the return
   NoEntry,       // return probe without a recorded entry (TC_NO_ENTRY)
   Histogrammed,  // latency return half: the duration is counted, nothing emitted
-  Aggregated     // TRACE_F_AGGREGATE: `key` and `bucket` are updated, nothing emitted
+  Aggregated,    // TRACE_F_AGGREGATE: `key` and `bucket` are updated, nothing emitted
+  Abandoned,     // TRACE_F_ABANDON: the recorded entry is dropped unfinished (TC_ABANDONED)
+  NothingToDrop  // TRACE_F_ABANDON without a recorded entry: nothing counted
 };
 
 const char* recipe_outcome_name(RecipeOutcome o);

@@ -53,22 +53,25 @@ Result<std::vector<SitePlacement>> place_return_instructions(const MatchedSite& 
 }
 
 Result<SitePlacement> place_end_entry(const MatchedSite& m, std::string_view function,
-                                      const SiteReads& reads, bool allow_move) {
+                                      const SiteReads& reads, bool allow_move, bool any_depth,
+                                      bool abandon) {
   const std::string& where = m.object->ref.display_path;
   auto syms = m.object->stored->symbols();
   if (!syms) return tl::unexpected(syms.error());
-  auto found = functions_named(**syms, function);
+  auto found = go_functions_named(**syms, function);
+  const char* what = abandon ? "is dropped unfinished" : "ends";
   if (found.size() != 1)
-    return fail("{} ends at the entry of {}, which {} has {} copies of", m.label, function, where,
-                found.size());
+    return fail("{} {} at the entry of {}, which {} has {} copies of", m.label, what, function,
+                where, found.size());
   MatchedSite end = function_site(*m.object, *found.front(), std::string(function));
   SitePlacement p = place_site(end, ProbeKind::Entry, reads, allow_move);
   // Go entry sites keep rsp (place_site): a site past a push would key another depth.
-  if (p.sp_delta != 0 || p.cost.cost == SiteCost::Unprobeable)
-    return fail("{} ends at the entry of {} in {}, which cannot be probed there: {}", m.label,
+  if ((p.sp_delta != 0 && !any_depth) || p.cost.cost == SiteCost::Unprobeable)
+    return fail("{} {} at the entry of {} in {}, which cannot be probed there: {}", m.label, what,
                 function, where, p.note);
-  p.note =
-      fmt::format("the call's end: entry of {}{}{}", function, p.note.empty() ? "" : ", ", p.note);
+  p.note = fmt::format("{}: entry of {}{}{}",
+                       abandon ? "where the call is dropped unfinished" : "the call's end",
+                       function, p.note.empty() ? "" : ", ", p.note);
   return p;
 }
 

@@ -22,11 +22,14 @@ const CallingConvention& convention_of(const PlannedObject& o);
 // before 1.17 (the goroutine is not in a register there).
 Result<std::vector<SitePlacement>> place_return_instructions(const MatchedSite& m);
 
-// The end of a Go call at the entry of `function` in m's object (ProbeSpec::ends_at): its entry
-// site, placed as an entry probe reading `reads` is. Fails when the object has no out-of-line
-// copy of `function` (absent, or only inlined), and when the site does not keep rsp (the
-// goroutine key of a Go call is its entry rsp's depth, the same for two calls from one frame).
+// The end of a Go call at the entry of `function` in m's object (ProbeSpec::ends_at), or where
+// it is dropped unfinished (`abandon`: ProbeSpec::abandoned_at): its entry site, placed as an
+// entry probe reading `reads` is. Fails when the object has no out-of-line copy of `function`
+// (absent, or only inlined), and, unless `any_depth` (a call keyed by its goroutine alone), when
+// the site does not keep rsp (the goroutine key of a Go call is its entry rsp's depth, the same
+// for two calls from one frame).
 Result<SitePlacement> place_end_entry(const MatchedSite& m, std::string_view function,
-                                      const SiteReads& reads, bool allow_move);
+                                      const SiteReads& reads, bool allow_move, bool any_depth,
+                                      bool abandon);
 
 }  // namespace uscope

@@ -235,6 +235,17 @@ std::vector<const FunctionSymbol*> functions_named(const SymbolTable& syms, std:
   return syms.find(name);  // "ns::f" names every overload, "ns::f(int)" one
 }
 
+std::vector<const FunctionSymbol*> go_functions_named(const SymbolTable& syms,
+                                                      std::string_view name) {
+  constexpr uint64_t kAbi0WrapperBytes = 32;
+  auto found = functions_named(syms, name);
+  if (found.size() < 2) return found;
+  std::vector<const FunctionSymbol*> bodies;
+  for (const auto* f : found)
+    if (f->size > kAbi0WrapperBytes) bodies.push_back(f);
+  return bodies.empty() ? found : bodies;
+}
+
 Result<PlannedObject*> ObjectCache::get(const std::string& target) {
   if (auto it = by_target_.find(target); it != by_target_.end()) return it->second;
   Result<ObjectRef> ref =

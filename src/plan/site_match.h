@@ -120,6 +120,11 @@ MatchedSite usdt_site(PlannedObject& o, const UsdtProbe& p, const UsdtLocation& 
 // and demangled names, else an exact name, else every overload of a C++ name without its
 // parameter list ("ns::f" names "ns::f(int)" and "ns::f(char const*)").
 std::vector<const FunctionSymbol*> functions_named(const SymbolTable& syms, std::string_view name);
+// functions_named() for a Go function that assembly calls (runtime.goexit1): its ABI0 wrapper,
+// which loads g into R14 and jumps to it, has its name in .gopclntab too (".abi0" is in .symtab
+// only) and is set aside when a copy bigger than a wrapper (32 bytes) is there.
+std::vector<const FunctionSymbol*> go_functions_named(const SymbolTable& syms,
+                                                      std::string_view name);
 // A Go function name as a glob: Go names hold characters globs use, in a receiver
 // ("main.(*Store).Get") and in the type arguments of a generic instantiation
 // ("main.Sum[go.shape.int_0]"); those are made literal, and "[...]" matches every instantiation

@@ -51,6 +51,7 @@ std::string http_json_line(const HttpExchange& x) {
                       {"tid", x.tid},
                       {"ts_ns", x.ts_ns}};
   if (x.side == HttpSide::Client) j["failed"] = x.failed;
+  if (x.protocol) j["protocol"] = http_protocol_name(x.protocol);
   if (x.cut) j["truncated"] = true;
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
@@ -77,7 +78,10 @@ std::string http_text_summary(const HttpRed& red, const HttpLosses& l, std::stri
   LossList losses;
   add_event_losses(losses, l);
   losses.add(l.status_unknown,
-             "without a status (not an HTTP/1 ResponseWriter: HTTP/2?), not counted as errors");
+             "without a status (ended through a writer not net/http's), not counted as errors");
+  losses.add(l.unfinished,
+             "unfinished, not counted (hijacked, e.g. WebSocket; handler panicked; still running "
+             "at the stop)");
   out += losses.empty()
              ? "uscope http: nothing lost\n"
              : fmt::format("uscope http: requests missing or incomplete: {}\n", losses.text());
@@ -111,6 +115,7 @@ std::string http_json_summary(const HttpRed& red, const HttpLosses& l, std::stri
                       {"other_routes_requests", red.overflowed()},
                       {"losses", event_losses_json(l)}};
   j["losses"]["status_unknown"] = l.status_unknown;
+  j["losses"]["unfinished"] = l.unfinished;
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 

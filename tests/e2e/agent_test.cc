@@ -182,6 +182,49 @@ TEST(agent, a_server_started_later_is_measured_from_its_exec_and_dropped_at_its_
   EXPECT_EQ(agent.command->finish().exit_code, 0);
 }
 
+// HTTP/2 requests are measured as HTTP/1 ones are; each hijacked connection is counted lost as
+// `unfinished` while the agent runs (its goroutine exits), never as a request served. The counts
+// are curl's own (its status lines) and the fixture's (its hijack lines).
+TEST(agent, http2_requests_measured_and_hijacked_ones_counted_unfinished) {
+  USCOPE_REQUIRE_ROOT();
+  Agent agent({"--config", config_selecting("gohttp2_server_stripped")});
+  ASSERT_TRUE(agent.command->wait_for_stderr("agent serving"));
+  Server server("gohttp2_server_stripped");
+  const pid_t pid = server.process->pid();
+  ASSERT_TRUE(agent.command->wait_for_stderr(
+      fmt::format("watching process {} (gohttp2_server_stripped): HTTP RED", pid)));
+  ASSERT_TRUE(server.process->wait_for_line("listening on"));
+  const std::string base = "https://127.0.0.1:" + std::to_string(server.port);
+  std::vector<std::string> argv = {"curl", "--http2", "-k",
+                                   "-sS",  "-w",      "%{http_version} %{response_code}\n"};
+  for (int i = 0; i < 6; ++i) argv.insert(argv.end(), {"-o", "/dev/null", base + "/created"});
+  auto h2 = run(argv);
+  ASSERT_EQ(h2.exit_code, 0) << h2.err;
+  EXPECT_EQ(h2.out, "2 201\n2 201\n2 201\n2 201\n2 201\n2 201\n");
+  const int hijacks = 4;
+  for (int i = 0; i < hijacks; ++i) {
+    auto hj = run({"curl", "--http1.1", "-k", "-sS", base + "/hijack"});
+    ASSERT_EQ(hj.exit_code, 0) << hj.err;
+    ASSERT_TRUE(server.process->wait_for_line("hijacked " + std::to_string(i + 1)));
+  }
+  const std::string created = server_count(pid, "gohttp2_server_stripped", "/created", 201) + "}";
+  const std::string unfinished = "uscope_events_lost_total{cause=\"unfinished\"}";
+  ASSERT_TRUE(wait_until("the agent has read the 6 HTTP/2 requests",
+                         [&] { return metric_value(metrics(agent.port), created) == 6; }));
+  ASSERT_TRUE(wait_until("the hijacked requests are counted unfinished",
+                         [&] { return metric_value(metrics(agent.port), unfinished) == hijacks; }));
+  const std::string m = metrics(agent.port);
+  EXPECT_EQ(metric_value(m, created), 6);
+  EXPECT_EQ(lines_with(m, "http_route=\"/hijack\"").size(), 0u) << m;
+  for (const char* cause : {"ring_full", "read_error", "no_entry", "malformed", "status_unknown"})
+    EXPECT_EQ(metric_value(m, fmt::format("uscope_events_lost_total{{cause=\"{}\"}}", cause)), 0)
+        << cause;
+  agent.command->signal(SIGTERM);
+  auto r = agent.command->finish();
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(links_released("trace_", agent.command->pid()));
+}
+
 TEST(agent, sighup_rereads_the_config_and_a_bad_one_is_refused_with_its_line) {
   USCOPE_REQUIRE_ROOT();
   std::string dir = ::testing::TempDir() + "/agent_config.XXXXXX";
@@ -273,8 +316,11 @@ TEST(agent, two_hundred_processes_coming_and_going_leave_nothing_behind) {
   }
   EXPECT_TRUE(wait_until("the agent holds no link",
                          [&] { return bpf_links_held_by(apid, "trace_").empty(); }));
-  EXPECT_EQ(fds_of_kind(apid, "bpf-prog"), 0u);
-  EXPECT_EQ(fds_of_kind(apid, "bpf-map"), 0u);
+  // The agent says "dropped" once a job's probes are detached, and frees its programs and maps
+  // just after: waited for, as the link above.
+  EXPECT_TRUE(wait_until("the agent holds no BPF program or map", [&] {
+    return fds_of_kind(apid, "bpf-prog") == 0 && fds_of_kind(apid, "bpf-map") == 0;
+  }));
   EXPECT_EQ(metric_value(metrics(agent.port), "uscope_jobs"), 0);
   const unsigned long after_all = rss_kib();
   // Back to its level: what 19 more rounds left is within 8 MiB (the allocator keeps some).

@@ -106,8 +106,9 @@ TEST(http, server_request_ends_at_finish_request) {
   std::string served;
   ASSERT_EQ(server.wait(&served), 0);
 
-  // Two sites: ServeHTTP's entry and finishRequest's, both emulated; no RET.
-  EXPECT_EQ(matching_lines(r.err, "site net/http\\.serverHandler\\.ServeHTTP +entry .*"), 2u)
+  // Four sites, all entries, emulated; no RET: ServeHTTP's, finishRequest's, handlerDone's (the
+  // binary has net/http's HTTP/2 server too) and runtime.goexit1's.
+  EXPECT_EQ(matching_lines(r.err, "site net/http\\.serverHandler\\.ServeHTTP +entry .*"), 4u)
       << r.err;
   EXPECT_EQ(matching_lines(r.err,
                            "site .* emulated \\([^)]*\\): the call's end: entry of "
@@ -150,6 +151,108 @@ TEST(http, server_request_ends_at_finish_request) {
   std::sort(timed_ns.begin(), timed_ns.end());
   for (size_t i = 0; i < timed_ns.size(); ++i) EXPECT_GE(timed_ns[i], handler_ns[i]) << i;
   EXPECT_TRUE(links_released("trace_"));
+}
+
+// HTTP/2 over TLS (curl --http2, one connection) and HTTP/1.1 requests that never finish: every
+// h2 request is there with its method, path, status and protocol, ended at handlerDone's entry;
+// each hijacked connection and each handler that panicked is counted unfinished, never served.
+// The counts are the clients' own (curl's status lines) and the fixture's (its hijack and panic
+// lines).
+void serves_http2_and_counts_unfinished(const std::string& server_name) {
+  USCOPE_REQUIRE_ROOT();
+  const int port = free_port();
+  GatedProcess server({fixture("go/" + server_name), std::to_string(port)});
+  server.start();
+  ASSERT_TRUE(server.wait_for_line("listening on"));
+  const std::string base = "https://127.0.0.1:" + std::to_string(port);
+  auto tracer = RunningCommand::uscope(
+      {"http", "--server", "--json", "-v", "-p", std::to_string(server.pid())});
+  ASSERT_TRUE(wait_for_links(tracer.pid(), "trace_"));
+
+  // N = 20 HTTP/2 requests on one connection, 5 per route; curl prints each one's version and
+  // status.
+  const std::vector<std::pair<std::string, int>> routes = {
+      {"/ok", 200}, {"/created", 201}, {"/missing", 404}, {"/fail", 500}};
+  std::vector<std::string> argv = {"curl", "--http2", "-k",
+                                   "-sS",  "-w",      "%{http_version} %{response_code}\n"};
+  for (int i = 0; i < 5; ++i)
+    for (const auto& [path, status] : routes) {
+      argv.insert(argv.end(), {"-o", "/dev/null", base + path});
+    }
+  auto h2 = run(argv);
+  ASSERT_EQ(h2.exit_code, 0) << h2.err;
+  for (const auto& [path, status] : routes)
+    EXPECT_EQ(matching_lines(h2.out, "2 " + std::to_string(status)), 5u) << h2.out;
+  // K = 3 hijacked HTTP/1.1 connections, and 2 handlers that panic (HTTP/2, HTTP/1.1).
+  const int hijacks = 3;
+  for (int i = 0; i < hijacks; ++i) {
+    auto hj = run({"curl", "--http1.1", "-k", "-sS", base + "/hijack"});
+    ASSERT_EQ(hj.exit_code, 0) << hj.err;
+    EXPECT_EQ(hj.out, "hijacked\n");
+    ASSERT_TRUE(server.wait_for_line("hijacked " + std::to_string(i + 1)));
+  }
+  auto panic2 = run({"curl", "--http2", "-k", "-sS", "-o", "/dev/null", base + "/panic"});
+  EXPECT_NE(panic2.exit_code, 0);  // the stream reset
+  ASSERT_TRUE(server.wait_for_line("panicking 1"));
+  auto panic1 = run({"curl", "--http1.1", "-k", "-sS", "-o", "/dev/null", base + "/panic"});
+  EXPECT_NE(panic1.exit_code, 0);  // the connection dropped
+  ASSERT_TRUE(server.wait_for_line("panicking 2"));
+  tracer.signal(SIGINT);
+  auto r = tracer.finish();
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto quit = run({"curl", "-k", "-sS", base + "/quit"});
+  ASSERT_EQ(quit.exit_code, 0) << quit.err;
+  ASSERT_EQ(server.wait(), 0);
+
+  // Every end an emulated entry: finishRequest's, handlerDone's; dropped at goexit1's; no RET.
+  EXPECT_EQ(matching_lines(r.err,
+                           "site .* emulated \\([^)]*\\): the call's end: entry of "
+                           "net/http\\.\\(\\*http2responseWriter\\)\\.handlerDone.*"),
+            1u)
+      << r.err;
+  EXPECT_EQ(matching_lines(r.err,
+                           "site .* emulated \\([^)]*\\): where the call is dropped "
+                           "unfinished: entry of runtime\\.goexit1.* \\[abandon\\]"),
+            1u)
+      << r.err;
+  EXPECT_EQ(matching_lines(r.err, "site .* @ 0x[0-9a-f]+  single-stepped .*"), 0u) << r.err;
+  // The HTTP/2 state's status field placed from the binary, with its source.
+  EXPECT_EQ(matching_lines(r.err,
+                           "uscope: net/http\\.http2responseWriterState\\.status at offset "
+                           "80 \\(from .*\\)"),
+            1u)
+      << r.err;
+
+  std::map<std::string, size_t> seen;  // "PROTOCOL METHOD STATUS PATH"
+  auto objs = json_lines(r.out);
+  ASSERT_FALSE(objs.empty()) << r.out;
+  for (const auto& j : objs) {
+    if (j["kind"] != "request") continue;
+    EXPECT_EQ(j["pid"], server.pid());
+    ++seen[fmt::format("{} {} {} {}", j.value("protocol", "?"), j["method"].get<std::string>(),
+                       j["status"].get<int>(), j["path"].get<std::string>())];
+  }
+  std::map<std::string, size_t> asked;
+  for (const auto& [path, status] : routes)
+    asked[fmt::format("HTTP/2.0 GET {} {}", status, path)] = 5;
+  EXPECT_EQ(seen, asked) << r.out;
+  const auto& s = objs.back();
+  ASSERT_EQ(s["kind"], "summary") << r.out;
+  EXPECT_EQ(s["requests"], 20);
+  EXPECT_EQ(s["losses"]["unfinished"], hijacks + 2) << s.dump();
+  for (const auto& [cause, n] : s["losses"].items()) {
+    if (cause != "unfinished") {
+      EXPECT_EQ(n, 0) << cause;
+    }
+  }
+  EXPECT_TRUE(links_released("trace_"));
+}
+
+TEST(http, http2_served_and_unfinished_counted) {
+  serves_http2_and_counts_unfinished("gohttp2_server");
+}
+TEST(http, http2_served_and_unfinished_counted_stripped) {
+  serves_http2_and_counts_unfinished("gohttp2_server_stripped");
 }
 
 TEST(http, json_summary_with_duration) {

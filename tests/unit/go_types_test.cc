@@ -51,11 +51,21 @@ struct Want {
   const char* type;
   const char* field;
 };
-constexpr Want kFields[] = {{"net/http.Request", "Method"},  {"net/http.Request", "URL"},
-                            {"net/http.Request", "Host"},    {"net/url.URL", "Scheme"},
-                            {"net/url.URL", "Host"},         {"net/url.URL", "Path"},
-                            {"net/http.Response", "Status"}, {"net/http.Response", "StatusCode"},
-                            {"net/http.response", "req"},    {"net/http.response", "status"}};
+constexpr Want kFields[] = {{"net/http.Request", "Method"},
+                            {"net/http.Request", "URL"},
+                            {"net/http.Request", "Host"},
+                            {"net/url.URL", "Scheme"},
+                            {"net/url.URL", "Host"},
+                            {"net/url.URL", "Path"},
+                            {"net/http.Response", "Status"},
+                            {"net/http.Response", "StatusCode"},
+                            {"net/http.response", "req"},
+                            {"net/http.response", "status"},
+                            {"net/http.Request", "ProtoMajor"},
+                            {"net/http.Request", "ProtoMinor"},
+                            {"net/http.http2responseWriter", "rws"},
+                            {"net/http.http2responseWriterState", "req"},
+                            {"net/http.http2responseWriterState", "status"}};
 
 TEST(go_types, dwarf_descriptors_and_table_agree) {
   auto with_dwarf = open_types(fixture("gohttp_server"));
@@ -86,7 +96,8 @@ TEST(go_types, table_matches_go1_19_dwarf) {
   EXPECT_EQ(with_dwarf.info->minor, 19);
   size_t listed = 0;
   for (const char* type :
-       {"net/http.Request", "net/url.URL", "net/http.Response", "net/http.response", "runtime.g"})
+       {"net/http.Request", "net/url.URL", "net/http.Response", "net/http.response",
+        "net/http.http2responseWriter", "net/http.http2responseWriterState", "runtime.g"})
     for (const auto& f : go_table_fields(*with_dwarf.info, type)) {
       auto d = with_dwarf.types->field(type, f.name);
       ASSERT_TRUE(d.has_value()) << type << "." << f.name;

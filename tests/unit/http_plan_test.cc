@@ -15,10 +15,20 @@ namespace {
 // net/http's layout in Go 1.19 (the fixture's DWARF).
 Result<GoField> go119(std::string_view type, std::string_view field) {
   static const std::map<std::pair<std::string, std::string>, uint64_t> offsets = {
-      {{"net/http.Request", "Method"}, 0}, {{"net/http.Request", "URL"}, 16},
-      {{"net/url.URL", "Scheme"}, 0},      {{"net/url.URL", "Host"}, 40},
-      {{"net/url.URL", "Path"}, 56},       {{"net/http.response", "status"}, 120},
-      {{"net/http.response", "req"}, 8},   {{"net/http.Response", "StatusCode"}, 16}};
+      {{"net/http.Request", "Method"}, 0},
+      {{"net/http.Request", "URL"}, 16},
+      {{"net/url.URL", "Scheme"}, 0},
+      {{"net/url.URL", "Host"}, 40},
+      {{"net/url.URL", "Path"}, 56},
+      {{"net/http.response", "status"}, 120},
+      {{"net/http.response", "req"}, 8},
+      {{"net/http.Response", "StatusCode"}, 16},
+      {{"net/http.Request", "ProtoMajor"}, 40},
+      {{"net/http.Request", "ProtoMinor"}, 48},
+      {{"net/http.http2responseWriter", "rws"}, 0},
+      {{"net/http.http2responseWriterState", "req"}, 8},
+      {{"net/http.http2responseWriterState", "status"}, 80}};
+
   auto it = offsets.find({std::string(type), std::string(field)});
   if (it == offsets.end()) return fail("no field {} in {}", field, type);
   GoField f;
@@ -28,6 +38,20 @@ Result<GoField> go119(std::string_view type, std::string_view field) {
   return f;
 }
 
+// What the fixtures' Go 1.19 binaries have: every end out of line.
+HttpSides all_ends() {
+  HttpSides s;
+  s.server = s.client = s.server_end_entry = s.http2_end_entry = s.goroutine_exit = true;
+  return s;
+}
+
+// A binary without an out-of-line finishRequest: the server ends at ServeHTTP's RETs.
+HttpSides ret_ends() {
+  HttpSides s = all_ends();
+  s.server_end_entry = false;
+  return s;
+}
+
 TEST(http_plan, layout_names_each_offset_and_its_source) {
   auto l = http_layout(go119, true, true);
   ASSERT_TRUE(l) << l.error().message;
@@ -35,7 +59,11 @@ TEST(http_plan, layout_names_each_offset_and_its_source) {
   EXPECT_EQ(l->url_path, 56u);
   EXPECT_EQ(l->response_status, 120u);
   EXPECT_EQ(l->client_status, 16u);
-  EXPECT_EQ(l->sources.size(), 8u);
+  EXPECT_EQ(l->sources.size(), 10u);  // and ProtoMajor, ProtoMinor
+  auto h2 = http_layout(go119, true, false, true);
+  ASSERT_TRUE(h2) << h2.error().message;
+  EXPECT_EQ(h2->h2_state_status, 80u);
+  EXPECT_EQ(h2->sources.size(), 10u);  // no client fields, HTTP/2's three
   EXPECT_EQ(l->sources[0].source, GoTypeSource::TypeDescriptor);
 }
 
@@ -64,35 +92,40 @@ void expect_registers_only_at_entry(const Expr& e, bool under_entry,
 
 TEST(http_plan, server_probe_reads_method_path_status) {
   auto l = http_layout(go119, true, true);
-  ProbeSpec s = http_probe(HttpSide::Server, *l, false);
+  ProbeSpec s = http_probe(HttpSide::Server, *l, ret_ends());
   EXPECT_EQ(s.kind, ProbeKind::Return);
   EXPECT_EQ(s.function, "net/http.serverHandler.ServeHTTP");
-  EXPECT_EQ(s.ends_at, "");
+  EXPECT_TRUE(s.ends_at.empty());
+  EXPECT_FALSE(s.one_per_goroutine);
   ASSERT_EQ(s.args.size(), http_field::kServerFields);
   ASSERT_EQ(s.conversions.size(), s.args.size());
-  EXPECT_EQ(s.format, "%s %s %d");
+  EXPECT_EQ(s.format, "%s %s %d %d %d");
   EXPECT_EQ(s.args[http_field::kServerMethod].op, Expr::Op::Str);
   EXPECT_EQ(s.args[http_field::kServerPath].op, Expr::Op::Str);
   EXPECT_EQ(s.args[http_field::kServerStatus].op, Expr::Op::Binary);
   for (const auto& a : s.args) expect_registers_only_at_entry(a, false, {});
 }
 
-// Ended at finishRequest's entry, the status is read through its receiver (RAX) there.
-TEST(http_plan, server_probe_ends_at_finish_request) {
-  auto l = http_layout(go119, true, true);
-  ProbeSpec s = http_probe(HttpSide::Server, *l, true);
+// Ended at finishRequest's entry (HTTP/1) or handlerDone's (HTTP/2), the status is read through
+// the end's receiver (RAX) there; keyed by goroutine alone, and dropped where it exits.
+TEST(http_plan, server_probe_ends_at_finish_request_or_handler_done) {
+  auto l = http_layout(go119, true, true, true);
+  ProbeSpec s = http_probe(HttpSide::Server, *l, all_ends());
   EXPECT_EQ(s.kind, ProbeKind::Return);
   EXPECT_EQ(s.function, "net/http.serverHandler.ServeHTTP");
-  EXPECT_EQ(s.ends_at, "net/http.(*response).finishRequest");
+  EXPECT_EQ(s.ends_at, (std::vector<std::string>{"net/http.(*response).finishRequest",
+                                                 "net/http.(*http2responseWriter).handlerDone"}));
+  EXPECT_TRUE(s.one_per_goroutine);
+  EXPECT_EQ(s.abandoned_at, "runtime.goexit1");
   ASSERT_EQ(s.args.size(), http_field::kServerFields);
   for (const auto& a : s.args) expect_registers_only_at_entry(a, false, {"rax"});
 }
 
 TEST(http_plan, client_probe_reads_results_at_the_return) {
   auto l = http_layout(go119, true, true);
-  ProbeSpec s = http_probe(HttpSide::Client, *l, true);
+  ProbeSpec s = http_probe(HttpSide::Client, *l, all_ends());
   EXPECT_EQ(s.function, "net/http.(*Client).do");
-  EXPECT_EQ(s.ends_at, "");  // at its RETs: no function fits (http_plan.h)
+  EXPECT_TRUE(s.ends_at.empty());  // at its RETs: no function fits (http_plan.h)
   ASSERT_EQ(s.args.size(), http_field::kClientFields);
   EXPECT_EQ(s.format, "%s %s %s %s %x %d %x");
   // (*Response, error) are RAX and RBX/RCX at the return; RSP keeps a nil response unread.
@@ -107,27 +140,44 @@ namespace {
 
 // The server probe compiled and run on a request in fake memory: `writer_req` is what the
 // ResponseWriter's `req` field holds (the request itself for HTTP/1's *response); `end_entry`:
-// ended at finishRequest's entry, whose receiver is the *response, else at ServeHTTP's RET.
-int64_t served_status(uint64_t writer_req, bool end_entry) {
-  auto l = http_layout(go119, true, false);
-  ProbeSpec spec = http_probe(HttpSide::Server, *l, end_entry);
+// ended at an end's entry, whose receiver is the writer, else at ServeHTTP's RET. `http2`: the
+// writer is an *http2responseWriter, whose rws holds req and status.
+struct Served {
+  int64_t status = 0, h2_status = 0, proto = 0;
+};
+Served served(uint64_t writer_req, bool end_entry, bool http2 = false) {
+  auto l = http_layout(go119, true, false, true);
+  ProbeSpec spec = http_probe(HttpSide::Server, *l, end_entry ? all_ends() : ret_ends());
   SiteContext site;
   site.kind = ProbeKind::Return;
   site.cc = &go_register_convention();
   auto compiled = compile_probe(spec, site, 0);
   EXPECT_TRUE(compiled) << compiled.error().message;
   EXPECT_TRUE(compiled->entry);
-  const uint64_t req = 0x1000, url = 0x2000, rw = 0x3000;
+  const uint64_t req = 0x1000, url = 0x2000, rw = 0x3000, rws = 0x6000;
   FakeMemory m;
   m.word(req + 0, 0x4000);  // Method
   m.word(req + 8, 3);
   m.text(0x4000, "GET");
   m.word(req + 16, url);
-  m.word(url + 56, 0x5000);  // Path
+  m.word(req + 40, http2 ? 2 : 1);  // ProtoMajor
+  m.word(req + 48, http2 ? 0 : 1);  // ProtoMinor
+  m.word(url + 56, 0x5000);         // Path
   m.word(url + 64, 6);
   m.text(0x5000, "/hello");
-  m.word(rw + 8, writer_req);
-  m.word(rw + 120, 404);
+  if (http2) {
+    m.word(rw, rws);  // rws
+    m.word(rw + 8, 0);
+    m.word(rw + 120, 0);
+    m.word(rws + 8, writer_req);
+    m.word(rws + 80, 201);
+  } else {
+    m.word(rw, 0x8000);  // conn, whose words are no request
+    m.word(0x8000 + 8, 0x9000);
+    m.word(0x8000 + 80, 0);
+    m.word(rw + 8, writer_req);
+    m.word(rw + 120, 404);
+  }
   RecipeInput at_entry;
   at_entry.regs[UREG_RDI] = req;
   at_entry.regs[UREG_RBX] = 0x7000;  // rw's itab
@@ -137,7 +187,7 @@ int64_t served_status(uint64_t writer_req, bool end_entry) {
   EXPECT_EQ(saved.outcome, RecipeOutcome::SavedEntry);
   RecipeInput at_return;
   at_return.entry = saved.slots;
-  if (end_entry) at_return.regs[UREG_RAX] = rw;  // finishRequest's w
+  if (end_entry) at_return.regs[UREG_RAX] = rw;  // finishRequest's or handlerDone's w
   at_return.read = m.reader();
   RecipeRun ev = interpret_recipe(compiled->main, at_return);
   EXPECT_EQ(ev.outcome, RecipeOutcome::Emitted);
@@ -146,17 +196,31 @@ int64_t served_status(uint64_t writer_req, bool end_entry) {
   EXPECT_TRUE(values) << values.error().message;
   EXPECT_EQ((*values)[http_field::kServerMethod].text, "GET");
   EXPECT_EQ((*values)[http_field::kServerPath].text, "/hello");
-  return static_cast<int64_t>((*values)[http_field::kServerStatus].number);
+  return {static_cast<int64_t>((*values)[http_field::kServerStatus].number),
+          static_cast<int64_t>((*values)[http_field::kServerH2Status].number),
+          static_cast<int64_t>((*values)[http_field::kServerProto].number)};
 }
 
 TEST(http_plan, server_status_only_from_an_http1_response) {
-  EXPECT_EQ(served_status(0x1000, false), 404);
-  EXPECT_EQ(served_status(0xdead, false), -1);  // another ResponseWriter (HTTP/2): not read as one
+  EXPECT_EQ(served(0x1000, false).status, 404);
+  EXPECT_EQ(served(0x1000, false).h2_status, -1);
+  EXPECT_EQ(served(0x1000, false).proto, 11);
+  EXPECT_EQ(served(0xdead, false).status, -1);  // another writer: not read as one
 }
 
 TEST(http_plan, server_status_from_finish_request_receiver) {
-  EXPECT_EQ(served_status(0x1000, true), 404);
-  EXPECT_EQ(served_status(0xdead, true), -1);  // not this request's *response
+  EXPECT_EQ(served(0x1000, true).status, 404);
+  EXPECT_EQ(served(0x1000, true).h2_status, -1);
+  EXPECT_EQ(served(0xdead, true).status, -1);  // not this request's *response
+}
+
+TEST(http_plan, server_status_from_handler_done_receiver) {
+  const Served h2 = served(0x1000, true, true);
+  EXPECT_EQ(h2.status, -1);  // not an HTTP/1 *response
+  EXPECT_EQ(h2.h2_status, 201);
+  EXPECT_EQ(h2.proto, 20);
+  EXPECT_EQ(served(0xdead, true, true).h2_status, -1);    // not this request's writer
+  EXPECT_EQ(served(0x1000, false, true).h2_status, 201);  // at a RET, through rw
 }
 
 }  // namespace

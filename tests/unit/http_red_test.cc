@@ -232,20 +232,28 @@ TEST(http_exchange, server_event_fields) {
   DecodedEvent ev;
   ev.header.duration_ns = 1234;
   ev.header.tgid = 9;
-  ev.values = {str("POST"), str("/items/apple"), num(0)};
-  ev.n_values = 3;
+  const uint64_t none = static_cast<uint64_t>(-1);
+  ev.values = {str("POST"), str("/items/apple"), num(0), num(none), num(11)};
+  ev.n_values = 5;
   auto x = http_exchange(HttpSide::Server, ev);
   ASSERT_TRUE(x);
   EXPECT_EQ(x->method, "POST");
   EXPECT_EQ(x->url, "/items/apple");
   EXPECT_EQ(x->status, 200);  // nothing written yet: net/http answers 200
   EXPECT_EQ(x->duration_ns, 1234u);
+  EXPECT_EQ(x->protocol, 11);
+  EXPECT_EQ(http_protocol_name(x->protocol), "HTTP/1.1");
   ev.values[2] = num(404);
   EXPECT_EQ(http_exchange(HttpSide::Server, ev)->status, 404);
-  ev.values[2] = num(static_cast<uint64_t>(-1));  // not an HTTP/1 *response
+  ev.values[2] = num(none);  // HTTP/2's writer ended it
+  ev.values[3] = num(503);
+  ev.values[4] = num(20);
+  EXPECT_EQ(http_exchange(HttpSide::Server, ev)->status, 503);
+  EXPECT_EQ(http_protocol_name(http_exchange(HttpSide::Server, ev)->protocol), "HTTP/2.0");
+  ev.values[3] = num(none);  // neither writer
   EXPECT_EQ(http_exchange(HttpSide::Server, ev)->status, kHttpStatusUnknown);
   EXPECT_FALSE(http_exchange(HttpSide::Server, ev)->error());
-  ev.n_values = 2;
+  ev.n_values = 4;
   EXPECT_FALSE(http_exchange(HttpSide::Server, ev));
 }
 

@@ -400,7 +400,7 @@ TEST(planner, go_return_probe_ends_at_another_functions_entry) {
   const std::string server = fixture("go/gohttp_server");
   Planner p(fixture("go/gohttp_server_stripped"));
   ProbeSpec spec = spec_of(R"(r::net/http.serverHandler.ServeHTTP "%x", $entry(arg1))");
-  spec.ends_at = "net/http.(*response).finishRequest";
+  spec.ends_at = {"net/http.(*response).finishRequest"};
   auto r = plan_trace(p.cache, std::vector<ProbeSpec>{spec}, {});
   ASSERT_TRUE(r.has_value()) << r.error().message;
   auto serve = elf_symbol(server, "net/http.serverHandler.ServeHTTP");
@@ -421,12 +421,50 @@ TEST(planner, go_return_probe_ends_at_another_functions_entry) {
   EXPECT_EQ(r->recipes[1].flags & (TRACE_F_RETURN | TRACE_F_GOROUTINE),
             TRACE_F_RETURN | TRACE_F_GOROUTINE);
 
-  spec.ends_at = "net/http.noSuchFunction";
+  spec.ends_at = {"net/http.noSuchFunction"};
   auto missing = plan_trace(p.cache, std::vector<ProbeSpec>{spec}, {});
   ASSERT_FALSE(missing);
   EXPECT_NE(missing.error().message.find("ends at the entry of net/http.noSuchFunction"),
             std::string::npos)
       << missing.error().message;
+}
+
+// uscope http's server probe with HTTP/2: two ends (finishRequest, handlerDone), each an emulated
+// entry site; the call keyed by its goroutine alone, and dropped where the goroutine exits
+// (runtime.goexit1), nothing emitted there.
+TEST(planner, go_return_probe_ends_at_either_entry_and_is_dropped_at_goroutine_exit) {
+  const std::string server = fixture("go/gohttp_server");
+  Planner p(fixture("go/gohttp_server_stripped"));
+  ProbeSpec spec = spec_of(R"(r::net/http.serverHandler.ServeHTTP "%x", $entry(arg1))");
+  spec.ends_at = {"net/http.(*response).finishRequest",
+                  "net/http.(*http2responseWriter).handlerDone"};
+  spec.one_per_goroutine = true;
+  spec.abandoned_at = "runtime.goexit1";
+  auto r = plan_trace(p.cache, std::vector<ProbeSpec>{spec}, {});
+  ASSERT_TRUE(r.has_value()) << r.error().message;
+  ASSERT_EQ(r->sites.size(), 4u);
+  const char* functions[] = {"net/http.serverHandler.ServeHTTP",
+                             "net/http.(*response).finishRequest",
+                             "net/http.(*http2responseWriter).handlerDone", "runtime.goexit1"};
+  const SiteRole roles[] = {SiteRole::SaveEntry, SiteRole::Event, SiteRole::Event,
+                            SiteRole::Abandon};
+  for (size_t i = 0; i < 4; ++i) {
+    SCOPED_TRACE(functions[i]);
+    const PlannedSite& s = r->sites[i];
+    auto f = elf_symbol(server, functions[i]);
+    ASSERT_TRUE(f);
+    EXPECT_EQ(s.role, roles[i]);
+    EXPECT_EQ(s.probe, 0u);
+    EXPECT_FALSE(s.attach.retprobe);
+    EXPECT_GE(s.placement.address, f->addr);
+    EXPECT_LT(s.placement.address, f->addr + 16);  // in the stack check, never a RET
+    EXPECT_EQ(s.placement.cost.cost, SiteCost::Emulated) << s.placement.note;
+    const uint32_t flags = r->recipes[s.attach.cookie].flags;
+    EXPECT_EQ(flags & (TRACE_F_GOROUTINE | TRACE_F_GOROUTINE_ONLY),
+              TRACE_F_GOROUTINE | TRACE_F_GOROUTINE_ONLY);
+    EXPECT_EQ((flags & TRACE_F_ABANDON) != 0, i == 3);
+  }
+  EXPECT_EQ(r->recipes[r->sites[3].attach.cookie].n_ops, 0u);  // drops, emits nothing
 }
 
 // Without DWARF or a declared list, argN is the Nth register of Go's ABI.
