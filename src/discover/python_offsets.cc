@@ -145,6 +145,20 @@ PythonLayout row_3_12(PythonVersion v) {
   l.code_first_traceable = 176;
   l.unicode_ascii_size = 40;
   l.unicode_compact_size = 56;
+  // The GIL is the interpreter's (PEP 684): PyInterpreterState (v3.12.1
+  // Include/internal/pycore_interp.h, as pyenv installs it here) after threads (64, 32 bytes):
+  // runtime 96, _finalizing 104, gc 112 (struct _gc_runtime_state, Include/internal/pycore_gc.h:
+  // trash_delete_later, trash_delete_nesting, enabled, debug, 3 generations of 24 bytes from 24,
+  // generation0 96, permanent_generation 104, 3 generation_stats of 24 from 128, collecting 200,
+  // garbage 208, callbacks 216, long_lived_total 224, long_lived_pending 232: 240 bytes), sysdict
+  // 352, builtins 360, ceval 368 (struct _ceval_state, Include/internal/pycore_ceval_state.h:
+  // eval_breaker, gil_drop_request, recursion_limit, then gil at 16): ceval.gil 384. struct
+  // _gil_runtime_state (Include/internal/pycore_gil.h): interval 0, last_holder 8, locked 16.
+  // offsetof with those headers gives the same; `uscope dump` of pyenv's python3.12 marks the
+  // thread that spins as the holder.
+  l.interp_ceval_gil = 384;
+  l.gil_locked = 16;
+  l.gil_last_holder = 8;
   return l;
 }
 
@@ -256,7 +270,9 @@ std::string_view python_layout_source(PythonVersion v) {
              "pycore_frame.h, Include/cpython/pystate.h, cpython/code.h";
     case 12:
       return "CPython v3.12.0 Include/internal/pycore_runtime.h, pycore_interp.h, "
-             "pycore_frame.h, Include/cpython/pystate.h, cpython/code.h, cpython/unicodeobject.h";
+             "pycore_frame.h, Include/cpython/pystate.h, cpython/code.h, cpython/unicodeobject.h; "
+             "the GIL from v3.12.1 pycore_interp.h, pycore_gc.h, pycore_ceval_state.h, "
+             "pycore_gil.h";
     default:
       return v.minor >= 13
                  ? "the interpreter's _Py_DebugOffsets (Include/internal/pycore_runtime.h)"

@@ -30,10 +30,10 @@ struct PythonLayout {
   uint32_t tstate_interp = PY_NO_OFFSET;     // PyThreadState.interp
   uint32_t tstate_thread_id = PY_NO_OFFSET;  // PyThreadState.thread_id (pthread_self())
   // The thread state holding the GIL: 3.8-3.11 _PyRuntimeState.gilstate.tstate_current (NULL
-  // while no thread holds it); PY_NO_OFFSET from 3.12 (a thread-local there; 3.13+ below).
+  // while no thread holds it); PY_NO_OFFSET from 3.12 (a thread-local there; 3.12+ below).
   uint32_t runtime_tstate_current = PY_NO_OFFSET;
-  // 3.13+ (from _Py_DebugOffsets): PyInterpreterState.ceval.gil, a pointer to the GIL the
-  // interpreter uses, and in that _gil_runtime_state: locked (an int) and last_holder (the
+  // 3.12 (the table), 3.13+ (_Py_DebugOffsets): PyInterpreterState.ceval.gil, a pointer to the GIL
+  // the interpreter uses, and in that _gil_runtime_state: locked (an int) and last_holder (the
   // thread state that took it last; the holder while locked).
   uint32_t interp_ceval_gil = PY_NO_OFFSET;
   uint32_t gil_locked = PY_NO_OFFSET;

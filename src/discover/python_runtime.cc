@@ -325,7 +325,7 @@ Result<std::optional<uint64_t>> python_gil_holder(const PythonRuntime& rt,
     return std::optional<uint64_t>(*t);
   }
   if (l.interp_ceval_gil == PY_NO_OFFSET) return std::optional<uint64_t>();
-  // 3.13+: the main interpreter's GIL (the first in the list is the newest; the GIL of
+  // 3.12+: the main interpreter's GIL (the first in the list is the newest; the GIL of
   // subinterpreters with their own is theirs).
   auto interp = read_value<uint64_t>(mem, rt.proc.runtime + l.bpf.runtime_interp_head);
   auto gil = interp ? read_value<uint64_t>(mem, *interp + l.interp_ceval_gil) : std::nullopt;
