@@ -81,6 +81,8 @@ struct unwind_scratch {
   __u64 py_known_sp;     /* where its innermost eval call's sp was, and that call's _PyCFrame: */
   __u64 py_known_cframe; /* py_frame_at_eval (0: none) */
   __u64 py_cframe;       /* the _PyCFrame py_current_frame read the frame from (0: none) */
+  __u32 py_cframe_check; /* py_known_cframe was read this walk: unwind_step checks it is a local
+                          * of the eval frame at py_known_sp */
   __u32 py_lazy;         /* the thread's frame is found where the walk meets the eval function */
   struct py_proc py_proc;
   __u64 py_win_base; /* the window: [py_win_base, py_win_base + py_win_len) of the process */
@@ -483,6 +485,7 @@ static __always_inline __u64 py_frame_at_eval(struct unwind_scratch* s, __u64 sp
   if (UNWIND_REMEMBER_ACROSS_WALKS && s->py_cframe) {
     s->py_known_sp = sp;
     s->py_known_cframe = s->py_cframe;
+    s->py_cframe_check = 1;
   }
   return frame;
 }
@@ -835,6 +838,17 @@ static long unwind_step(__u64 index, void* unused) {
   }
   /* The stack grows down: a caller's frame is above. Anything else is a broken chain. */
   if (cfa <= sp) return unwind_end(s, UNWIND_END_BAD_FRAME);
+  /* The eval frame whose Python frames went in: the _PyCFrame py_frame_at_eval read from the
+   * thread state is kept for the next walks at this sp only if it is a local of this frame. The
+   * thread state names the caller's while the call begins (before it sets its own) and ends
+   * (after it restored the caller's), at this sp: kept, every later walk at this sp would put the
+   * caller's Python frames in place of the call's (a ctypes callback's caller instead of the
+   * callback) until one met the eval function at another sp. */
+  if (!record && s->py_cframe_check) {
+    s->py_cframe_check = 0;
+    if (s->py_known_sp == sp && (s->py_known_cframe < sp || s->py_known_cframe >= cfa))
+      s->py_known_cframe = 0;
+  }
   s->pc = ra;
   s->sp = cfa;
   s->bp = caller_bp;
@@ -873,6 +887,7 @@ static __always_inline struct unwind_scratch* unwind_user_stack(__u32 tgid, __u6
   s->py_state = UNWIND_PY_NATIVE;
   s->py_frame = 0;
   s->py_emitted = s->py_failed = 0;
+  s->py_cframe_check = 0;
   s->py_win_len = 0; /* the process's memory has moved on since the last walk */
   s->r13 = r13;
   s->hs_emitted = 0;

@@ -45,6 +45,18 @@ constexpr uint32_t NO = PY_NO_OFFSET;
 //
 // x86-64, release and Py_DEBUG builds alike (neither changes these structs; Py_TRACE_REFS, which
 // would, is not implied by Py_DEBUG since 3.8 and no distribution builds with it).
+// threading's thread names in 3.8-3.10: sys.modules, dicts as Objects/dict-common.h has them
+// (struct _dictkeysobject {dk_refcnt 0, dk_size 8, dk_lookup 16, dk_usable 24, dk_nentries 32,
+// dk_indices 40}; not an installed header), and an instance's dict at its type's tp_dictoffset
+// (PyTypeObject, Include/cpython/object.h: tp_flags 168, tp_dictoffset 288).
+void pre_3_11_names(PythonLayout& l, uint32_t interp_modules) {
+  l.interp_modules = interp_modules;
+  l.type_dictoffset = 288;
+  l.keys_size = 8;
+  l.keys_nentries = 32;
+  l.keys_indices = 40;
+}
+
 PythonLayout row_3_8_or_3_9(PythonVersion v) {
   // v3.8.0 Include/internal/pycore_pystate.h (_PyRuntimeState, PyInterpreterState),
   // Include/cpython/pystate.h (PyThreadState), Include/frameobject.h (PyFrameObject),
@@ -68,6 +80,10 @@ PythonLayout row_3_8_or_3_9(PythonVersion v) {
   l.code_name = 112;
   l.code_firstlineno = 40;
   l.code_linetable = 120;
+  // PyInterpreterState.modules: 3.8 (Include/internal/pycore_pystate.h) {next 0, tstate_head 8,
+  // id 16, id_refcount 24, requires_idref 32, id_mutex 40, finalizing 48, modules 56}; 3.9 as
+  // 3.10 (row_3_10): 856.
+  pre_3_11_names(l, v.minor == 8 ? 56 : 856);
   return l;
 }
 
@@ -86,6 +102,13 @@ PythonLayout row_3_10(PythonVersion v) {
   l.code_name = 112;
   l.code_firstlineno = 40;
   l.code_linetable = 120;
+  // PyInterpreterState.modules (Include/internal/pycore_interp.h, 3.9 and 3.10): next 0,
+  // tstate_head 8, runtime 16, id 24, id_refcount 32, requires_idref 40, id_mutex 48,
+  // finalizing 56, ceval 64 (struct _ceval_state: 3 ints (4 in 3.9), then _pending_calls at 16:
+  // lock, calls_to_do, async_exc, 32 calls of 16 bytes from 16, first, last: 536 bytes; 552),
+  // gc 616 (struct _gc_runtime_state, pycore_gc.h: 240 bytes, as in row_3_12's comment),
+  // modules 856. offsetof with pyenv's 3.9.18 and 3.10.13 headers gives 856, and 56 with 3.8.18.
+  pre_3_11_names(l, 856);
   return l;
 }
 
@@ -145,6 +168,20 @@ PythonLayout row_3_12(PythonVersion v) {
   l.code_first_traceable = 176;
   l.unicode_ascii_size = 40;
   l.unicode_compact_size = 56;
+  // The GIL is the interpreter's (PEP 684): PyInterpreterState (v3.12.1
+  // Include/internal/pycore_interp.h, as pyenv installs it here) after threads (64, 32 bytes):
+  // runtime 96, _finalizing 104, gc 112 (struct _gc_runtime_state, Include/internal/pycore_gc.h:
+  // trash_delete_later, trash_delete_nesting, enabled, debug, 3 generations of 24 bytes from 24,
+  // generation0 96, permanent_generation 104, 3 generation_stats of 24 from 128, collecting 200,
+  // garbage 208, callbacks 216, long_lived_total 224, long_lived_pending 232: 240 bytes), sysdict
+  // 352, builtins 360, ceval 368 (struct _ceval_state, Include/internal/pycore_ceval_state.h:
+  // eval_breaker, gil_drop_request, recursion_limit, then gil at 16): ceval.gil 384. struct
+  // _gil_runtime_state (Include/internal/pycore_gil.h): interval 0, last_holder 8, locked 16.
+  // offsetof with those headers gives the same; `uscope dump` of pyenv's python3.12 marks the
+  // thread that spins as the holder.
+  l.interp_ceval_gil = 384;
+  l.gil_locked = 16;
+  l.gil_last_holder = 8;
   return l;
 }
 
@@ -256,7 +293,9 @@ std::string_view python_layout_source(PythonVersion v) {
              "pycore_frame.h, Include/cpython/pystate.h, cpython/code.h";
     case 12:
       return "CPython v3.12.0 Include/internal/pycore_runtime.h, pycore_interp.h, "
-             "pycore_frame.h, Include/cpython/pystate.h, cpython/code.h, cpython/unicodeobject.h";
+             "pycore_frame.h, Include/cpython/pystate.h, cpython/code.h, cpython/unicodeobject.h; "
+             "the GIL from v3.12.1 pycore_interp.h, pycore_gc.h, pycore_ceval_state.h, "
+             "pycore_gil.h";
     default:
       return v.minor >= 13
                  ? "the interpreter's _Py_DebugOffsets (Include/internal/pycore_runtime.h)"

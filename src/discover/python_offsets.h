@@ -30,10 +30,10 @@ struct PythonLayout {
   uint32_t tstate_interp = PY_NO_OFFSET;     // PyThreadState.interp
   uint32_t tstate_thread_id = PY_NO_OFFSET;  // PyThreadState.thread_id (pthread_self())
   // The thread state holding the GIL: 3.8-3.11 _PyRuntimeState.gilstate.tstate_current (NULL
-  // while no thread holds it); PY_NO_OFFSET from 3.12 (a thread-local there; 3.13+ below).
+  // while no thread holds it); PY_NO_OFFSET from 3.12 (a thread-local there; 3.12+ below).
   uint32_t runtime_tstate_current = PY_NO_OFFSET;
-  // 3.13+ (from _Py_DebugOffsets): PyInterpreterState.ceval.gil, a pointer to the GIL the
-  // interpreter uses, and in that _gil_runtime_state: locked (an int) and last_holder (the
+  // 3.12 (the table), 3.13+ (_Py_DebugOffsets): PyInterpreterState.ceval.gil, a pointer to the GIL
+  // the interpreter uses, and in that _gil_runtime_state: locked (an int) and last_holder (the
   // thread state that took it last; the holder while locked).
   uint32_t interp_ceval_gil = PY_NO_OFFSET;
   uint32_t gil_locked = PY_NO_OFFSET;
@@ -52,16 +52,22 @@ struct PythonLayout {
   // it has not started (traceback skips it: _PyFrame_IsIncomplete).
   uint32_t code_first_traceable = PY_NO_OFFSET;
 
-  // `threading`'s thread names (symbolize/python_thread_names.h), 3.11 only: PY_NO_OFFSET
+  // `threading`'s thread names (symbolize/python_thread_names.h), 3.8-3.11: PY_NO_OFFSET
   // (interp_modules) where this version's dicts and instance attributes are not described.
   uint32_t interp_modules = PY_NO_OFFSET;  // PyInterpreterState.modules (sys.modules, a dict)
   uint32_t module_dict = 16;               // PyModuleObject.md_dict
   uint32_t type_flags = 168;               // PyTypeObject.tp_flags
-  // PyHeapTypeObject.ht_cached_keys: the keys an instance's inline attribute values go with.
+  // 3.11: PyHeapTypeObject.ht_cached_keys: the keys an instance's inline attribute values go with.
   uint32_t heap_type_cached_keys = PY_NO_OFFSET;
+  // <= 3.10: PyTypeObject.tp_dictoffset (a Py_ssize_t): where an instance keeps its dict pointer.
+  uint32_t type_dictoffset = PY_NO_OFFSET;
+  // <= 3.10: PyDictKeysObject.dk_size (a Py_ssize_t, a power of 2): dk_size indices of 1, 2, 4 or
+  // 8 bytes (by dk_size), then general entries {hash, key, value}; keys_nentries and
+  // keys_indices say where dk_nentries and dk_indices are. PY_NO_OFFSET from 3.11.
+  uint32_t keys_size = PY_NO_OFFSET;
   uint32_t dict_keys = 32;    // PyDictObject.ma_keys
   uint32_t dict_values = 40;  // PyDictObject.ma_values (NULL: values in the entries)
-  // PyDictKeysObject: dk_log2_index_bytes (a byte), dk_kind (a byte: 0 general entries
+  // 3.11 PyDictKeysObject: dk_log2_index_bytes (a byte), dk_kind (a byte: 0 general entries
   // {hash, key, value}, else str-keyed entries {key, value}), dk_nentries, dk_indices (the
   // entries follow the 1 << dk_log2_index_bytes bytes of indices).
   uint32_t keys_log2_index_bytes = 9;

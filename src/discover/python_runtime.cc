@@ -325,7 +325,7 @@ Result<std::optional<uint64_t>> python_gil_holder(const PythonRuntime& rt,
     return std::optional<uint64_t>(*t);
   }
   if (l.interp_ceval_gil == PY_NO_OFFSET) return std::optional<uint64_t>();
-  // 3.13+: the main interpreter's GIL (the first in the list is the newest; the GIL of
+  // 3.12+: the main interpreter's GIL (the first in the list is the newest; the GIL of
   // subinterpreters with their own is theirs).
   auto interp = read_value<uint64_t>(mem, rt.proc.runtime + l.bpf.runtime_interp_head);
   auto gil = interp ? read_value<uint64_t>(mem, *interp + l.interp_ceval_gil) : std::nullopt;
@@ -339,7 +339,9 @@ Result<void> validate_python_runtime(const PythonRuntime& rt) {
   return validate_python_runtime(rt, process_target_memory(rt.pid));
 }
 
-Result<void> validate_python_runtime(const PythonRuntime& rt, const TargetMemory& mem) {
+namespace {
+
+Result<void> validate_once(const PythonRuntime& rt, const TargetMemory& mem) {
   const auto& o = rt.layout.bpf;
   std::string misfit = fmt::format("the offsets of {}.{} do not fit", rt.object.version.major,
                                    rt.object.version.minor);
@@ -382,6 +384,22 @@ Result<void> validate_python_runtime(const PythonRuntime& rt, const TargetMemory
     }
   }
   return {};
+}
+
+}  // namespace
+
+// The threads run while they are read: a running thread's _PyCFrame, read from its thread state,
+// may be a local of an eval call that has returned by the time the _PyCFrame itself is read, its
+// stack slot reused (a ctypes callback enters and leaves the eval function ~100,000 times a second;
+// `uscope dump` of one failed validation 2 times in 30 so, and a profile that failed it had no
+// Python frames for its whole session). Offsets that do not fit fail every read; a torn read
+// fails once: the check is read again, afresh (mem may be a page cache that holds the torn read),
+// and fails only when every read does.
+Result<void> validate_python_runtime(const PythonRuntime& rt, const TargetMemory& mem) {
+  constexpr int kReads = 5;
+  auto ok = validate_once(rt, mem);
+  for (int i = 1; i < kReads && !ok; ++i) ok = validate_once(rt, process_target_memory(rt.pid));
+  return ok;
 }
 
 Result<std::vector<PythonRawFrame>> python_thread_frames(const PythonRuntime& rt,

@@ -78,7 +78,9 @@ Result<std::optional<PythonRuntime>> find_python_runtime(const Process& process)
 // state whose interp is that head and whose native_thread_id is one of the process's threads
 // (/proc/PID/task), a current frame whose code object's type is the code type. An error names the
 // field and the value read: "python3.11 (pid 5): PyThreadState.native_thread_id reads 0, not a
-// thread of the process: the offsets of 3.11 do not fit".
+// thread of the process: the offsets of 3.11 do not fit". The threads run while they are read:
+// a check that fails is read again, afresh (not through `mem`), up to 5 times, and fails only
+// when every read does (a torn read of a running thread's chain is not offsets that misfit).
 Result<void> validate_python_runtime(const PythonRuntime& rt, const TargetMemory& mem);
 Result<void> validate_python_runtime(const PythonRuntime& rt);
 

@@ -1,5 +1,6 @@
 #include "symbolize/python_thread_names.h"
 
+#include <bit>
 #include <cstring>
 #include <optional>
 #include <string_view>
@@ -51,11 +52,21 @@ std::optional<uint64_t> read_long(const PythonLayout& l, const TargetMemory& mem
   return v;
 }
 
-// An attribute of an instance of a Python class (3.11: its dict, or its inline values with the
-// class's cached keys); 0 when it has none by that name or keeps it elsewhere.
+// An attribute of an instance of a Python class (<= 3.10: its dict at its type's tp_dictoffset;
+// 3.11: its dict, or its inline values with the class's cached keys); 0 when it has none by that
+// name or keeps it elsewhere.
 uint64_t instance_attribute(const PythonLayout& l, const TargetMemory& mem, uint64_t obj,
                             std::string_view name) {
   auto type = word(mem, obj + 8);
+  if (l.type_dictoffset != PY_NO_OFFSET) {
+    auto at = type ? word(mem, *type + l.type_dictoffset) : std::nullopt;
+    // A negative tp_dictoffset counts from the end of a variable-size object: not a Thread.
+    if (!at || static_cast<int64_t>(*at) <= 0 || *at > (1u << 16)) return 0;
+    auto dict = word(mem, obj + *at);
+    if (!dict || !*dict) return 0;
+    auto entries = dict_object_entries(l, mem, *dict);
+    return entries ? str_keyed(l, mem, *entries, name) : 0;
+  }
   auto flags = type ? word(mem, *type + l.type_flags) : std::nullopt;
   if (!flags || !(*flags & kManagedDict)) return 0;
   auto dict = word(mem, obj - l.managed_dict_before);
@@ -80,10 +91,23 @@ Result<std::vector<PythonDictEntry>> python_dict_entries(const PythonLayout& l,
   // The keys object's header, up to its indices: sizes and kind.
   std::vector<uint8_t> head(l.keys_indices);
   if (l.keys_nentries + 8 > head.size() || l.keys_kind >= head.size() ||
-      l.keys_log2_index_bytes >= head.size() || !mem(keys, head))
+      l.keys_log2_index_bytes >= head.size() ||
+      (l.keys_size != PY_NO_OFFSET && l.keys_size + 8 > head.size()) || !mem(keys, head))
     return fail("cannot read a dict's keys at {:#x}", keys);
   uint32_t log2_index_bytes = head[l.keys_log2_index_bytes];
   uint8_t kind = head[l.keys_kind];
+  if (l.keys_size != PY_NO_OFFSET) {
+    // <= 3.10: dk_size indices of 1 byte up to 0xff, 2 up to 0xffff, 4 up to 0xffffffff (dk_size
+    // is a power of 2), general entries only.
+    int64_t size = 0;
+    std::memcpy(&size, head.data() + l.keys_size, 8);
+    if (size <= 0 || (size & (size - 1)) != 0 || size > (int64_t{1} << 20))
+      return fail("the dict keys at {:#x} say a size of {}", keys, size);
+    uint32_t log2_size = std::countr_zero(static_cast<uint64_t>(size));
+    uint32_t log2_width = size <= 0xff ? 0 : size <= 0xffff ? 1 : 2;
+    log2_index_bytes = log2_size + log2_width;
+    kind = 0;
+  }
   int64_t n = 0;
   std::memcpy(&n, head.data() + l.keys_nentries, 8);
   if (log2_index_bytes > kMaxLog2IndexBytes || n < 0 || n > kMaxEntries)
@@ -111,7 +135,9 @@ Result<std::map<uint64_t, std::string>> python_thread_names(const PythonRuntime&
                                                             const TargetMemory& mem) {
   const PythonLayout& l = rt.layout;
   std::map<uint64_t, std::string> names;
-  if (l.interp_modules == PY_NO_OFFSET || l.heap_type_cached_keys == PY_NO_OFFSET) return names;
+  if (l.interp_modules == PY_NO_OFFSET ||
+      (l.heap_type_cached_keys == PY_NO_OFFSET && l.type_dictoffset == PY_NO_OFFSET))
+    return names;
   auto interp = word(mem, rt.proc.runtime + l.bpf.runtime_interp_head);
   auto modules = interp && *interp ? word(mem, *interp + l.interp_modules) : std::nullopt;
   if (!modules) return fail("{}: cannot read the interpreter's modules", rt.name());

@@ -4,8 +4,10 @@
 // them: sys.modules (the interpreter's modules dict) -> the `threading` module -> its `_active`
 // dict, whose keys are threading.get_ident() (pthread_self(), PyThreadState.thread_id) and whose
 // values are the Thread objects -> each one's `_name`. A handful of reads of the target, no
-// code run in it. 3.11 only: other versions' dicts and instance attributes are not described
-// (PythonLayout.interp_modules).
+// code run in it. 3.8-3.11 (3.8-3.10's dicts index by dk_size, their instances keep their dict
+// at tp_dictoffset); 3.12+'s dicts and instance attributes are not described
+// (PythonLayout.interp_modules). `uscope dump` shows the names by thread state, which it maps to
+// a kernel thread by native_thread_id: 3.11+ only.
 #include <cstdint>
 #include <map>
 #include <string>

@@ -104,7 +104,7 @@ TEST(python_frame_walk, frames_of_3_9_count_f_lasti_in_bytes) {
   EXPECT_NE(lost.error().message.find("0x7777000"), std::string::npos) << lost.error().message;
 }
 
-TEST(python_frame_walk, gil_holder_of_3_11_and_3_13) {
+TEST(python_frame_walk, gil_holder_of_3_11_3_12_and_3_13) {
   PythonRuntime rt = runtime_for({3, 11, 2});
   rt.proc.runtime = 0x100000;
   FakePythonTarget t;
@@ -114,11 +114,24 @@ TEST(python_frame_walk, gil_holder_of_3_11_and_3_13) {
   ASSERT_TRUE(holder) << holder.error().message;
   EXPECT_EQ(holder->value_or(0), 0x1000u);
 
-  // 3.12 does not say.
+  // 3.12: the interpreter's ceval.gil at 384, locked at 16 and last_holder at 8 in the
+  // _gil_runtime_state it points at: worked out by hand from v3.12.1's pycore_interp.h,
+  // pycore_gc.h, pycore_ceval_state.h and pycore_gil.h (the row's comment), not from the table.
   PythonRuntime r12 = runtime_for({3, 12, 1});
-  auto unknown = python_gil_holder(r12, t.memory());
-  ASSERT_TRUE(unknown);
-  EXPECT_FALSE(unknown->has_value());
+  r12.proc.runtime = 0x100000;
+  t.word(0x100000 + 40, 0x400000);  // interpreters.head
+  t.zeros(0x400000, 512);
+  t.word(0x400000 + 384, 0x500000);
+  t.zeros(0x500000, 64);
+  t.word(0x500000 + 8, 0x2000);
+  auto free12 = python_gil_holder(r12, t.memory());
+  ASSERT_TRUE(free12) << free12.error().message;
+  EXPECT_EQ(free12->value_or(1), 0u);
+  t.word(0x500000 + 16, 1, 4);
+  auto held12 = python_gil_holder(r12, t.memory());
+  ASSERT_TRUE(held12) << held12.error().message;
+  EXPECT_EQ(held12->value_or(0), 0x2000u);
+  t.word(0x100000 + 40, 0);
 
   // 3.13: the interpreter's ceval.gil points at a _gil_runtime_state (locked, last_holder).
   PythonRuntime r13 = runtime_for({3, 12, 1});

@@ -1,7 +1,7 @@
-// threading's thread names read from a 3.11 process's memory, laid out here by the 3.11 row (its
-// offsets checked against the installed headers by python_offsets_test): sys.modules ->
-// threading -> _active -> each Thread's _name, from inline values (the usual instance) or from
-// a dict the instance was given; dict entries deleted or out of bounds.
+// threading's thread names read from a 3.11 process's memory (and a 3.10 one's), laid out here by
+// the 3.11 row (its offsets checked against the installed headers by python_offsets_test):
+// sys.modules -> threading -> _active -> each Thread's _name, from inline values (the usual
+// instance) or from a dict the instance was given; dict entries deleted or out of bounds.
 #include "symbolize/python_thread_names.h"
 
 #include <gtest/gtest.h>
@@ -122,6 +122,85 @@ TEST(python_thread_names, from_threading_active_by_thread_ident) {
   ASSERT_EQ(names->size(), 2u);
   EXPECT_EQ(names->at(0x7f0012345678), "MainThread");
   EXPECT_EQ(names->at(0x7f0087654321), "py-named-waiter");
+}
+
+// A 3.8-3.10 dict keys object (Objects/dict-common.h): dk_size 8, dk_nentries 32, dk_indices 40;
+// `size` indices of 1 byte (2 from 256), then general entries {hash, key, value}.
+void keys_3_10(FakePythonTarget& t, uint64_t at, uint64_t size,
+               const std::vector<std::pair<uint64_t, uint64_t>>& entries) {
+  const uint64_t first = at + 40 + size * (size <= 0xff ? 1 : 2);
+  t.zeros(at, first - at + 24 * entries.size());
+  t.word(at + 8, size);
+  t.word(at + 32, entries.size());
+  for (size_t i = 0; i < entries.size(); ++i) {
+    t.word(first + 24 * i + 8, entries[i].first);
+    t.word(first + 24 * i + 16, entries[i].second);
+  }
+}
+
+// 3.10 (3.8 and 3.9 alike but for sys.modules' offset): dicts without dk_kind, their indices
+// sized by dk_size, and an instance's dict at its type's tp_dictoffset (a split dict: values in
+// ma_values, keys the class's), laid out by hand, not by the table: sys.modules at 856,
+// tp_dictoffset at 288 (the 3.10 row's comment says whence).
+TEST(python_thread_names, from_the_dicts_of_3_10) {
+  PythonRuntime rt = runtime_3_11();
+  rt.object.version = {3, 10, 13};
+  auto row = python_layout_for(rt.object.version);
+  ASSERT_TRUE(row);
+  rt.layout = *row;
+  rt.proc.off = rt.layout.bpf;
+  FakePythonTarget t;
+  t.zeros(kRuntime, 64);
+  t.word(kRuntime + 32, kInterp);  // interpreters.head
+  t.zeros(kInterp, 1024);
+  t.word(kInterp + 856, 0x3000);  // sys.modules
+  str(t, 0x10000, "sys");
+  str(t, 0x10100, "threading");
+  str(t, 0x10200, "_active");
+  str(t, 0x10300, "_target");
+  str(t, 0x10400, "_name");
+  str(t, 0x10500, "MainThread");
+  str(t, 0x10600, "worker-7");
+  dict(t, 0x3000, 0x3100);
+  keys_3_10(t, 0x3100, 512, {{0x10000, 0x9000}, {0x10100, 0x4000}});  // 2-byte indices
+  t.zeros(0x4000, 32);
+  t.word(0x4000 + 16, 0x4100);
+  dict(t, 0x4100, 0x4200);
+  keys_3_10(t, 0x4200, 8, {{0x10200, 0x5000}});
+  dict(t, 0x5000, 0x5100);
+  keys_3_10(t, 0x5100, 8, {{0x11000, 0x6000}, {0x11100, 0}, {0x11200, 0x7000}});
+  long3(t, 0x11000, 0x7f0012345678);
+  long3(t, 0x11100, 0x7f00aaaaaaaa);
+  long3(t, 0x11200, 0x7f0087654321);
+  // The Thread class: tp_dictoffset 16 (the dict pointer right after the object's header).
+  t.zeros(0x8000, 1024);
+  t.word(0x8000 + 288, 16);
+  keys_3_10(t, 0x8800, 8, {{0x10300, 0}, {0x10400, 0}});
+  // Instances with split dicts: the class's keys, their own values.
+  t.zeros(0x6000, 32);
+  t.word(0x6000 + 8, 0x8000);
+  t.word(0x6000 + 16, 0x6100);
+  dict(t, 0x6100, 0x8800, 0x6200);
+  t.zeros(0x6200, 16);
+  t.word(0x6200 + 8, 0x10500);
+  // And one with a dict of its own (combined).
+  t.zeros(0x7000, 32);
+  t.word(0x7000 + 8, 0x8000);
+  t.word(0x7000 + 16, 0x7100);
+  dict(t, 0x7100, 0x7200);
+  keys_3_10(t, 0x7200, 8, {{0x10400, 0x10600}});
+
+  auto names = python_thread_names(rt, t.memory());
+  ASSERT_TRUE(names) << names.error().message;
+  ASSERT_EQ(names->size(), 2u);
+  EXPECT_EQ(names->at(0x7f0012345678), "MainThread");
+  EXPECT_EQ(names->at(0x7f0087654321), "worker-7");
+
+  // A dk_size that is not a power of 2 is refused, not read.
+  t.word(0x3100 + 8, 500);
+  auto bad = python_thread_names(rt, t.memory());
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("size of 500"), std::string::npos) << bad.error().message;
 }
 
 TEST(python_thread_names, none_without_threading_and_an_error_for_a_dict_out_of_bounds) {
