@@ -274,12 +274,14 @@ void NodeAgent::drop(pid_t pid) {
       gone_census_failures_ += l->census_failures;
     }
   }
-  if (verbose_) fmt::print(stderr, "uscope: process {} ({}) dropped\n", pid, w.service);
   if (profile_ && profiles_selected()) {
     profile_->remove_target(pid);
     dropped_this_period_.insert(pid);
   }
-  watched_.erase(it);
+  const std::string service = std::move(w.service);
+  watched_.erase(it);  // its jobs' programs, maps and links closed
+  // Said once nothing of it is left open (tests wait for this line, then count the fds).
+  if (verbose_) fmt::print(stderr, "uscope: process {} ({}) dropped\n", pid, service);
 }
 
 void NodeAgent::rescan() {
