@@ -143,14 +143,18 @@ def report(a, measured: dict, seconds: float) -> str:
         label = {"none": "untraced", "text": "`uscope http -p` (text lines to a file)",
                  "json": "`uscope http --json -p` (to a file)",
                  "latency": "`uscope latency -p` on ServeHTTP (entry + RET uprobes, no events)",
-                 "before": f"`{a.before.name} http -p` (--before: ending at ServeHTTP's RETs)"}[c]
+                 "before": f"`{a.before.name if a.before else ''} http -p` (--before: another "
+                           "build)"}[c]
         lines.append(f"| {label} | {1 / m:,.0f} | {m * 1e6:.1f} | "
                      f"{R.spread([x * 1e6 for x in times[c]], '.1f')} | {added(times)} | "
                      f"{R.med(cpu[c]) * 1e6:.1f} | {added(cpu)} |")
     lines += ["", "Each traced run's summary counted every request and lost none. `uscope http` "
-              "probes a served request at two entries, matched by goroutine: "
-              "serverHandler.ServeHTTP's and (*response).finishRequest's (called next from the same "
-              "frame), each on the jcc after Go's stack check (emulated). The `latency` row puts "
+              "probes a served request at entries only, matched by goroutine: "
+              "serverHandler.ServeHTTP's and (*response).finishRequest's (HTTP/1; "
+              "(*http2responseWriter).handlerDone's for HTTP/2), each on the jcc after Go's stack "
+              "check (emulated), and runtime.goexit1's, where a request whose goroutine ended "
+              "unfinished is dropped and counted (net/http runs one goroutine per HTTP/1 request: "
+              "one more emulated trap a request). The `latency` row puts "
               "uprobes on ServeHTTP's entry and its RET instructions (single-stepped), where "
               "`uscope http` ended a request before: what that ending costs in probes alone."]
     return "\n".join(lines)
