@@ -6,6 +6,7 @@
 #include <signal.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <regex>
@@ -179,6 +180,65 @@ TEST(agent, a_server_started_later_is_measured_from_its_exec_and_dropped_at_its_
     return bpf_links_held_by(agent.command->pid(), "trace_").empty();
   }));
   agent.command->signal(SIGINT);
+  EXPECT_EQ(agent.command->finish().exit_code, 0);
+}
+
+// A binary replaced under a running service (a package upgrade renames a new file over the old
+// path, and the service restarts): the new process is planned from the new file, never from what
+// was read of the old one at the same path (Beyla's issue #2350). The two builds differ (one with
+// DWARF, one stripped: other addresses), so a plan read from the old file would miss every request.
+TEST(agent, a_binary_replaced_at_its_path_is_read_again) {
+  USCOPE_REQUIRE_ROOT();
+  std::string dir =
+      (std::filesystem::path(::testing::TempDir()) / "agent_replaced.XXXXXX").string();
+  ASSERT_NE(mkdtemp(dir.data()), nullptr);
+  const std::string exe = dir + "/svc";
+  auto install = [&](const std::string& build) {
+    // As dpkg does: the new file written beside, then renamed over the path.
+    return shell(fmt::format("cp {} {}.new && chmod 755 {}.new && mv -f {}.new {} && echo ok",
+                             fixture("go/" + build), exe, exe, exe, exe)) == "ok\n";
+  };
+  ASSERT_TRUE(install("gohttp_server"));
+  const std::string config = dir + "/agent.yaml";
+  std::ofstream(config) << "select:\n  - exe: " << exe << "\n";
+  Agent agent({"--config", config});
+  ASSERT_TRUE(agent.command->wait_for_stderr("agent serving"));
+  struct Build {
+    const char* name;
+    int requests;
+    const char* route;
+  };
+  for (const Build& build :
+       {Build{"gohttp_server", 5, "/hello"}, Build{"gohttp2_server", 9, "/ok"}}) {
+    SCOPED_TRACE(build.name);
+    ASSERT_TRUE(install(build.name));
+    const int port = free_port();
+    auto server =
+        std::make_unique<GatedProcess>(std::vector<std::string>{exe, std::to_string(port)});
+    server->start();
+    const pid_t pid = server->pid();
+    ASSERT_TRUE(
+        agent.command->wait_for_stderr(fmt::format("watching process {} (svc): HTTP RED", pid)));
+    ASSERT_TRUE(server->wait_for_line("listening on"));
+    if (build.route == std::string("/hello")) {
+      auto client = run({fixture("go/gohttp_client"), "http://127.0.0.1:" + std::to_string(port),
+                         std::to_string(build.requests), build.route});
+      ASSERT_EQ(client.exit_code, 0) << client.err;
+    } else {  // the second program serves TLS (HTTP/1.1 asked for here)
+      std::vector<std::string> argv = {"curl", "--http1.1", "-k", "-sS", "-o", "/dev/null"};
+      for (int i = 0; i < build.requests; ++i)
+        argv.push_back(fmt::format("https://127.0.0.1:{}{}", port, build.route));
+      auto client = run(argv);
+      ASSERT_EQ(client.exit_code, 0) << client.err;
+    }
+    const std::string count = server_count(pid, "svc", build.route, 200) + "}";
+    ASSERT_TRUE(wait_until(fmt::format("the agent has read the {} requests", build.requests), [&] {
+      return metric_value(metrics(agent.port), count) == build.requests;
+    })) << metrics(agent.port);
+    server.reset();  // killed: the service stops before its upgrade
+    ASSERT_TRUE(agent.command->wait_for_stderr(fmt::format("process {} (svc) dropped", pid)));
+  }
+  agent.command->signal(SIGTERM);
   EXPECT_EQ(agent.command->finish().exit_code, 0);
 }
 
