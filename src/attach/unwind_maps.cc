@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <set>
 
+#include "attach/task_fsbase.h"
 #include "attach/unwind_encoding.h"
 #include "discover/hotspot_runtime.h"
 #include "discover/object_store.h"
@@ -327,6 +328,16 @@ void UnwindMaps::load_python(const Process& process) {
   if (!*rt) return;
   if (auto ok = validate_python_runtime(**rt); !ok)
     return note(fmt::format("{}: native frames only", ok.error().message));
+  if ((*rt)->proc.off.tstate_native_thread_id == PY_NO_OFFSET) {
+    // 3.8-3.10: a thread state names its thread only by pthread_self(), the thread's fs base.
+    auto fsbase = task_fsbase_offset();
+    if (!fsbase)
+      return note(
+          fmt::format("{}: its threads are told apart by their fs base, but {}: native "
+                      "frames only",
+                      (*rt)->name(), fsbase.error().message));
+    (*rt)->proc.task_fsbase = *fsbase;
+  }
   if (bpf_map_update_elem(map, &tgid, &(*rt)->proc, BPF_ANY))
     return note(fmt::format("{}: cannot load its interpreter for the walker: {}", (*rt)->name(),
                             std::strerror(errno)));

@@ -3,7 +3,8 @@
  * py-spy and the OpenTelemetry profiler read them, from the interpreter's own frame chain.
  *
  * The walker finds the thread's PyThreadState (python_threads caches it by tid; else it walks the
- * interpreter's thread list for the one whose native_thread_id is the tid), then its current frame.
+ * interpreter's thread list for the one whose native_thread_id is the tid or, 3.8-3.10, whose
+ * thread_id is the thread's fs base), then its current frame.
  * Where the native walk meets the eval function, that native frame is replaced by the Python frames
  * it runs (innermost first) up to its entry frame, and the native walk goes on below. */
 #ifndef USCOPE_BPF_PYTHON_H
@@ -38,7 +39,9 @@ struct py_offsets {
   __u32 runtime_interp_head;     /* _PyRuntimeState.interpreters.head */
   __u32 interp_threads_head;     /* PyInterpreterState.threads.head (tstate_head before 3.11) */
   __u32 tstate_next;             /* PyThreadState.next */
-  __u32 tstate_native_thread_id; /* PyThreadState.native_thread_id (the kernel tid) */
+  __u32 tstate_native_thread_id; /* PyThreadState.native_thread_id (the kernel tid), 3.11+ */
+  __u32 tstate_thread_id;        /* PyThreadState.thread_id: pthread_self(), which on x86-64
+                                  * (glibc, musl) is the thread's TCB, the base its fs points to */
   __u32 tstate_frame;            /* 3.11, 3.12: .cframe (a pointer); 3.13: .current_frame;
                                   * <= 3.10: .frame */
   __u32 cframe_current_frame;    /* _PyCFrame.current_frame, or PY_NO_OFFSET (3.13, <= 3.10) */
@@ -59,6 +62,12 @@ struct py_proc {
   __u64 eval_start[PY_EVAL_RANGES], eval_end[PY_EVAL_RANGES]; /* [start, end); 0, 0 unused */
   __u64 runtime;                                              /* &_PyRuntime */
   struct py_offsets off;
+  /* 3.8-3.10 (no native_thread_id): offsetof(struct task_struct, thread.fsbase) in the running
+   * kernel, from its BTF, so that a thread's state is the one whose thread_id is the current
+   * task's fs base; 0 where native_thread_id tells the thread. A value, not a CO-RE read: the
+   * programs that walk stacks (trace.bpf.c) then need no kernel BTF at load (target_filter.h). */
+  __u32 task_fsbase;
+  __u32 unused;
 };
 
 /* A Python frame in a walked stack (unwind_stack.frames): a user-space pc is below 2^47, so the

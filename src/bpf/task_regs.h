@@ -16,6 +16,7 @@ struct task_regs_record {
   __u32 have_regs;
   __u64 ip, sp, bp; /* the user registers it entered the kernel with */
   __u64 r13;        /* HotSpot's interpreter keeps its bytecode pointer there */
+  __u64 fsbase;     /* thread.fsbase: its TCB, which pthread_self() returns (x86-64 glibc, musl) */
   char comm[TASK_REGS_COMM_LEN];
 };
 

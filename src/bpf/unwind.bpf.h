@@ -71,7 +71,7 @@ struct unwind_scratch {
   __u32 py;       /* py_proc is this process's */
   __u32 py_state; /* enum unwind_py_state */
   __u64 py_frame;
-  __u64 py_tid; /* the thread walked, and the candidate PyThreadState of the search */
+  __u64 py_tid; /* the thread walked (py_thread_id), and the candidate PyThreadState of a search */
   __u64 py_tstate;
   __u32 py_emitted, py_failed;
   __u32 py_emitted_here; /* frames put in for the eval call at the pc */
@@ -383,51 +383,75 @@ static __always_inline int py_emit_some(struct unwind_scratch* s, int by_call) {
   return !s->py_frame;
 }
 
+/* Where a PyThreadState says which thread it is: native_thread_id, the kernel's tid (3.11+), or
+ * else thread_id, pthread_self() (py_proc.task_fsbase says which). */
+static __always_inline __u32 py_thread_id_at(struct unwind_scratch* s) {
+  return s->py_proc.task_fsbase ? s->py_proc.off.tstate_thread_id
+                                : s->py_proc.off.tstate_native_thread_id;
+}
+
+/* What the current thread's PyThreadState holds at py_thread_id_at: its tid, or (3.8-3.10) the
+ * base its fs points to, which glibc and musl's pthread_self() returns on x86-64; the kernel keeps
+ * it in the task (set by clone's tls or arch_prctl(ARCH_SET_FS)). 0 when it cannot be read. */
+static __always_inline __u64 py_thread_id(struct unwind_scratch* s, __u32 tid) {
+  if (!s->py_proc.task_fsbase) return tid;
+  __u64 fsbase = 0;
+  if (bpf_probe_read_kernel(&fsbase, sizeof(fsbase),
+                            (const void*)(bpf_get_current_task() + s->py_proc.task_fsbase)))
+    return 0;
+  return fsbase;
+}
+
 /* One candidate of the interpreter's thread list: bpf_loop's callback. */
 static long py_find_thread_step(__u64 index, void* unused) {
   __u32 zero = 0;
   struct unwind_scratch* s = bpf_map_lookup_elem(&unwind_scratch, &zero);
   if (!s || s->py_tstate == 0) return 1;
-  __u64 native = 0, next = 0;
-  if (unwind_read(&native, s->py_tstate + s->py_proc.off.tstate_native_thread_id)) {
+  __u64 id = 0, next = 0;
+  if (unwind_read(&id, s->py_tstate + py_thread_id_at(s))) {
     s->py_tstate = 0;
     return 1;
   }
-  if ((__u32)native == (__u32)s->py_tid) return 1; /* found: py_tstate is it */
+  if (id == s->py_tid) return 1; /* found: py_tstate is it */
   if (unwind_read(&next, s->py_tstate + s->py_proc.off.tstate_next)) next = 0;
   s->py_tstate = next;
   return next == 0;
 }
 
-/* Whether `tstate` is thread `tid`'s (its native_thread_id reads tid), and its frame field in
+/* Whether `tstate` is the thread's (it reads `id` at py_thread_id_at), and its frame field in
  * *frame. The two fields in one read where they are near each other (3.11: 56 and 160); the
  * read's size is fixed, which the verifier needs, so it falls back to two reads when the thread
  * state's end is near the end of its mapping. */
-static __always_inline int py_read_tstate(struct unwind_scratch* s, __u64 tstate, __u32 tid,
+static __always_inline int py_read_tstate(struct unwind_scratch* s, __u64 tstate, __u64 id,
                                           __u64* frame) {
   const struct py_offsets* o = &s->py_proc.off;
-  __u32 native_at = o->tstate_native_thread_id, frame_at = o->tstate_frame;
-  __u32 lo = native_at < frame_at ? native_at : frame_at;
-  __u32 hi = native_at < frame_at ? frame_at : native_at;
-  __u64 native = 0;
+  __u32 id_at = py_thread_id_at(s), frame_at = o->tstate_frame;
+  __u32 lo = id_at < frame_at ? id_at : frame_at;
+  __u32 hi = id_at < frame_at ? frame_at : id_at;
+  __u64 read = 0;
   s->py_cur_in_win = 0; /* py_buf_u64 reads s->py_buf */
   if (hi - lo <= PY_FRAME_BUF - 8 &&
       !bpf_probe_read_user(s->py_buf, PY_FRAME_BUF, (const void*)(tstate + lo))) {
-    native = py_buf_u64(s, native_at - lo);
+    read = py_buf_u64(s, id_at - lo);
     *frame = py_buf_u64(s, frame_at - lo);
-  } else if (unwind_read(&native, tstate + native_at) || unwind_read(frame, tstate + frame_at)) {
+  } else if (unwind_read(&read, tstate + id_at) || unwind_read(frame, tstate + frame_at)) {
     return 0;
   }
-  return (__u32)native == tid;
+  return read == id;
 }
 
 /* The current thread's innermost Python frame, or 0 (a thread that runs no Python). Its
  * PyThreadState is the one this CPU found last when the thread is the same (profile.bpf.c), else
- * python_threads', else searched for; each checked by its native_thread_id. */
+ * python_threads', else searched for; each checked by what it says of its thread (py_thread_id). */
 static __always_inline __u64 py_current_frame(struct unwind_scratch* s) {
   const struct py_offsets* o = &s->py_proc.off;
   __u32 tid = (__u32)bpf_get_current_pid_tgid();
-  s->py_tid = tid;
+  __u64 id = py_thread_id(s, tid);
+  if (!id) {
+    unwind_count(UNWIND_STAT_PY_NO_THREAD);
+    return 0;
+  }
+  s->py_tid = id;
   __u64 tstate = 0, frame = 0;
   if (UNWIND_REMEMBER_ACROSS_WALKS && s->py_known_tid == tid) {
     tstate = s->py_known_tstate;
@@ -435,7 +459,7 @@ static __always_inline __u64 py_current_frame(struct unwind_scratch* s) {
     __u64* cached = bpf_map_lookup_elem(&python_threads, &tid);
     if (cached) tstate = *cached;
   }
-  if (!tstate || !py_read_tstate(s, tstate, tid, &frame)) {
+  if (!tstate || !py_read_tstate(s, tstate, id, &frame)) {
     __u64 interp = 0;
     if (unwind_read(&interp, s->py_proc.runtime + o->runtime_interp_head) || interp == 0 ||
         unwind_read(&s->py_tstate, interp + o->interp_threads_head)) {
@@ -449,7 +473,7 @@ static __always_inline __u64 py_current_frame(struct unwind_scratch* s) {
       return 0;
     }
     bpf_map_update_elem(&python_threads, &tid, &tstate, BPF_ANY);
-    if (!py_read_tstate(s, tstate, tid, &frame)) return 0;
+    if (!py_read_tstate(s, tstate, id, &frame)) return 0;
   }
   if (!UNWIND_REMEMBER_ACROSS_WALKS || s->py_known_tid != tid) {
     s->py_known_floor = 0;

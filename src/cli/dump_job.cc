@@ -49,18 +49,22 @@ Result<ThreadDump> dump_threads(pid_t pid, bool native_frames) {
   std::map<uint64_t, std::string> names;  // threading's names, by thread ident
   uint64_t gil = 0;
   std::string python_line;
+  ThreadsByFsBase fs_bases;  // 3.8-3.10 name a thread state's thread only by pthread_self()
+  for (const ThreadRegs& t : *threads)
+    if (t.fsbase) fs_bases.emplace(t.fsbase, t.tid);
   if (auto rt = find_python_runtime(*process); !rt) {
     python_line = fmt::format("{}: native frames only", rt.error().message);
   } else if (*rt) {
-    if (auto ok = validate_python_runtime(**rt, mem); !ok) {
+    if (auto ok = validate_python_runtime(**rt, mem, &fs_bases); !ok) {
       python_line = fmt::format("{}: native frames only", ok.error().message);
     } else {
       python = std::move(**rt);
       const auto& v = python->object.version;
       python_line =
           fmt::format("Python {}.{}.{} ({})", v.major, v.minor, v.micro, python->object_path);
-      if (auto list = python_threads(*python, mem))
-        for (const PythonThread& t : *list) tstates[t.native_id] = t;
+      if (auto list = python_threads(*python, mem, &fs_bases))
+        for (const PythonThread& t : *list)
+          if (t.native_id) tstates[t.native_id] = t;
       if (auto holder = python_gil_holder(*python, mem); holder && *holder) gil = **holder;
       // A process whose threading cannot be read keeps the kernel's names, and says why.
       if (auto n = python_thread_names(*python, mem))

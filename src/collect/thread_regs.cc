@@ -59,6 +59,7 @@ Result<std::vector<ThreadRegs>> read_thread_regs(pid_t pid) {
     t.sp = r.sp;
     t.bp = r.bp;
     t.r13 = r.r13;
+    t.fsbase = r.fsbase;
     out.push_back(std::move(t));
   }
   std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.tid < b.tid; });

@@ -21,6 +21,9 @@ struct ThreadRegs {
   bool have_regs = false;
   uint64_t ip = 0, sp = 0, bp = 0;
   uint64_t r13 = 0;  // HotSpot's interpreter's bytecode pointer, where it is interpreted
+  // Where its fs points: its TCB, which pthread_self() returns on x86-64 (glibc, musl), and so
+  // what Python 3.8-3.10's PyThreadState.thread_id holds.
+  uint64_t fsbase = 0;
 };
 
 // The threads of `pid`, by tid. Fails naming what the kernel refused (no BTF, no iterators).

@@ -70,7 +70,7 @@ PythonLayout row_3_8_or_3_9(PythonVersion v) {
   l.bpf = to_bpf(v, {PY_FRAMES_PER_EVAL, 32, 8, 8, NO, 24, NO, 32, 24, 104, NO, NO, 108});
   l.interp_next = 0;
   l.tstate_interp = 16;
-  l.tstate_thread_id = 176;
+  l.bpf.tstate_thread_id = 176;
   // gilstate at 1360 (3.8: the gc state sits before it) or 560 (3.9); tstate_current is its
   // second member, after an int.
   l.runtime_tstate_current = v.minor == 8 ? 1368 : 568;
@@ -96,7 +96,7 @@ PythonLayout row_3_10(PythonVersion v) {
   l.bpf = to_bpf(v, {PY_FRAMES_PER_EVAL, 32, 8, 8, NO, 24, NO, 32, 24, 96, NO, NO, 100});
   l.interp_next = 0;
   l.tstate_interp = 16;
-  l.tstate_thread_id = 176;
+  l.bpf.tstate_thread_id = 176;
   l.runtime_tstate_current = 568;
   l.code_filename = 104;
   l.code_name = 112;
@@ -126,7 +126,7 @@ PythonLayout row_3_11(PythonVersion v) {
   l.bpf = to_bpf(v, {PY_FRAMES_IS_ENTRY, 40, 16, 8, 160, 56, 8, 32, 48, 56, 68, 184, 72});
   l.interp_next = 0;
   l.tstate_interp = 16;
-  l.tstate_thread_id = 152;
+  l.bpf.tstate_thread_id = 152;
   l.runtime_tstate_current = 576;
   l.frame_owner = 69;
   l.code_filename = 112;
@@ -158,7 +158,7 @@ PythonLayout row_3_12(PythonVersion v) {
   l.bpf = to_bpf(v, {PY_FRAMES_OWNER, 40, 72, 8, 144, 56, 0, 0, 8, 56, 70, 192, 72});
   l.interp_next = 0;
   l.tstate_interp = 16;
-  l.tstate_thread_id = 136;
+  l.bpf.tstate_thread_id = 136;
   l.frame_owner = 70;
   l.code_filename = 112;
   l.code_name = 120;
@@ -361,7 +361,7 @@ Result<PythonLayout> parse_python_debug_offsets(std::span<const uint8_t> bytes) 
   l.bpf = to_bpf(*v, r);
   l.interp_next = w(s->interp + 2);
   l.tstate_interp = w(s->tstate + 3);
-  l.tstate_thread_id = w(s->tstate + thread_id_at);
+  l.bpf.tstate_thread_id = w(s->tstate + thread_id_at);
   if (s->interp_words > gil_at + 4) {
     uint32_t gil = w(s->interp + gil_at + 1);
     uint32_t locked = w(s->interp + gil_at + 3), holder = w(s->interp + gil_at + 4);

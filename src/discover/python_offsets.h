@@ -26,9 +26,8 @@ struct PythonLayout {
   py_offsets bpf{};  // what the BPF walker reads; frame_instr and code_adaptive as documented there
 
   // Thread and interpreter lists.
-  uint32_t interp_next = PY_NO_OFFSET;       // PyInterpreterState.next
-  uint32_t tstate_interp = PY_NO_OFFSET;     // PyThreadState.interp
-  uint32_t tstate_thread_id = PY_NO_OFFSET;  // PyThreadState.thread_id (pthread_self())
+  uint32_t interp_next = PY_NO_OFFSET;    // PyInterpreterState.next
+  uint32_t tstate_interp = PY_NO_OFFSET;  // PyThreadState.interp
   // The thread state holding the GIL: 3.8-3.11 _PyRuntimeState.gilstate.tstate_current (NULL
   // while no thread holds it); PY_NO_OFFSET from 3.12 (a thread-local there; 3.12+ below).
   uint32_t runtime_tstate_current = PY_NO_OFFSET;

@@ -281,7 +281,8 @@ Result<std::optional<PythonRuntime>> find_python_runtime(const Process& process)
   return std::optional<PythonRuntime>();
 }
 
-Result<std::vector<PythonThread>> python_threads(const PythonRuntime& rt, const TargetMemory& mem) {
+Result<std::vector<PythonThread>> python_threads(const PythonRuntime& rt, const TargetMemory& mem,
+                                                 const ThreadsByFsBase* fs_bases) {
   const auto& l = rt.layout;
   const auto& o = l.bpf;
   std::vector<PythonThread> threads;
@@ -296,7 +297,7 @@ Result<std::vector<PythonThread>> python_threads(const PythonRuntime& rt, const 
       PythonThread t;
       t.tstate = *ts;
       auto ip = read_value<uint64_t>(mem, *ts + l.tstate_interp);
-      auto tid = read_value<uint64_t>(mem, *ts + l.tstate_thread_id);
+      auto tid = read_value<uint64_t>(mem, *ts + o.tstate_thread_id);
       if (!ip || !tid) return fail("{}: cannot read PyThreadState at {:#x}", rt.name(), *ts);
       t.interp = *ip;
       t.thread_id = *tid;
@@ -304,6 +305,8 @@ Result<std::vector<PythonThread>> python_threads(const PythonRuntime& rt, const 
         auto native = read_value<uint64_t>(mem, *ts + o.tstate_native_thread_id);
         if (!native) return fail("{}: cannot read PyThreadState at {:#x}", rt.name(), *ts);
         t.native_id = static_cast<pid_t>(*native);
+      } else if (fs_bases) {
+        if (auto it = fs_bases->find(t.thread_id); it != fs_bases->end()) t.native_id = it->second;
       }
       t.holds_gil = gil && *gil && **gil == *ts;
       threads.push_back(t);
@@ -341,7 +344,8 @@ Result<void> validate_python_runtime(const PythonRuntime& rt) {
 
 namespace {
 
-Result<void> validate_once(const PythonRuntime& rt, const TargetMemory& mem) {
+Result<void> validate_once(const PythonRuntime& rt, const TargetMemory& mem,
+                           const ThreadsByFsBase* fs_bases) {
   const auto& o = rt.layout.bpf;
   std::string misfit = fmt::format("the offsets of {}.{} do not fit", rt.object.version.major,
                                    rt.object.version.minor);
@@ -350,7 +354,7 @@ Result<void> validate_once(const PythonRuntime& rt, const TargetMemory& mem) {
   if (!plausible_pointer(*head))
     return fail("{}: _PyRuntime.interpreters.head reads {:#x}, not a pointer: {}", rt.name(), *head,
                 misfit);
-  auto threads = python_threads(rt, mem);
+  auto threads = python_threads(rt, mem, fs_bases);
   if (!threads) return tl::unexpected(threads.error());
   if (threads->empty())
     return fail("{}: the main interpreter has no thread state (not initialized, or finalizing)",
@@ -364,7 +368,17 @@ Result<void> validate_once(const PythonRuntime& rt, const TargetMemory& mem) {
     if (o.tstate_native_thread_id != PY_NO_OFFSET && !tids.empty() && !tids.contains(t.native_id))
       return fail("{}: PyThreadState.native_thread_id reads {}, not a thread of the process: {}",
                   rt.name(), t.native_id, misfit);
+    if (o.tstate_native_thread_id == PY_NO_OFFSET && !plausible_pointer(t.thread_id))
+      return fail("{}: PyThreadState.thread_id reads {:#x}, not a pointer (pthread_self()): {}",
+                  rt.name(), t.thread_id, misfit);
   }
+  if (o.tstate_native_thread_id == PY_NO_OFFSET && fs_bases && !fs_bases->empty() &&
+      std::none_of(threads->begin(), threads->end(),
+                   [](const PythonThread& t) { return t.native_id != 0; }))
+    return fail(
+        "{}: no PyThreadState.thread_id (the first reads {:#x}) is the fs base (pthread_self()) "
+        "of a thread of the process: {}",
+        rt.name(), threads->front().thread_id, misfit);
   if (threads->front().interp != *head)
     return fail(
         "{}: PyThreadState.interp reads {:#x}, not the interpreter {:#x} whose list holds "
@@ -395,10 +409,12 @@ Result<void> validate_once(const PythonRuntime& rt, const TargetMemory& mem) {
 // Python frames for its whole session). Offsets that do not fit fail every read; a torn read
 // fails once: the check is read again, afresh (mem may be a page cache that holds the torn read),
 // and fails only when every read does.
-Result<void> validate_python_runtime(const PythonRuntime& rt, const TargetMemory& mem) {
+Result<void> validate_python_runtime(const PythonRuntime& rt, const TargetMemory& mem,
+                                     const ThreadsByFsBase* fs_bases) {
   constexpr int kReads = 5;
-  auto ok = validate_once(rt, mem);
-  for (int i = 1; i < kReads && !ok; ++i) ok = validate_once(rt, process_target_memory(rt.pid));
+  auto ok = validate_once(rt, mem, fs_bases);
+  for (int i = 1; i < kReads && !ok; ++i)
+    ok = validate_once(rt, process_target_memory(rt.pid), fs_bases);
   return ok;
 }
 

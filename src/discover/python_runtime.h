@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
@@ -74,26 +75,38 @@ struct PythonRuntime {
 Result<std::optional<PythonRuntime>> find_python_runtime(pid_t pid);
 Result<std::optional<PythonRuntime>> find_python_runtime(const Process& process);
 
+// The process's threads by the base their fs points to (collect/thread_regs.h reads it through
+// the kernel): on x86-64 (glibc, musl) that is pthread_self(), what PyThreadState.thread_id
+// holds, and so the only way to tell which thread a 3.8-3.10 thread state (no native_thread_id)
+// is.
+using ThreadsByFsBase = std::map<uint64_t, pid_t>;
+
 // Reads known values back from the live process: an interpreter list head, its first thread
 // state whose interp is that head and whose native_thread_id is one of the process's threads
 // (/proc/PID/task), a current frame whose code object's type is the code type. An error names the
 // field and the value read: "python3.11 (pid 5): PyThreadState.native_thread_id reads 0, not a
-// thread of the process: the offsets of 3.11 do not fit". The threads run while they are read:
-// a check that fails is read again, afresh (not through `mem`), up to 5 times, and fails only
-// when every read does (a torn read of a running thread's chain is not offsets that misfit).
-Result<void> validate_python_runtime(const PythonRuntime& rt, const TargetMemory& mem);
+// thread of the process: the offsets of 3.11 do not fit". 3.8-3.10: each thread_id a pointer
+// and, with `fs_bases`, at least one of them a thread's fs base (a thread started since they
+// were read has one that is in no list). The threads run while they are read: a check that fails
+// is read again, afresh (not through `mem`), up to 5 times, and fails only when every read does
+// (a torn read of a running thread's chain is not offsets that misfit).
+Result<void> validate_python_runtime(const PythonRuntime& rt, const TargetMemory& mem,
+                                     const ThreadsByFsBase* fs_bases = nullptr);
 Result<void> validate_python_runtime(const PythonRuntime& rt);
 
 struct PythonThread {
-  uint64_t tstate = 0;     // PyThreadState address
-  uint64_t interp = 0;     // its PyInterpreterState
-  pid_t native_id = 0;     // kernel tid (native_thread_id)
+  uint64_t tstate = 0;  // PyThreadState address
+  uint64_t interp = 0;  // its PyInterpreterState
+  // Its kernel tid: native_thread_id (3.11+), or the thread whose fs base is its thread_id
+  // (3.8-3.10, with python_threads' `fs_bases`); 0 when unknown.
+  pid_t native_id = 0;
   uint64_t thread_id = 0;  // pthread_t (thread_id)
   bool holds_gil = false;  // 3.8-3.11; false where unknown (see python_gil_holder)
 };
 // Every thread state of every interpreter, in list order (at most PY_MAX_THREADS per
-// interpreter).
-Result<std::vector<PythonThread>> python_threads(const PythonRuntime& rt, const TargetMemory& mem);
+// interpreter). A version without native_thread_id finds each one's thread in `fs_bases`.
+Result<std::vector<PythonThread>> python_threads(const PythonRuntime& rt, const TargetMemory& mem,
+                                                 const ThreadsByFsBase* fs_bases = nullptr);
 // The thread state holding the GIL: 0 when none does; nullopt when this version does not say
 // where (3.12). 3.8-3.11: _PyRuntime.gilstate.tstate_current; 3.13+: the main interpreter's GIL
 // (locked, last_holder) where its _Py_DebugOffsets describe it.

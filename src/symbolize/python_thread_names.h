@@ -7,7 +7,7 @@
 // code run in it. 3.8-3.11 (3.8-3.10's dicts index by dk_size, their instances keep their dict
 // at tp_dictoffset); 3.12+'s dicts and instance attributes are not described
 // (PythonLayout.interp_modules). `uscope dump` shows the names by thread state, which it maps to
-// a kernel thread by native_thread_id: 3.11+ only.
+// a kernel thread by native_thread_id (3.11+) or, 3.8-3.10, by thread_id, the thread's fs base.
 #include <cstdint>
 #include <map>
 #include <string>

@@ -49,7 +49,7 @@ void expect_row_matches_headers(const std::string& build, bool debug) {
   EXPECT_EQ(b.frame_read_size, h["frame_read_size"]);
   EXPECT_EQ(row->interp_next, h["interp_next"]);
   EXPECT_EQ(row->tstate_interp, h["tstate_interp"]);
-  EXPECT_EQ(row->tstate_thread_id, h["tstate_thread_id"]);
+  EXPECT_EQ(row->bpf.tstate_thread_id, h["tstate_thread_id"]);
   EXPECT_EQ(row->runtime_tstate_current, h["runtime_tstate_current"]);
   EXPECT_EQ(row->frame_owner, h["frame_owner"]);
   EXPECT_EQ(row->code_filename, h["code_filename"]);
@@ -182,7 +182,7 @@ TEST(python_offsets, parses_debug_offsets_of_3_13_and_later) {
     EXPECT_EQ(b.frame_read_size, 72u);
     EXPECT_EQ(l->interp_next, 8u);
     EXPECT_EQ(l->tstate_interp, 16u);
-    EXPECT_EQ(l->tstate_thread_id, 152u);
+    EXPECT_EQ(l->bpf.tstate_thread_id, 152u);
     EXPECT_EQ(l->code_filename, 112u);
     EXPECT_EQ(l->code_qualname, 128u);
     EXPECT_EQ(l->code_linetable, 136u);
