@@ -344,8 +344,9 @@ void UnwindMaps::load_python(const Process& process) {
   changed();
   ++stats_.python_processes;
   const auto& v = (*rt)->object.version;
-  note(fmt::format("{}: Python {}.{}.{} frames ({})", (*rt)->name(), v.major, v.minor, v.micro,
-                   (*rt)->object_path));
+  note(fmt::format("{}: Python {}.{}.{} frames ({}{})", (*rt)->name(), v.major, v.minor, v.micro,
+                   (*rt)->object_path,
+                   (*rt)->proc.task_fsbase ? "; threads told apart by their fs base" : ""));
 }
 
 void UnwindMaps::load_hotspot(const Process& process) {

@@ -62,6 +62,8 @@ Result<ThreadDump> dump_threads(pid_t pid, bool native_frames) {
       const auto& v = python->object.version;
       python_line =
           fmt::format("Python {}.{}.{} ({})", v.major, v.minor, v.micro, python->object_path);
+      if (python->layout.bpf.tstate_native_thread_id == PY_NO_OFFSET)
+        python_line += "; threads told apart by their fs base";
       if (auto list = python_threads(*python, mem, &fs_bases))
         for (const PythonThread& t : *list)
           if (t.native_id) tstates[t.native_id] = t;

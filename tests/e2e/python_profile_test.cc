@@ -96,11 +96,21 @@ TEST(python_profile, nested_functions_hold_most_samples_with_their_lines) {
   EXPECT_LT(share_with(lines, "_PyEval_EvalFrameDefault;"), 0.05);
 }
 
-TEST(python_profile, two_threads_each_show_their_own_function) {
-  USCOPE_REQUIRE_ROOT();
+// USCOPE_PYTHON_THREADS_BY_FS_BASE=1 in uscope's environment while it lives: thread states are
+// told apart as in 3.8-3.10 (no native_thread_id there), by thread_id against each thread's fs
+// base, which python3.11's thread_id (pthread_self()) allows too.
+struct ThreadsByFsBase {
+  ThreadsByFsBase() { setenv("USCOPE_PYTHON_THREADS_BY_FS_BASE", "1", 1); }
+  ~ThreadsByFsBase() { unsetenv("USCOPE_PYTHON_THREADS_BY_FS_BASE"); }
+};
+
+void two_threads_each_show_their_own_function(bool by_fs_base) {
   RunningCommand target({kPython, script(), "threads"});
   ASSERT_TRUE(target.wait_for_output("ready"));
-  auto lines = profile_pid(target.pid(), {"--threads"});
+  std::string err;
+  auto lines = profile_pid(target.pid(), {"--threads", "-v"}, &err);
+  EXPECT_EQ(err.find("; threads told apart by their fs base)") != std::string::npos, by_fs_base)
+      << err;
   const std::string alpha = "spin_alpha (" + script() + ":";
   const std::string beta = "spin_beta (" + script() + ":";
   EXPECT_GT(share_with(lines, alpha), 0.2);
@@ -111,6 +121,17 @@ TEST(python_profile, two_threads_each_show_their_own_function) {
   }
   // Both are threading's threads: run() called from _bootstrap_inner.
   EXPECT_GT(share_with(lines, "Thread.run (/usr/lib/python3.11/threading.py:"), 0.9);
+}
+
+TEST(python_profile, two_threads_each_show_their_own_function) {
+  USCOPE_REQUIRE_ROOT();
+  two_threads_each_show_their_own_function(false);
+}
+
+TEST(python_profile, two_threads_told_apart_by_fs_base_as_3_8_to_3_10_are) {
+  USCOPE_REQUIRE_ROOT();
+  ThreadsByFsBase by_fs_base;
+  two_threads_each_show_their_own_function(true);
 }
 
 TEST(python_profile, c_calling_back_into_python_interleaves) {
@@ -225,8 +246,7 @@ std::vector<pid_t> tasks_of(pid_t pid) {
   return tids;
 }
 
-TEST(python_dump, every_thread_with_its_python_and_native_frames_and_nothing_left) {
-  USCOPE_REQUIRE_ROOT();
+void every_thread_with_its_python_and_native_frames_and_nothing_left(bool by_fs_base) {
   RunningCommand target({kPython, script(), "dump"});
   ASSERT_TRUE(target.wait_for_output("spinning"));
   const pid_t worker = thread_named(target.pid(), "blocked-worker");
@@ -240,6 +260,8 @@ TEST(python_dump, every_thread_with_its_python_and_native_frames_and_nothing_lef
   auto r = uscope({"dump", "-p", std::to_string(target.pid())});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("Python 3.11."), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("; threads told apart by their fs base\n") != std::string::npos, by_fs_base)
+      << r.out;
   // The worker sleeps in Event.wait: idle, its Python frames between the native ones that
   // started the thread and the futex wait it sleeps in. Named by prctl, and by threading's
   // default ("Thread-1 (blocked_worker)": the first Thread, and its target).
@@ -265,8 +287,21 @@ TEST(python_dump, every_thread_with_its_python_and_native_frames_and_nothing_lef
       section(r.out, "Thread " + std::to_string(target.pid()) + " \"MainThread\" (python3.11)");
   EXPECT_NE(m.find(py_frame("spin_main", "SPIN-MAIN")), std::string::npos) << r.out;
   EXPECT_NE(m.find(py_frame("main", "CALL-SPIN")), std::string::npos) << r.out;
+  // It holds the GIL: no other thread asks for it (they wait on their events without it).
+  EXPECT_NE(m.find("holds the GIL"), std::string::npos) << r.out;
   // Read once: no iterator link outlives the command.
   EXPECT_TRUE(links_released("dump_task"));
+}
+
+TEST(python_dump, every_thread_with_its_python_and_native_frames_and_nothing_left) {
+  USCOPE_REQUIRE_ROOT();
+  every_thread_with_its_python_and_native_frames_and_nothing_left(false);
+}
+
+TEST(python_dump, threads_told_apart_by_fs_base_as_3_8_to_3_10_are) {
+  USCOPE_REQUIRE_ROOT();
+  ThreadsByFsBase by_fs_base;
+  every_thread_with_its_python_and_native_frames_and_nothing_left(true);
 }
 
 // The check of the offsets at attach reads a running thread's frames: in a ctypes callback, its
