@@ -30,7 +30,10 @@ Result<void> known_keys(const Place& p, const YAML::Node& map, const std::string
                         const std::vector<std::string>& keys) {
   if (!map.IsMap()) return p.at(map, "{} must be a mapping of {}", where, join(keys));
   for (const auto& kv : map) {
-    const std::string k = kv.first.as<std::string>();
+    // YAML allows any node as a key ("? [a, b]: 1"); ours are all plain names.
+    if (!kv.first.IsScalar())
+      return p.at(kv.first, "keys in {} must be plain names; known: {}", where, join(keys));
+    const std::string k = kv.first.Scalar();
     if (std::find(keys.begin(), keys.end(), k) != keys.end()) continue;
     auto close = closest_names(k, keys, 1);
     return p.at(kv.first, "unknown key '{}' in {}{}; known: {}", k, where,
@@ -91,7 +94,7 @@ Result<ProcessSelector> selector(const Place& p, const YAML::Node& n) {
   ProcessSelector s;
   s.line = n.Mark().line + 1;
   for (const auto& kv : n) {
-    const std::string k = kv.first.as<std::string>();
+    const std::string k = kv.first.Scalar();  // known_keys: every key is a scalar
     const YAML::Node& v = kv.second;
     Result<void> r;
     auto set = [&](auto got, auto& field) -> Result<void> {

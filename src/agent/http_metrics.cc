@@ -42,7 +42,7 @@ void HttpMetrics::add(const HttpExchange& x) {
   const double seconds = static_cast<double>(x.duration_ns) / 1e9;
   const std::string_view origin =
       x.side == HttpSide::Client ? http_origin(x.url) : std::string_view();
-  const std::string_view path = std::string_view(x.path).substr(0, x.path.find_first_of("?#"));
+  const std::string_view path = http_path_only(x.path);
   seen_key_.clear();
   seen_key_ += x.side == HttpSide::Server ? 's' : 'c';
   seen_key_ += x.method;

@@ -44,8 +44,6 @@ constexpr auto kReadInterval = 5s;
 // A profiling session's maps only grow (profile and top read them cumulatively): the agent starts
 // a new one this often, so that a long-running node's maps never fill.
 constexpr auto kProfileSessionLife = std::chrono::hours(1);
-// The profiler's selection (with selectors): processes sampled at once.
-constexpr uint32_t kMaxProfiledProcesses = 16384;
 // libmicrohttpd's idle-connection timeouts are served on this beat.
 constexpr auto kListenerBeat = 1s;
 // Executables judged (Go HTTP server or not) that are kept open for planning; the verdicts
@@ -251,11 +249,6 @@ void NodeAgent::consider(pid_t pid) {
     fmt::print(stderr, "uscope: watching process {} ({}){}\n", pid, w.service, what);
   }
   watched_.emplace(pid, std::move(w));
-  if (profile_ && profiles_selected())
-    if (auto r = profile_->add_target(pid); !r) {
-      ++profile_target_failures_;
-      if (verbose_) fmt::print(stderr, "uscope: profiles: {}\n", r.error().message);
-    }
 }
 
 void NodeAgent::drop(pid_t pid) {
@@ -273,10 +266,6 @@ void NodeAgent::drop(pid_t pid) {
       gone_go_lost_ += l->ring_lost;
       gone_census_failures_ += l->census_failures;
     }
-  }
-  if (profile_ && profiles_selected()) {
-    profile_->remove_target(pid);
-    dropped_this_period_.insert(pid);
   }
   const std::string service = std::move(w.service);
   watched_.erase(it);  // its jobs' programs, maps and links closed
@@ -497,9 +486,6 @@ void NodeAgent::add_own_metrics(MetricsSnapshot& out) const {
             static_cast<double>(c.files_failed), {{"result", "failed"}});
     counter("uscope.profile.failures", "{period}", "Periods whose profile could not be read.",
             static_cast<double>(profile_failures_));
-    counter("uscope.profile.processes.refused", "{process}",
-            "Selected processes the profiler could not take (its selection was full).",
-            static_cast<double>(profile_target_failures_));
     // Samples lost by cause over every period so far, and those the stack cap cut.
     auto losses = profile_losses_;
     losses.emplace_back(kStacksOverLimit, c.samples_dropped);
@@ -557,14 +543,8 @@ Result<void> NodeAgent::start_profiling() {
     profile_export_ = std::move(*e);
   }
   ProfileTarget t;
-  if (profiles_selected()) {
-    t.max_targets = kMaxProfiledProcesses;
-    for (const auto& [pid, w] : watched_) t.pids.push_back(pid);
-  } else {
-    t.all = true;
-  }
+  t.all = true;
   t.frequency_hz = static_cast<uint64_t>(config_.profile_hz);
-  t.verbose = verbose_;  // "sampling process PID (comm)" as each is first sampled
   auto session = ProfileSession::open(t, runner_.get());
   if (!session) return fail("cannot profile: {}", session.error().message);
   profile_ = std::move(*session);
@@ -583,15 +563,11 @@ Result<void> NodeAgent::start_profiling() {
 void NodeAgent::export_profile_period() {
   if (!profile_) return;
   const auto began = Runner::Clock::now();
-  // With selectors, the samples of the processes they picked, those dropped during the period
-  // included (a process that exited keeps its last seconds); without, every process.
+  // With selectors, the host's samples of the processes they picked (the others are not even
+  // symbolized); without, every process.
   std::function<bool(pid_t)> keep;
-  if (profiles_selected())
-    keep = [this](pid_t pid) {
-      return watched_.contains(pid) || dropped_this_period_.contains(pid);
-    };
+  if (!config_.select.empty()) keep = [this](pid_t pid) { return watched_.contains(pid); };
   auto period = profile_->period(keep);
-  dropped_this_period_.clear();
   if (!period) {
     ++profile_failures_;
     fmt::print(stderr, "uscope: profiles: {}\n", period.error().message);

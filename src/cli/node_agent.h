@@ -90,10 +90,8 @@ class NodeAgent {
   MetricAttributes resource(pid_t pid, const Watched& w) const;
   void add_own_metrics(MetricsSnapshot& out) const;
   void push_otlp();
-  // Continuous profiles: one profiling session at profiles.hz, each period's samples exported per
-  // process. With selectors only the selected processes are sampled (in BPF: the unwinder never
-  // reads the tables of the node's other processes, nor keeps their exits); without, the host.
-  bool profiles_selected() const { return !config_.select.empty(); }
+  // Continuous profiles: the host sampled at profiles.hz by one profiling session, each period's
+  // samples (of the selected processes) exported per process.
   Result<void> start_profiling();
   void export_profile_period();
 
@@ -111,10 +109,6 @@ class NodeAgent {
   Runner::Clock::time_point profile_started_;
   std::vector<std::pair<std::string, uint64_t>> profile_losses_;  // every period's, by cause
   uint64_t profile_failures_ = 0;
-  // Selected processes the profiler could not take (its selection was full).
-  uint64_t profile_target_failures_ = 0;
-  // Processes dropped since the last period: their last samples are still theirs to export.
-  std::set<pid_t> dropped_this_period_;
   std::map<pid_t, Watched> watched_;
   std::map<std::pair<dev_t, ino_t>, ExeVerdict> verdicts_;
   // The executables judged last, kept open for the plans that follow (a small store of its own:

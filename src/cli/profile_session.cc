@@ -34,7 +34,7 @@ Result<void> check_pids_exist(const std::vector<pid_t>& pids) {
 }  // namespace
 
 Result<void> check_target(const ProfileTarget& t) {
-  int targets = (!t.pids.empty() || t.max_targets > 0) + t.all + !t.command.empty();
+  int targets = !t.pids.empty() + t.all + !t.command.empty();
   if (targets == 0) return fail("give what to profile: -p PID, -c CMD or -a (every process)");
   if (targets > 1) return fail("give one of -p PID, -c CMD or -a");
   for (pid_t pid : t.pids)
@@ -48,7 +48,6 @@ Result<void> check_target(const ProfileTarget& t) {
 std::string describe_target(const ProfileTarget& t) {
   if (t.all) return "every process";
   if (!t.command.empty()) return fmt::format("'{}'", t.command);
-  if (t.max_targets > 0) return fmt::format("the selected processes ({} now)", t.pids.size());
   if (t.pids.size() == 1) return fmt::format("PID {}", t.pids[0]);
   return fmt::format("{} processes", t.pids.size());
 }
@@ -72,12 +71,10 @@ ProfileSession::ProfileSession(const ProfileTarget& t) : target_(t) {}
 
 Result<std::unique_ptr<ProfileSession>> ProfileSession::open(const ProfileTarget& t,
                                                              Runner* shared) {
-  // The agent's selection may hold a process that has just exited: it leaves at its drop.
-  if (t.max_targets == 0)
-    if (auto r = check_pids_exist(t.pids); !r) return tl::unexpected(r.error());
+  if (auto r = check_pids_exist(t.pids); !r) return tl::unexpected(r.error());
   std::unique_ptr<ProfileSession> s(new ProfileSession(t));
   SessionOptions so;
-  so.pid = t.pids.size() == 1 && t.max_targets == 0 ? t.pids[0] : 0;
+  so.pid = t.pids.size() == 1 ? t.pids[0] : 0;
   so.command = t.command;
   so.duration_s = t.duration_s;
   so.interval_s = t.interval_s;
@@ -119,7 +116,6 @@ Result<std::unique_ptr<ProfileSession>> ProfileSession::open(const ProfileTarget
 
   ProfileSettings settings;
   settings.pids = t.pids;
-  settings.max_targets = t.max_targets;
   if (session_ref.launched()) {
     settings.pids = {session_ref.watch_pid()};
     symbolizer.started_as(session_ref.watch_pid(), session_ref.started_as());
@@ -168,22 +164,9 @@ Result<std::unique_ptr<ProfileSession>> ProfileSession::open(const ProfileTarget
       if (!r && t.verbose) fmt::print(stderr, "uscope: {}\n", r.error().message);
     }
   }
-  if (t.pids.size() > 1 && t.max_targets == 0)
+  if (t.pids.size() > 1)
     for (pid_t pid : t.pids) s->exits_.add(pid);
   return s;
-}
-
-Result<void> ProfileSession::add_target(pid_t pid) {
-  if (auto r = program_->add_target(pid); !r) return r;
-  symbolizer_->remember(pid);
-  if (unwind_)
-    if (auto r = unwind_->load_process(pid); !r && target_.verbose)
-      fmt::print(stderr, "uscope: {}\n", r.error().message);
-  return {};
-}
-
-void ProfileSession::remove_target(pid_t pid) {
-  program_->remove_target(pid);
 }
 
 Result<void> ProfileSession::start() {

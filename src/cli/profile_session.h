@@ -39,9 +39,6 @@ inline constexpr uint64_t kDefaultFrequencyHz = 99;
 struct ProfileTarget {
   std::vector<pid_t> pids;
   bool all = false;
-  // > 0: `pids` are a selection that add_target()/remove_target() change (the agent's), of at
-  // most this many processes at once; the session does not end when they have all exited.
-  uint32_t max_targets = 0;
   bool idle = false;
   std::string command;
   uint64_t frequency_hz = kDefaultFrequencyHz;
@@ -106,11 +103,6 @@ class ProfileSession {
   // symbolized, so a period costs what its own stacks cost; with `keep`, only the samples of the
   // processes it keeps (the losses stay the whole session's).
   Result<Profile> period(const std::function<bool(pid_t)>& keep = {});
-
-  // With ProfileTarget::max_targets: a process joins the selection (its tables loaded before its
-  // first sample) or leaves it (its samples so far stay counted).
-  Result<void> add_target(pid_t pid);
-  void remove_target(pid_t pid);
 
   const ProfileTarget& target() const { return target_; }
   const ProfileProgram& program() const { return *program_; }

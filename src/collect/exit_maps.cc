@@ -5,7 +5,6 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <string>
@@ -24,8 +23,6 @@ namespace {
 // exits at once), 512 KiB (~470 mappings, a big process's several times over) for given PIDs.
 constexpr uint32_t kRingEveryProcess = 4u << 20;
 constexpr uint32_t kRingTargets = 512u << 10;
-// PIDs watched at once when the caller gives no number (-p PIDs, a -c command and its children).
-constexpr uint32_t kTargets = 1024;
 
 // "/usr/lib/x86_64-linux-gnu/libc.so.6" from its components, innermost first.
 std::string joined_path(const exit_mapping& r) {
@@ -43,13 +40,11 @@ ExitMaps::~ExitMaps() {
   if (link_ != nullptr) bpf_link__destroy(link_);
 }
 
-Result<void> ExitMaps::configure(BpfObject& object, bool every_process, uint32_t max_targets) {
-  if (auto r = object.set_rodata("exit_every_process", static_cast<uint32_t>(every_process)); !r)
+Result<void> ExitMaps::configure(BpfObject& object, const std::vector<pid_t>& pids) {
+  if (auto r = object.set_rodata("exit_every_process", static_cast<uint32_t>(pids.empty())); !r)
     return r;
   if (auto r = object.set_rodata("exit_reader_tgid", static_cast<uint32_t>(getpid())); !r) return r;
-  if (auto r = object.set_max_entries("exit_targets", std::max<uint32_t>(max_targets, 1)); !r)
-    return r;
-  return object.set_max_entries("exit_records", every_process ? kRingEveryProcess : kRingTargets);
+  return object.set_max_entries("exit_records", pids.empty() ? kRingEveryProcess : kRingTargets);
 }
 
 Result<std::unique_ptr<ExitMaps>> ExitMaps::attach(const BpfObject& object,
@@ -72,7 +67,7 @@ Result<std::unique_ptr<ExitMaps>> ExitMaps::attach(const BpfObject& object,
 Result<std::unique_ptr<ExitMaps>> ExitMaps::start(const std::vector<pid_t>& pids, Handler handler) {
   auto object = BpfObject::open(exit_maps__open, exit_maps__destroy, "the exit-maps program");
   if (!object) return tl::unexpected(object.error());
-  if (auto r = configure(*object, pids.empty(), kTargets); !r) return tl::unexpected(r.error());
+  if (auto r = configure(*object, pids); !r) return tl::unexpected(r.error());
   if (auto r = object->load(); !r) return tl::unexpected(r.error());
   // Moved into the heap before attach() takes its address: ExitMaps is not movable.
   auto own = std::make_unique<BpfObject>(std::move(*object));
@@ -88,11 +83,6 @@ Result<void> ExitMaps::watch(pid_t pid) {
   if (bpf_map_update_elem(targets_fd_, &key, &one, BPF_ANY) != 0)
     return fail_errno(errno, "cannot watch PID {} for its exit: {}", pid, std::strerror(errno));
   return {};
-}
-
-void ExitMaps::unwatch(pid_t pid) {
-  auto key = static_cast<uint32_t>(pid);
-  bpf_map_delete_elem(targets_fd_, &key);  // ENOENT: it exited and was never watched: nothing
 }
 
 void ExitMaps::on_record(const void* data, size_t size) {

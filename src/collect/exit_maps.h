@@ -31,16 +31,12 @@ class ExitMaps {
   // Or in the object of a program that includes src/bpf/exit_maps.bpf.h (the profiler's), so that
   // one load relocates both against one parse of the kernel's BTF: configure() before its load,
   // attach() after it. The object must outlive the ExitMaps (it may move: its maps stay).
-  // `every_process`: as start() with no PIDs; else only the PIDs watch() adds (at most
-  // `max_targets` at once).
-  static Result<void> configure(BpfObject& object, bool every_process, uint32_t max_targets);
+  static Result<void> configure(BpfObject& object, const std::vector<pid_t>& pids);
   static Result<std::unique_ptr<ExitMaps>> attach(const BpfObject& object,
                                                   const std::vector<pid_t>& pids, Handler handler);
   ~ExitMaps();
 
   Result<void> watch(pid_t pid);
-  // No longer of interest (the agent dropped it): its exit is not sent, its slot is free.
-  void unwatch(pid_t pid);
   // Hands every snapshot the kernel has sent so far to the handler. Cheap when there is none:
   // call it before giving up on a process whose maps are gone.
   void catch_up();

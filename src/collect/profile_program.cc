@@ -50,27 +50,25 @@ Result<BpfObject> ProfileProgram::open_and_load(const ProfileSettings& settings,
     if (auto r = settings.unwind->share_with(*object); !r) return tl::unexpected(r.error());
   BpfObject& o = *object;
   TargetFilter filter;
-  const bool selection = settings.max_targets > 0 || settings.pids.size() > 1;
-  if (!selection && settings.pids.size() == 1) filter.tgid = settings.pids[0];
+  if (settings.pids.size() == 1) filter.tgid = settings.pids[0];
   filter.only_after_exec = settings.only_after_exec;
   auto flag = [](bool b) { return static_cast<uint32_t>(b ? 1 : 0); };
-  const bool host = settings.pids.empty() && settings.max_targets == 0;
-  uint32_t slots = settings.stack_slots           ? settings.stack_slots
-                   : host || settings.max_targets ? kStackSlotsHost
-                                                  : kStackSlotsProcess;
-  const auto targets =
-      std::max<uint32_t>({1, settings.max_targets, static_cast<uint32_t>(settings.pids.size())});
-  for (auto r : {o.set_target(filter), o.set_rodata("use_targets", flag(selection)),
-                 o.set_rodata("include_idle", flag(settings.include_idle)),
-                 o.set_rodata("per_thread", flag(settings.per_thread)),
-                 o.set_rodata("user_stacks", flag(settings.user_stacks)),
-                 o.set_rodata("kernel_stacks", flag(settings.kernel_stacks)),
-                 o.set_max_entries("stacks", settings.kernel_stacks ? slots : 1),
-                 o.set_max_entries("ustacks", settings.user_stacks ? slots : 1),
-                 // Distinct (thread, stacks) pairs outnumber stacks, and keys cost little.
-                 o.set_max_entries("counts", 2 * slots), o.set_max_entries("targets", targets),
-                 exits ? ExitMaps::configure(o, host, std::max<uint32_t>(targets, 1024))
-                       : o.set_autoload("exit_maps", false)})
+  uint32_t slots = settings.stack_slots    ? settings.stack_slots
+                   : settings.pids.empty() ? kStackSlotsHost
+                                           : kStackSlotsProcess;
+  for (auto r :
+       {o.set_target(filter), o.set_rodata("use_targets", flag(settings.pids.size() > 1)),
+        o.set_rodata("include_idle", flag(settings.include_idle)),
+        o.set_rodata("per_thread", flag(settings.per_thread)),
+        o.set_rodata("user_stacks", flag(settings.user_stacks)),
+        o.set_rodata("kernel_stacks", flag(settings.kernel_stacks)),
+        o.set_max_entries("stacks", settings.kernel_stacks ? slots : 1),
+        o.set_max_entries("ustacks", settings.user_stacks ? slots : 1),
+        // Distinct (thread, stacks) pairs outnumber stacks, and keys cost little.
+        o.set_max_entries("counts", 2 * slots),
+        o.set_max_entries("targets",
+                          std::max<uint32_t>(1, static_cast<uint32_t>(settings.pids.size()))),
+        exits ? ExitMaps::configure(o, settings.pids) : o.set_autoload("exit_maps", false)})
     if (!r) return tl::unexpected(r.error());
   if (auto r = o.load(); !r) return tl::unexpected(r.error());
   return object;
@@ -94,9 +92,15 @@ Result<ProfileProgram> ProfileProgram::load(const ProfileSettings& settings,
   ProfileProgram p(std::move(*object));
   p.exits_error_ = std::move(exits_error);
   BpfObject& o = p.object_;
-  if (settings.pids.size() > 1 || settings.max_targets > 0)
-    for (pid_t pid : settings.pids)
-      if (auto r = p.add_target(pid); !r) return tl::unexpected(r.error());
+  if (settings.pids.size() > 1) {
+    uint8_t one = 1;
+    for (pid_t pid : settings.pids) {
+      auto key = static_cast<uint32_t>(pid);
+      if (bpf_map_update_elem(o.map_fd("targets"), &key, &one, BPF_ANY))
+        return fail_errno(errno, "cannot add PID {} to the profiler's targets: {}", pid,
+                          std::strerror(errno));
+    }
+  }
   p.new_processes_ = std::make_unique<NewProcesses>();
   p.new_processes_->handler = std::move(on_new);
   p.new_processes_->on_stack = std::move(on_stack);
@@ -139,22 +143,6 @@ Result<ProfileProgram> ProfileProgram::load(const ProfileSettings& settings,
       p.exits_error_ = e.error();
   }
   return p;
-}
-
-Result<void> ProfileProgram::add_target(pid_t pid) {
-  auto key = static_cast<uint32_t>(pid);
-  uint8_t one = 1;
-  if (bpf_map_update_elem(object_.map_fd("targets"), &key, &one, BPF_ANY))
-    return fail_errno(errno, "cannot add PID {} to the profiler's targets: {}", pid,
-                      std::strerror(errno));
-  if (exits_) return exits_->watch(pid);
-  return {};
-}
-
-void ProfileProgram::remove_target(pid_t pid) {
-  auto key = static_cast<uint32_t>(pid);
-  bpf_map_delete_elem(object_.map_fd("targets"), &key);
-  if (exits_) exits_->unwatch(pid);
 }
 
 Result<void> ProfileProgram::start(uint64_t frequency_hz) {

@@ -27,10 +27,7 @@
 namespace uscope {
 
 struct ProfileSettings {
-  std::vector<pid_t> pids;  // empty: every process (-a), unless max_targets
-  // > 0: the PIDs are a selection that add_target()/remove_target() change while it runs (the
-  // agent's), of at most this many at once; `pids` are the first ones (may be empty).
-  uint32_t max_targets = 0;
+  std::vector<pid_t> pids;       // empty: every process (-a)
   bool only_after_exec = false;  // pids[0] is a command uscope forked: nothing before its exec
   bool include_idle = false;     // -a: also the idle task (pid 0)
   bool per_thread = false;       // --threads
@@ -61,11 +58,6 @@ class ProfileProgram {
 
   // Starts sampling at `frequency_hz` on every online CPU.
   Result<void> start(uint64_t frequency_hz);
-  // With ProfileSettings::max_targets: one more process sampled (and its exit kept), or one no
-  // longer. Failing means the selection is full.
-  Result<void> add_target(pid_t pid);
-  void remove_target(pid_t pid);
-
   // Stops sampling; the maps keep what was counted.
   void stop() { events_.detach_all(); }
   size_t cpus_sampled() const { return events_.size(); }

@@ -63,7 +63,7 @@ template <class NodeMap>
 std::string HttpRouteTemplates::walk(NodeMap& nodes, size_t max_values, std::string_view prefix,
                                      std::string_view path, bool* widened) {
   constexpr bool learning = !std::is_const_v<NodeMap>;
-  path = path.substr(0, path.find_first_of("?#"));
+  path = http_path_only(path);
   std::vector<std::string_view> segments;
   const bool rooted = !path.empty() && path.front() == '/';
   if (rooted) path.remove_prefix(1);
@@ -106,6 +106,10 @@ std::string HttpRouteTemplates::walk(NodeMap& nodes, size_t max_values, std::str
 std::string http_protocol_name(int protocol) {
   if (protocol <= 0) return "";
   return fmt::format("HTTP/{}.{}", protocol / 10, protocol % 10);
+}
+
+std::string_view http_path_only(std::string_view path) {
+  return path.substr(0, path.find_first_of("?#"));
 }
 
 std::string_view http_origin(std::string_view url) {

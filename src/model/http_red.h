@@ -43,6 +43,8 @@ std::optional<HttpExchange> http_exchange(HttpSide side, const DecodedEvent& ev)
 // A client URL's "scheme://host", the part its route keeps as it is (the whole URL when it has
 // no scheme).
 std::string_view http_origin(std::string_view url);
+// A request path without its query string and fragment: what a route is made of.
+std::string_view http_path_only(std::string_view path);
 
 // Routes made from the paths seen, since net/http of Go 1.19 keeps no mux pattern on the request:
 // a segment position becomes "*" once the paths that share the segments before it (and their

@@ -87,6 +87,10 @@ TEST(agent_config, mistakes_name_the_line_and_the_fix) {
            {"otlp:\n  period: 10s\n", "agent.yaml:2:3: otlp needs 'endpoint: URL'"},
            {"select: [\n", "agent.yaml:2:1: not valid YAML"},
            {"- a\n- b\n", "agent.yaml:1:1: the config must be a mapping"},
+           {"? [listen, select]\n: 1\n",
+            "agent.yaml:1:3: keys in the config must be plain names; known: listen"},
+           {"select:\n  - ? {exe: a}\n    : b\n",
+            "agent.yaml:2:7: keys in a select entry must be plain names"},
        }) {
     auto c = parse_agent_config(yaml, "agent.yaml");
     ASSERT_FALSE(c) << yaml;
