@@ -556,6 +556,7 @@ Result<void> NodeAgent::start_profiling() {
     });
   });
   if (auto r = profile_->start(); !r) return fail("cannot profile: {}", r.error().message);
+  profile_->load_kernel_symbols();
   profile_started_ = Runner::Clock::now();
   return {};
 }
@@ -582,6 +583,8 @@ void NodeAgent::export_profile_period() {
     else
       it->second += n;
   }
+  // The rings filled while the period was read (its first symbolizes every process's code).
+  tick();
   const auto read = Runner::Clock::now();
   if (auto r = profile_export_->export_period(std::move(*period)); !r) {
     ++profile_failures_;
@@ -593,7 +596,8 @@ void NodeAgent::export_profile_period() {
         std::chrono::duration_cast<std::chrono::milliseconds>(read - began).count(),
         std::chrono::duration_cast<std::chrono::milliseconds>(Runner::Clock::now() - read).count());
   if (Runner::Clock::now() - profile_started_ < kProfileSessionLife) return;
-  // A new session: its maps go.
+  // A new session: its maps go. Its program's load stalls the loop, so the rings are read first.
+  tick();
   profile_->stop();
   profile_.reset();
   if (auto r = start_profiling(); !r) fmt::print(stderr, "uscope: {}\n", r.error().message);
@@ -607,6 +611,13 @@ int NodeAgent::run() {
     return 2;
   }
   functions_ = std::move(*functions);
+  // The profiler first: its program's load (the verifier: ~0.25 s of CPU) and the kernel's
+  // symbols come before any HTTP ring exists to fill while the loop is busy with them.
+  if (config_.profiles)
+    if (auto p = start_profiling(); !p) {
+      fmt::print(stderr, "uscope: {}\n", p.error().message);
+      return 1;
+    }
   rescan();
   r.watch(events_->fd(), POLLIN, [this](short) {
     for (const ProcessEvent& e : events_->read()) {
@@ -628,13 +639,7 @@ int NodeAgent::run() {
   r.every(kRescan, [this] { rescan(); });
   r.every(kListenerBeat, [this] { listener_->serve(); });
   if (pusher_) r.every(config_.otlp_period, [this] { push_otlp(); });
-  if (config_.profiles) {
-    if (auto p = start_profiling(); !p) {
-      fmt::print(stderr, "uscope: {}\n", p.error().message);
-      return 1;
-    }
-    r.every(config_.profile_period, [this] { export_profile_period(); });
-  }
+  if (config_.profiles) r.every(config_.profile_period, [this] { export_profile_period(); });
   r.on_hangup([this] { reload(); });
   fmt::print(stderr,
              "uscope: agent serving http://{}/metrics; watching {} process(es); Ctrl-C or "

@@ -244,7 +244,11 @@ void ProfileSession::load_kernel_symbols(const StackAggregator& stacks) {
   if (target_.user_only || kernel_tried_) return;
   bool kernel_frames = false;
   for (const auto& s : stacks.samples()) kernel_frames |= !s.kernel.empty();
-  if (!kernel_frames) return;
+  if (kernel_frames) load_kernel_symbols();
+}
+
+void ProfileSession::load_kernel_symbols() {
+  if (target_.user_only || kernel_tried_) return;
   kernel_tried_ = true;
   auto k = KernelSymbols::load();
   if (k)

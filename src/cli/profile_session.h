@@ -104,6 +104,10 @@ class ProfileSession {
   // processes it keeps (the losses stay the whole session's).
   Result<Profile> period(const std::function<bool(pid_t)>& keep = {});
 
+  // /proc/kallsyms read now (~50 ms), not at the first read that meets a kernel frame: the agent,
+  // whose rings wait while a period is read.
+  void load_kernel_symbols();
+
   const ProfileTarget& target() const { return target_; }
   const ProfileProgram& program() const { return *program_; }
   size_t processes_seen() const { return processes_.size(); }
