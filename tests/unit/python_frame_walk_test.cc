@@ -114,6 +114,22 @@ TEST(python_frame_walk, gil_holder_of_3_11_3_12_and_3_13) {
   ASSERT_TRUE(holder) << holder.error().message;
   EXPECT_EQ(holder->value_or(0), 0x1000u);
 
+  // A _gil_runtime_state at `state` whose last_holder (at 8) is `holder`: unlocked, nobody holds
+  // the GIL, whoever held it last; locked (at 16), `holder` does.
+  auto expect_gil_states = [&t](const PythonRuntime& r, uint64_t state, uint64_t holder) {
+    SCOPED_TRACE("Python " + std::to_string(r.object.version.major) + "." +
+                 std::to_string(r.object.version.minor));
+    t.zeros(state, 64);
+    t.word(state + 8, holder);
+    auto idle = python_gil_holder(r, t.memory());
+    ASSERT_TRUE(idle) << idle.error().message;
+    EXPECT_EQ(idle->value_or(1), 0u);
+    t.word(state + 16, 1, 4);
+    auto held = python_gil_holder(r, t.memory());
+    ASSERT_TRUE(held) << held.error().message;
+    EXPECT_EQ(held->value_or(0), holder);
+  };
+
   // 3.12: the interpreter's ceval.gil at 384, locked at 16 and last_holder at 8 in the
   // _gil_runtime_state it points at: worked out by hand from v3.12.1's pycore_interp.h,
   // pycore_gc.h, pycore_ceval_state.h and pycore_gil.h (the row's comment), not from the table.
@@ -122,15 +138,7 @@ TEST(python_frame_walk, gil_holder_of_3_11_3_12_and_3_13) {
   t.word(0x100000 + 40, 0x400000);  // interpreters.head
   t.zeros(0x400000, 512);
   t.word(0x400000 + 384, 0x500000);
-  t.zeros(0x500000, 64);
-  t.word(0x500000 + 8, 0x2000);
-  auto free12 = python_gil_holder(r12, t.memory());
-  ASSERT_TRUE(free12) << free12.error().message;
-  EXPECT_EQ(free12->value_or(1), 0u);
-  t.word(0x500000 + 16, 1, 4);
-  auto held12 = python_gil_holder(r12, t.memory());
-  ASSERT_TRUE(held12) << held12.error().message;
-  EXPECT_EQ(held12->value_or(0), 0x2000u);
+  expect_gil_states(r12, 0x500000, 0x2000);
   t.word(0x100000 + 40, 0);
 
   // 3.13: the interpreter's ceval.gil points at a _gil_runtime_state (locked, last_holder).
@@ -144,15 +152,7 @@ TEST(python_frame_walk, gil_holder_of_3_11_3_12_and_3_13) {
   t.word(0x100000 + 40, 0x200000);
   t.zeros(0x200000, 256);
   t.word(0x200000 + 100, 0x300000);
-  t.zeros(0x300000, 64);
-  t.word(0x300000 + 8, 0x1000);
-  auto idle = python_gil_holder(r13, t.memory());
-  ASSERT_TRUE(idle) << idle.error().message;
-  EXPECT_EQ(idle->value_or(1), 0u);  // not locked: nobody holds it, whoever held it last
-  t.word(0x300000 + 16, 1, 4);
-  auto held = python_gil_holder(r13, t.memory());
-  ASSERT_TRUE(held) << held.error().message;
-  EXPECT_EQ(held->value_or(0), 0x1000u);
+  expect_gil_states(r13, 0x300000, 0x1000);
 }
 
 }  // namespace

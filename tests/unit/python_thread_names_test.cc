@@ -39,6 +39,19 @@ void str(FakePythonTarget& t, uint64_t at, const std::string& s) {
   for (size_t i = 0; i < s.size(); ++i) t.word(at + 48 + i, static_cast<uint8_t>(s[i]), 1);
 }
 
+// The names a thread-names walk looks up, and two threads' names, at the addresses the tests'
+// dicts point at: "sys" 0x10000, "threading" 0x10100, "_active" 0x10200, "_target" 0x10300,
+// "_name" 0x10400, "MainThread" 0x10500, `second` 0x10600.
+void threading_strings(FakePythonTarget& t, const std::string& second) {
+  str(t, 0x10000, "sys");
+  str(t, 0x10100, "threading");
+  str(t, 0x10200, "_active");
+  str(t, 0x10300, "_target");
+  str(t, 0x10400, "_name");
+  str(t, 0x10500, "MainThread");
+  str(t, 0x10600, second);
+}
+
 // A dict keys object of `kind` (0 general, 1 str keys) with 8 bytes of indices and `entries`
 // {key, value} (a general entry's hash is left 0).
 void keys(FakePythonTarget& t, uint64_t at, int kind,
@@ -83,13 +96,7 @@ TEST(python_thread_names, from_threading_active_by_thread_ident) {
   t.word(kRuntime + 40, kInterp);
   t.zeros(kInterp, 1024);
   t.word(kInterp + 888, 0x3000);  // sys.modules
-  str(t, 0x10000, "sys");
-  str(t, 0x10100, "threading");
-  str(t, 0x10200, "_active");
-  str(t, 0x10300, "_target");
-  str(t, 0x10400, "_name");
-  str(t, 0x10500, "MainThread");
-  str(t, 0x10600, "py-named-waiter");
+  threading_strings(t, "py-named-waiter");
   str(t, 0x10700, "gone");
   dict(t, 0x3000, 0x3100);
   keys(t, 0x3100, 1, {{0x10000, 0x9000}, {0x10100, 0x4000}});
@@ -154,13 +161,7 @@ TEST(python_thread_names, from_the_dicts_of_3_10) {
   t.word(kRuntime + 32, kInterp);  // interpreters.head
   t.zeros(kInterp, 1024);
   t.word(kInterp + 856, 0x3000);  // sys.modules
-  str(t, 0x10000, "sys");
-  str(t, 0x10100, "threading");
-  str(t, 0x10200, "_active");
-  str(t, 0x10300, "_target");
-  str(t, 0x10400, "_name");
-  str(t, 0x10500, "MainThread");
-  str(t, 0x10600, "worker-7");
+  threading_strings(t, "worker-7");
   dict(t, 0x3000, 0x3100);
   keys_3_10(t, 0x3100, 512, {{0x10000, 0x9000}, {0x10100, 0x4000}});  // 2-byte indices
   t.zeros(0x4000, 32);
