@@ -191,10 +191,14 @@ static __always_inline __u64 extend(__u64 v, __u32 size, __u32 is_signed) {
 
 /* Reads user memory. A run that may sleep faults the pages in (bpf_copy_from_user), so that
  * memory the process has not touched yet reads right; bpf_probe_read_user() cannot fault and
- * fails on it. */
+ * fails on it. The nofault read goes first even then: bpf_copy_from_user() is copy_from_user(),
+ * whose hardened-usercopy check looks the destination (a per-CPU map value, vmalloc'd) up in the
+ * kernel's vmap tree on every call: a third of `uscope http`'s BPF time per request here
+ * (docs/BENCHMARKS.md, H). Memory a process reads is almost always present. */
 static __always_inline long read_user(void* dst, __u32 size, __u64 addr, int may_sleep) {
-  if (may_sleep) return bpf_copy_from_user(dst, size, (const void*)addr);
-  return bpf_probe_read_user(dst, size, (const void*)addr);
+  long err = bpf_probe_read_user(dst, size, (const void*)addr);
+  if (err == 0 || !may_sleep) return err;
+  return bpf_copy_from_user(dst, size, (const void*)addr);
 }
 
 #define PAGE_BYTES 4096 /* x86_64 */
@@ -393,7 +397,7 @@ static __always_inline long step_op(__u32 i, struct step_ctx* c, int may_sleep) 
     case TOP_END:
       return 1;
     case TOP_REG:
-      push(s, s->regs[op->a < TRACE_NUM_REGS ? op->a : 0]);
+      push(s, s->regs[op->a < TRACE_NUM_REGS ? op->a : 0] + (__u64)op->imm);
       break;
     case TOP_CONST:
       push(s, (__u64)op->imm);
@@ -412,7 +416,7 @@ static __always_inline long step_op(__u32 i, struct step_ctx* c, int may_sleep) 
       break;
     case TOP_ENTRY:
       SKIP_UNLESS_USED(TOP_ENTRY);
-      push(s, s->slots[op->a & (TRACE_ENTRY_SLOTS - 1)]);
+      push(s, s->slots[op->a & (TRACE_ENTRY_SLOTS - 1)] + (__u64)op->imm);
       break;
     case TOP_SAVE:
       SKIP_UNLESS_USED(TOP_SAVE);
@@ -420,8 +424,11 @@ static __always_inline long step_op(__u32 i, struct step_ctx* c, int may_sleep) 
       break;
     case TOP_DEREF:
       SKIP_UNLESS_USED(TOP_DEREF);
-      a = pop(s);
+      a = pop(s) + (__u64)op->imm;
       push(s, extend(deref(s, a, op->a, may_sleep), op->a, op->b));
+      break;
+    case TOP_ADDI:
+      push(s, pop(s) + (__u64)op->imm);
       break;
     case TOP_EXT:
       push(s, extend(pop(s), op->a, op->b));
@@ -550,14 +557,20 @@ static long step_sleepable(__u32 i, struct step_ctx* c) {
 static __always_inline int goroutine_key(struct scratch* s, __s32 sp_delta, __u32 probe_id,
                                          __u32 flags, struct uscope_entry_key* key) {
   __u64 g = s->regs[UREG_R14];
-  __u64 hi = 0;
-  if (!g || bpf_probe_read_user(&hi, sizeof(hi), (const void*)(g + 8))) return 0;
-  __u64 sp = s->regs[UREG_RSP] - (__s64)sp_delta;
-  if (hi < sp) return 0; /* R14 is not this goroutine (assembly code of the runtime) */
+  if (!g) return 0;
   key->pid_tgid = g;
-  key->sp = (flags & TRACE_F_GOROUTINE_ONLY) ? 0 : hi - sp;
+  key->sp = 0;
   key->probe_id = probe_id;
   key->tgid = s->ev.tgid;
+  /* The goroutine alone: every site of such a probe is a Go function's entry (ABIInternal), where
+   * R14 is the goroutine by the ABI. No read of its stack bounds: one read less per hit, and
+   * `uscope http` hits three such sites per request. */
+  if (flags & TRACE_F_GOROUTINE_ONLY) return 1;
+  __u64 hi = 0;
+  if (bpf_probe_read_user(&hi, sizeof(hi), (const void*)(g + 8))) return 0;
+  __u64 sp = s->regs[UREG_RSP] - (__s64)sp_delta;
+  if (hi < sp) return 0; /* R14 is not this goroutine (assembly code of the runtime) */
+  key->sp = hi - sp;
   return 1;
 }
 

@@ -59,15 +59,16 @@ enum uscope_reg {
 
 enum uscope_opcode {
   TOP_END = 0,
-  TOP_REG,   /* push regs[a] */
+  TOP_REG,   /* push regs[a] + imm */
   TOP_CONST, /* push imm */
   TOP_PID,   /* push tgid */
   TOP_TID,   /* push tid */
   TOP_CPU,   /* push cpu */
   TOP_UID,   /* push uid */
-  TOP_ENTRY, /* push value saved at entry, slot a (return probes) */
+  TOP_ENTRY, /* push value saved at entry, slot a, + imm (return probes) */
   TOP_SAVE,  /* pop into entry slot a (entry half of a return probe) */
-  TOP_DEREF, /* pop address, push the a-byte (1/2/4/8) value there, sign-extended if b */
+  TOP_DEREF, /* pop address, push the a-byte (1/2/4/8) value at address + imm, sign-extended if
+                b */
   TOP_EXT,   /* truncate top to a bytes, sign-extend if b */
   TOP_ADD,
   TOP_SUB,
@@ -116,8 +117,12 @@ enum uscope_opcode {
                        nil or unreadable) and the value: a string kind as a string field (u32
                        length word, bytes), other kinds as one u64 (the data word for
                        pointer-shaped kinds, else the 8 bytes it points to). */
+  TOP_ADDI,         /* pop; push it + imm */
   TOP_NUM_OPS
 };
+/* The planner folds `x + constant` into one op (plan/recipe.cc): into the imm of a REG or ENTRY
+ * that pushed x, or of the DEREF that reads at it, else into an ADDI: each op is interpreted on
+ * every hit. */
 /* An opcode's bit in trace_ops_used (trace.bpf.c); TOP_NUM_OPS <= 64. */
 #define TRACE_OP_BIT(code) (1ULL << (code))
 

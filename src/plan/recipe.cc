@@ -39,6 +39,10 @@ class RecipeBuilder {
 
   Result<void> op(uint8_t code, uint8_t a = 0, uint16_t b = 0, int64_t imm = 0, int pushes = 0,
                   int pops = 0) {
+    if (fold_constant(code, imm)) {
+      depth_ += pushes - pops;
+      return {};
+    }
     if (r_.n_ops >= TRACE_MAX_OPS)
       return fail(
           "probe spec column 1: probe needs more than {} operations; simplify the "
@@ -50,6 +54,32 @@ class RecipeBuilder {
       return fail("probe spec column 1: expression nests deeper than {} values; split it",
                   TRACE_STACK);
     return {};
+  }
+
+  // `x + k`, `x - k` and a read at `x + k` in one op where x's op takes an addend (bpf/trace.h):
+  // every op costs each hit its interpretation. True when `code` was folded into the ops before
+  // it; a DEREF after an ADDI takes the ADDI's constant as its offset (`imm`) instead.
+  bool fold_constant(uint8_t code, int64_t& imm) {
+    uscope_op* last = r_.n_ops ? &r_.ops[r_.n_ops - 1] : nullptr;
+    if ((code == TOP_ADD || code == TOP_SUB) && last && last->code == TOP_CONST) {
+      // The constant is the right operand: x's ops came before it.
+      const uint64_t k =
+          code == TOP_ADD ? static_cast<uint64_t>(last->imm) : 0 - static_cast<uint64_t>(last->imm);
+      --r_.n_ops;
+      uscope_op* x = r_.n_ops ? &r_.ops[r_.n_ops - 1] : nullptr;
+      if (x && (x->code == TOP_REG || x->code == TOP_ENTRY || x->code == TOP_CONST ||
+                x->code == TOP_ADDI)) {
+        x->imm = static_cast<int64_t>(static_cast<uint64_t>(x->imm) + k);
+      } else {
+        r_.ops[r_.n_ops++] = uscope_op{TOP_ADDI, 0, 0, 0, static_cast<int64_t>(k)};
+      }
+      return true;
+    }
+    if (code == TOP_DEREF && imm == 0 && last && last->code == TOP_ADDI) {
+      imm = last->imm;  // the read's offset; the ADDI goes
+      --r_.n_ops;
+    }
+    return false;
   }
 
   Result<void> push_reg(int reg) { return op(TOP_REG, static_cast<uint8_t>(reg), 0, 0, 1); }

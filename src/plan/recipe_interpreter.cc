@@ -197,7 +197,7 @@ class Machine {
       case TOP_END:
         return false;
       case TOP_REG:
-        push(in_.regs[op.a < TRACE_NUM_REGS ? op.a : 0]);
+        push(in_.regs[op.a < TRACE_NUM_REGS ? op.a : 0] + static_cast<uint64_t>(op.imm));
         break;
       case TOP_CONST:
         push(static_cast<uint64_t>(op.imm));
@@ -215,14 +215,17 @@ class Machine {
         push(in_.uid);
         break;
       case TOP_ENTRY:
-        push((*slots_)[op.a & (TRACE_ENTRY_SLOTS - 1)]);
+        push((*slots_)[op.a & (TRACE_ENTRY_SLOTS - 1)] + static_cast<uint64_t>(op.imm));
         break;
       case TOP_SAVE:
         (*slots_)[op.a & (TRACE_ENTRY_SLOTS - 1)] = pop();
         break;
       case TOP_DEREF:
-        a = pop();
+        a = pop() + static_cast<uint64_t>(op.imm);
         push(extend(deref(a, op.a), op.a, op.b));
+        break;
+      case TOP_ADDI:
+        push(pop() + static_cast<uint64_t>(op.imm));
         break;
       case TOP_EXT:
         push(extend(pop(), op.a, op.b));

@@ -135,6 +135,21 @@ TEST(recipe_interpreter, typed_dereferences_read_width_and_sign) {
             (std::vector<uint64_t>{static_cast<uint64_t>(-2), 0x1234, 0x1122334455667788, 0x88}));
 }
 
+// Constants folded into the ops around them (plan/recipe.cc) compute what C does.
+TEST(recipe_interpreter, folded_constant_offsets_read_and_add_like_c) {
+  Memory mem;
+  mem.put_u64(0x1010, 0x5000);  // *(arg1 + 16)
+  mem.put_u64(0x5038, 77);      // *(0x5000 + 56)
+  mem.put_u64(0x2ff8, 99);      // *(arg2 - 8)
+  RecipeInput in = input_with_args({0x1000, 0x3000, 40});
+  in.read = mem.reader();
+  auto e = run(
+      R"(p::f "%d %d %d %d %d", *(u64*)(*(u64*)(arg1 + 16) + 56), *(u64*)(arg2 - 8), arg3 - 50 + 5, (arg3 * 2) + 7, 2 + 3)",
+      in);
+  EXPECT_EQ(numbers(e), (std::vector<uint64_t>{77, 99, static_cast<uint64_t>(-5), 87, 5}));
+  EXPECT_EQ(e.run.read_errors, 0u);
+}
+
 TEST(recipe_interpreter, unreadable_dereference_is_zero_and_counted_not_dropped) {
   RecipeInput in = input_with_args({0xdead0000});
   auto e = run(R"(p::f "%d %d", *(s32*)arg1, arg1)", in);

@@ -29,12 +29,12 @@ struct Op {
 
 const char* op_name(int code) {
   static const char* const kNames[] = {
-      "END",  "REG",      "CONST",     "PID",       "TID",         "CPU",   "UID",    "ENTRY",
-      "SAVE", "DEREF",    "EXT",       "ADD",       "SUB",         "MUL",   "DIV",    "MOD",
-      "AND",  "OR",       "XOR",       "SHL",       "SHR",         "SAR",   "EQ",     "NE",
-      "LT",   "LE",       "GT",        "GE",        "SLT",         "SLE",   "SGT",    "SGE",
-      "LAND", "LOR",      "NOT",       "NEG",       "BITNOT",      "STREQ", "COMMEQ", "FILTER",
-      "EMIT", "EMIT_STR", "EMIT_COMM", "AGG_VALUE", "EMIT_GOIFACE"};
+      "END",  "REG",      "CONST",     "PID",       "TID",          "CPU",   "UID",    "ENTRY",
+      "SAVE", "DEREF",    "EXT",       "ADD",       "SUB",          "MUL",   "DIV",    "MOD",
+      "AND",  "OR",       "XOR",       "SHL",       "SHR",          "SAR",   "EQ",     "NE",
+      "LT",   "LE",       "GT",        "GE",        "SLT",          "SLE",   "SGT",    "SGE",
+      "LAND", "LOR",      "NOT",       "NEG",       "BITNOT",       "STREQ", "COMMEQ", "FILTER",
+      "EMIT", "EMIT_STR", "EMIT_COMM", "AGG_VALUE", "EMIT_GOIFACE", "ADDI"};
   static_assert(sizeof(kNames) / sizeof(kNames[0]) == TOP_NUM_OPS);
   return code >= 0 && code < TOP_NUM_OPS ? kNames[code] : "?";
 }
@@ -198,9 +198,7 @@ TEST(recipe, compiles_typed_dereference_with_width_and_sign) {
   EXPECT_EQ(ops(c.main), (std::vector<Op>{reg(UREG_RDI),
                                           {TOP_DEREF, 4, 1, 0},
                                           kEmit,
-                                          reg(UREG_RSI),
-                                          konst(8),
-                                          kAdd,
+                                          {TOP_REG, UREG_RSI, 0, 8},  // arg2 + 8 in one op
                                           {TOP_DEREF, 2, 0, 0},
                                           kEmit}));
 }
@@ -426,9 +424,7 @@ TEST(recipe, usdt_constant_operand) {
 TEST(recipe, usdt_memory_operand_adds_offset_then_dereferences) {
   UsdtLocation loc = usdt_location("8@-8(%rbp) -4@(%rbx)");
   auto c = compile_ok(R"(u::p:n "%d %d", arg1, arg2)", usdt_site(loc));
-  EXPECT_EQ(ops(c.main), (std::vector<Op>{reg(UREG_RBP),
-                                          konst(-8),
-                                          kAdd,
+  EXPECT_EQ(ops(c.main), (std::vector<Op>{{TOP_REG, UREG_RBP, 0, -8},
                                           {TOP_DEREF, 8, 0, 0},
                                           kEmit,
                                           reg(UREG_RBX),
@@ -444,18 +440,14 @@ TEST(recipe, usdt_indexed_operand_scales_index) {
                                           konst(8),
                                           kMul,
                                           kAdd,
-                                          konst(0),
-                                          kAdd,
-                                          {TOP_DEREF, 8, 0, 0},
+                                          {TOP_DEREF, 8, 0, 0},  // + 0 read as its offset
                                           kEmit,
                                           reg(UREG_RBX),
                                           reg(UREG_RCX),
                                           konst(2),
                                           kMul,
                                           kAdd,
-                                          konst(16),
-                                          kAdd,
-                                          {TOP_DEREF, 2, 1, 0},
+                                          {TOP_DEREF, 2, 1, 16},
                                           kEmit}));
 }
 
@@ -467,14 +459,10 @@ TEST(recipe, usdt_rip_relative_symbol_is_rebased_on_the_site) {
     return std::nullopt;
   };
   auto c = compile_ok(R"(u::p:n "%d %d", arg1, arg2)", site);
-  EXPECT_EQ(ops(c.main), (std::vector<Op>{reg(UREG_RIP),
-                                          konst(0x4010 - 0x1130),
-                                          kAdd,
+  EXPECT_EQ(ops(c.main), (std::vector<Op>{{TOP_REG, UREG_RIP, 0, 0x4010 - 0x1130},
                                           {TOP_DEREF, 8, 0, 0},
                                           kEmit,
-                                          reg(UREG_RIP),
-                                          konst(0x4018 - 0x1130),
-                                          kAdd,
+                                          {TOP_REG, UREG_RIP, 0, 0x4018 - 0x1130},
                                           {TOP_DEREF, 4, 1, 0},
                                           kEmit}));
 }
@@ -527,10 +515,30 @@ TEST(recipe, usdt_indexed_operand_with_symbol_uses_the_symbol) {
   };
   auto c = compile(R"(u::p:n "%d", arg1)", site);
   ASSERT_TRUE(c) << c.error().message;
-  bool uses_symbol = false;
-  for (const Op& o : ops(c->main))
-    if (o.code == TOP_CONST && o.imm == 0x4040) uses_symbol = true;
-  EXPECT_TRUE(uses_symbol) << ::testing::PrintToString(ops(c->main));
+  // No base register: 0 + rcx * 8, read at the symbol's address as its offset.
+  EXPECT_EQ(ops(c->main),
+            (std::vector<Op>{
+                konst(0), reg(UREG_RCX), konst(8), kMul, kAdd, {TOP_DEREF, 8, 1, 0x4040}, kEmit}));
+}
+
+// `x + k` and `x - k` cost no op of their own: folded into the op that pushed x (a register, a
+// saved entry value, a constant, another such sum), into the read at x + k, or else one ADDI.
+TEST(recipe, constant_offsets_fold_into_the_ops_around_them) {
+  auto c = compile_ok(
+      R"(p::f "%d %d %d %d", *(u64*)(*(u64*)(arg1 + 16) + 56), arg2 - 3 + 5, (arg3 * 2) + 7, 2 + 3)");
+  EXPECT_EQ(ops(c.main), (std::vector<Op>{{TOP_REG, UREG_RDI, 0, 16},
+                                          {TOP_DEREF, 8, 0, 0},
+                                          {TOP_DEREF, 8, 0, 56},
+                                          kEmit,
+                                          {TOP_REG, UREG_RSI, 0, 2},
+                                          kEmit,
+                                          reg(UREG_RDX),
+                                          konst(2),
+                                          kMul,
+                                          {TOP_ADDI, 0, 0, 7},
+                                          kEmit,
+                                          konst(5),
+                                          kEmit}));
 }
 
 // The BPF side drops an event whose next field finds no room: read sizes shrink to one cap at
