@@ -158,11 +158,11 @@ struct uscope_op {
 /* With TRACE_F_GOROUTINE: the key is the goroutine alone (its depth 0), for a call of which at most
  * one runs on a goroutine at a time (net/http's serverHandler.ServeHTTP): it may then end in
  * another frame than the one that made it (HTTP/2's handlerDone, several calls deeper), or be
- * dropped when its goroutine exits (TRACE_F_ABANDON). */
+ * dropped where it can no longer end (TRACE_F_ABANDON). */
 #define TRACE_F_GOROUTINE_ONLY 0x400
-/* With TRACE_F_RETURN: a site where a recorded call of this goroutine can no longer end (the
- * goroutine exits: runtime.goexit1): its entry is deleted and counted (TC_ABANDONED); nothing is
- * emitted, and no entry is not a loss. */
+/* With TRACE_F_RETURN: a site where a recorded call of this goroutine can no longer end (net/http
+ * hijacked its connection, or the goroutine is past the handler: plan/http_plan.h): its entry is
+ * deleted and counted (TC_ABANDONED); nothing is emitted, and no entry is not a loss. */
 #define TRACE_F_ABANDON 0x800
 
 #define TRACE_HIST_BUCKETS 64 /* log2 buckets of nanoseconds per histogram */

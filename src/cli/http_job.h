@@ -53,7 +53,7 @@ class HttpJob {
       : plan_(std::move(plan)), decoder_(plan_.trace), on_exchange_(std::move(on_exchange)) {}
   void on_event(const uscope_event& ev, std::span<const uint8_t> payload);
   // Served requests that began and never ended (HttpLosses::unfinished), from the counters of
-  // the server probe's sites: its entry, its ends and where its goroutine exits.
+  // the server probe's sites: its entry, its ends and where a recorded request is dropped.
   uint64_t unfinished(std::span<const RecipeCounters> counters) const;
 
   HttpPlan plan_;

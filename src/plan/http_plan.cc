@@ -76,7 +76,7 @@ ProbeSpec http_probe(HttpSide side, const HttpLayout& l, const HttpSides& sides)
     spec.ends_at.emplace_back(kHttpServerEnd);
     if (sides.http2_end_entry) spec.ends_at.emplace_back(kHttp2ServerEnd);
     spec.one_per_goroutine = true;
-    if (sides.goroutine_exit) spec.abandoned_at = kGoroutineExit;
+    spec.abandoned_at = sides.abandon_at;
   }
   spec.text = fmt::format("http {} probe on {}", server ? "server" : "client", spec.function);
   const Expr req = at_entry(reg(server ? "rdi" : "rbx"));
@@ -153,7 +153,8 @@ Result<HttpSides> http_sides(ObjectCache& cache, const std::string& target) {
   s.client = !functions_named(**syms, kHttpClientFunction).empty();
   s.server_end_entry = go_functions_named(**syms, kHttpServerEnd).size() == 1;
   s.http2_end_entry = go_functions_named(**syms, kHttp2ServerEnd).size() == 1;
-  s.goroutine_exit = go_functions_named(**syms, kGoroutineExit).size() == 1;
+  for (auto name : {kHttpHijack, kHttp1ConnEnd, kHttp1ConnStart, kHttp2StreamStart})
+    if (go_functions_named(**syms, name).size() == 1) s.abandon_at.emplace_back(name);
   if (!s.server && !s.client)
     return fail("{} does not use net/http's server or client (no {} and no {} in it)", path,
                 kHttpServerFunction, kHttpClientFunction);

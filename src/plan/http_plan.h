@@ -21,9 +21,17 @@
 //           `req` is this request.
 //           A request no end sees never ended: the handler hijacked the connection (a WebSocket
 //           upgrade), or panicked (net/http recovers and drops the connection or the stream).
-//           Its goroutine then exits, and the entry of runtime.goexit1 drops the request, counted
-//           (TC_ABANDONED): `uscope http`'s summary and the agent's uscope_events_lost count these
-//           and the requests still running at the stop as `unfinished`, never as served.
+//           The request is dropped from the entry map, counted (TC_ABANDONED), at the entry of
+//           (*conn).hijackLocked (a hijack: at once), of (*conn).serve.func1 (the deferred end
+//           of an HTTP/1 connection's goroutine, which runs when a handler panicked), and of
+//           (*conn).serve and (*http2serverConn).runHandler (a connection or a stream starts on
+//           a goroutine: what that goroutine descriptor still had recorded is from a goroutine
+//           that ended: a panicked HTTP/2 handler is counted when the runtime reuses its
+//           descriptor, before a new request's entry could take it for a rerun after morestack,
+//           TC_ENTRY_REPEATED). Not at runtime.goexit1,
+//           which net/http's background read reaches once per HTTP/1 request: a trap a request.
+//           `uscope http`'s summary and the agent's uscope_events_lost count these and, at the
+//           stop, every request still recorded as `unfinished`, never as served.
 //           A binary without an out-of-line finishRequest ends at ServeHTTP's RETs, the status
 //           then read through rw.
 //   client: net/http.(*Client).do(c, req *Request) (*Response, error), ending at its RETs: each
@@ -53,7 +61,10 @@ inline constexpr std::string_view kHttpClientFunction = "net/http.(*Client).do";
 // Where a server request ends (see above): HTTP/1, HTTP/2; where one that never ends is dropped.
 inline constexpr std::string_view kHttpServerEnd = "net/http.(*response).finishRequest";
 inline constexpr std::string_view kHttp2ServerEnd = "net/http.(*http2responseWriter).handlerDone";
-inline constexpr std::string_view kGoroutineExit = "runtime.goexit1";
+inline constexpr std::string_view kHttpHijack = "net/http.(*conn).hijackLocked";
+inline constexpr std::string_view kHttp1ConnStart = "net/http.(*conn).serve";
+inline constexpr std::string_view kHttp1ConnEnd = "net/http.(*conn).serve.func1";
+inline constexpr std::string_view kHttp2StreamStart = "net/http.(*http2serverConn).runHandler";
 
 // One struct field offset the probes use, and where it came from (`-v` prints these).
 struct HttpFieldOffset {
@@ -95,7 +106,9 @@ struct HttpSides {
   bool client = false;
   bool server_end_entry = false;  // one out-of-line kHttpServerEnd to end server requests at
   bool http2_end_entry = false;   // one out-of-line kHttp2ServerEnd (HTTP/2's server is linked)
-  bool goroutine_exit = false;    // one out-of-line kGoroutineExit
+  // Of kHttpHijack, kHttp1ConnEnd, kHttp1ConnStart and kHttp2StreamStart, those out-of-line once
+  // in the binary (hijackLocked only where a handler can hijack).
+  std::vector<std::string> abandon_at;
 };
 Result<HttpSides> http_sides(ObjectCache& cache, const std::string& target);
 

@@ -136,7 +136,7 @@ Result<TracePlan> plan_trace(ObjectCache& cache, std::span<const ProbeSpec> spec
       const bool ret_sites =
           spec.kind == ProbeKind::Return && cc.returns == ReturnSites::RetInstructions;
       std::vector<SitePlacement> returns;
-      std::optional<SitePlacement> abandon;
+      std::vector<SitePlacement> abandons;
       const bool end_entries = ret_sites && !spec.ends_at.empty();
       if (end_entries) {
         for (const auto& end : spec.ends_at) {
@@ -146,11 +146,12 @@ Result<TracePlan> plan_trace(ObjectCache& cache, std::span<const ProbeSpec> spec
             return fail("probe spec column {}: {}", spec.function_column, placed.error().message);
           returns.push_back(*placed);
         }
-        if (spec.one_per_goroutine && !spec.abandoned_at.empty()) {
-          auto placed = place_end_entry(m, spec.abandoned_at, {}, opts.move_sites, true, true);
+        for (const auto& at :
+             spec.one_per_goroutine ? spec.abandoned_at : std::vector<std::string>{}) {
+          auto placed = place_end_entry(m, at, {}, opts.move_sites, true, true);
           if (!placed)
             return fail("probe spec column {}: {}", spec.function_column, placed.error().message);
-          abandon = *placed;
+          abandons.push_back(*placed);
         }
         main_place = returns.front();
       } else if (ret_sites) {
@@ -217,11 +218,11 @@ Result<TracePlan> plan_trace(ObjectCache& cache, std::span<const ProbeSpec> spec
       } else {
         add_site(compiled->main, main_place, spec.kind == ProbeKind::Return, SiteRole::Event);
       }
-      if (abandon && key_flags) {
+      for (const auto& place : key_flags ? abandons : std::vector<SitePlacement>{}) {
         uscope_recipe drop{};
         drop.probe_id = probe;
         drop.flags = TRACE_F_RETURN | TRACE_F_GOROUTINE | TRACE_F_ABANDON | key_flags;
-        add_site(drop, *abandon, false, SiteRole::Abandon);
+        add_site(drop, place, false, SiteRole::Abandon);
       }
     }
   }

@@ -124,9 +124,10 @@ struct ProbeSpec {
   // keyed by its goroutine alone (TRACE_F_GOROUTINE_ONLY) and may end in another frame than its
   // caller's (HTTP/2's handlerDone, several calls deeper than ServeHTTP).
   bool one_per_goroutine = false;
-  // With one_per_goroutine: the entry of this function drops the goroutine's call unfinished,
-  // counted (TRACE_F_ABANDON, TC_ABANDONED): runtime.goexit1, the goroutine exits. "" = none.
-  std::string abandoned_at{};
+  // With one_per_goroutine: the entry of each of these functions drops the goroutine's call
+  // unfinished, counted (TRACE_F_ABANDON, TC_ABANDONED): where a call that is still recorded can
+  // no longer end (http_plan.h: a hijack, a connection's end, a new stream on the goroutine).
+  std::vector<std::string> abandoned_at{};
 };
 
 // Parses one `trace` spec. Errors: "probe spec column 14: expected ')' ..." style messages that

@@ -243,7 +243,7 @@ TEST(agent, a_binary_replaced_at_its_path_is_read_again) {
 }
 
 // HTTP/2 requests are measured as HTTP/1 ones are; each hijacked connection is counted lost as
-// `unfinished` while the agent runs (its goroutine exits), never as a request served. The counts
+// `unfinished` while the agent runs (at the hijack), never as a request served. The counts
 // are curl's own (its status lines) and the fixture's (its hijack lines).
 TEST(agent, http2_requests_measured_and_hijacked_ones_counted_unfinished) {
   USCOPE_REQUIRE_ROOT();

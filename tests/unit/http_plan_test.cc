@@ -41,7 +41,9 @@ Result<GoField> go119(std::string_view type, std::string_view field) {
 // What the fixtures' Go 1.19 binaries have: every end out of line.
 HttpSides all_ends() {
   HttpSides s;
-  s.server = s.client = s.server_end_entry = s.http2_end_entry = s.goroutine_exit = true;
+  s.server = s.client = s.server_end_entry = s.http2_end_entry = true;
+  s.abandon_at = {"net/http.(*conn).hijackLocked", "net/http.(*conn).serve.func1",
+                  "net/http.(*conn).serve", "net/http.(*http2serverConn).runHandler"};
   return s;
 }
 
@@ -116,7 +118,7 @@ TEST(http_plan, server_probe_ends_at_finish_request_or_handler_done) {
   EXPECT_EQ(s.ends_at, (std::vector<std::string>{"net/http.(*response).finishRequest",
                                                  "net/http.(*http2responseWriter).handlerDone"}));
   EXPECT_TRUE(s.one_per_goroutine);
-  EXPECT_EQ(s.abandoned_at, "runtime.goexit1");
+  EXPECT_EQ(s.abandoned_at, all_ends().abandon_at);
   ASSERT_EQ(s.args.size(), http_field::kServerFields);
   for (const auto& a : s.args) expect_registers_only_at_entry(a, false, {"rax"});
 }

@@ -430,25 +430,26 @@ TEST(planner, go_return_probe_ends_at_another_functions_entry) {
 }
 
 // uscope http's server probe with HTTP/2: two ends (finishRequest, handlerDone), each an emulated
-// entry site; the call keyed by its goroutine alone, and dropped where the goroutine exits
-// (runtime.goexit1), nothing emitted there.
-TEST(planner, go_return_probe_ends_at_either_entry_and_is_dropped_at_goroutine_exit) {
+// entry site; the call keyed by its goroutine alone, and dropped where it can no longer end (an
+// HTTP/1 connection's deferred end, a new HTTP/2 stream on the goroutine), nothing emitted there.
+TEST(planner, go_return_probe_ends_at_either_entry_and_is_dropped_where_it_cannot_end) {
   const std::string server = fixture("go/gohttp_server");
   Planner p(fixture("go/gohttp_server_stripped"));
   ProbeSpec spec = spec_of(R"(r::net/http.serverHandler.ServeHTTP "%x", $entry(arg1))");
   spec.ends_at = {"net/http.(*response).finishRequest",
                   "net/http.(*http2responseWriter).handlerDone"};
   spec.one_per_goroutine = true;
-  spec.abandoned_at = "runtime.goexit1";
+  spec.abandoned_at = {"net/http.(*conn).serve.func1", "net/http.(*http2serverConn).runHandler"};
   auto r = plan_trace(p.cache, std::vector<ProbeSpec>{spec}, {});
   ASSERT_TRUE(r.has_value()) << r.error().message;
-  ASSERT_EQ(r->sites.size(), 4u);
-  const char* functions[] = {"net/http.serverHandler.ServeHTTP",
-                             "net/http.(*response).finishRequest",
-                             "net/http.(*http2responseWriter).handlerDone", "runtime.goexit1"};
+  ASSERT_EQ(r->sites.size(), 5u);
+  const char* functions[] = {
+      "net/http.serverHandler.ServeHTTP", "net/http.(*response).finishRequest",
+      "net/http.(*http2responseWriter).handlerDone", "net/http.(*conn).serve.func1",
+      "net/http.(*http2serverConn).runHandler"};
   const SiteRole roles[] = {SiteRole::SaveEntry, SiteRole::Event, SiteRole::Event,
-                            SiteRole::Abandon};
-  for (size_t i = 0; i < 4; ++i) {
+                            SiteRole::Abandon, SiteRole::Abandon};
+  for (size_t i = 0; i < 5; ++i) {
     SCOPED_TRACE(functions[i]);
     const PlannedSite& s = r->sites[i];
     auto f = elf_symbol(server, functions[i]);
@@ -462,9 +463,10 @@ TEST(planner, go_return_probe_ends_at_either_entry_and_is_dropped_at_goroutine_e
     const uint32_t flags = r->recipes[s.attach.cookie].flags;
     EXPECT_EQ(flags & (TRACE_F_GOROUTINE | TRACE_F_GOROUTINE_ONLY),
               TRACE_F_GOROUTINE | TRACE_F_GOROUTINE_ONLY);
-    EXPECT_EQ((flags & TRACE_F_ABANDON) != 0, i == 3);
+    EXPECT_EQ((flags & TRACE_F_ABANDON) != 0, i >= 3);
   }
-  EXPECT_EQ(r->recipes[r->sites[3].attach.cookie].n_ops, 0u);  // drops, emits nothing
+  for (size_t i = 3; i < 5; ++i)  // drops, emits nothing
+    EXPECT_EQ(r->recipes[r->sites[i].attach.cookie].n_ops, 0u);
 }
 
 // Without DWARF or a declared list, argN is the Nth register of Go's ABI.
