@@ -78,6 +78,13 @@ Expr or_minus_one(Expr when, Expr value) {
                 integer(1));
 }
 
+Expr at_end(size_t index, Expr e) {
+  Expr out = leaf(Expr::Op::AtEnd);
+  out.index = static_cast<int>(index);
+  out.children = {std::move(e)};
+  return out;
+}
+
 Expr at_most(const Expr& e, int64_t cap) {
   // e - (e > cap) * (e - cap)
   return binary("-", e, binary("*", binary(">", e, integer(cap)), binary("-", e, integer(cap))));

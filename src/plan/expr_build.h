@@ -24,6 +24,8 @@ Expr bytes_at(Expr ptr, Expr len);
 Expr go_string_at(const Expr& base, uint64_t offset);
 // `when` ? `value` : -1, without a branch (`when` is 0 or 1): (when * (value + 1)) - 1.
 Expr or_minus_one(Expr when, Expr value);
+// `e` at end `index` of ProbeSpec::ends_at (and at any other kind of site), -1 at its other ends.
+Expr at_end(size_t index, Expr e);
 // The smaller of `e` and `cap` (`e` is not negative).
 Expr at_most(const Expr& e, int64_t cap);
 

@@ -99,15 +99,18 @@ ProbeSpec http_probe(HttpSide side, const HttpLayout& l, const HttpSides& sides)
     // Reading the other kind's fields reads the writer's heap neighbours or its *conn, which
     // are mapped. No type address is needed, so stripped and PIE binaries check alike.
     const Expr rw = end_entry ? reg("rax") : at_entry(reg("rcx"));
+    // Ending at entries, each end reads only its own writer's fields (expr::at_end):
+    // finishRequest (ends_at[0]) HTTP/1's, handlerDone (ends_at[1]) HTTP/2's; -1 at the other.
+    auto own_end = [&](size_t end, Expr e) { return end_entry ? expr::at_end(end, e) : e; };
     add_arg(spec,
-            expr::or_minus_one(binary("==", word_at(rw, l.response_req), req),
-                               word_at(rw, l.response_status)),
+            own_end(0, expr::or_minus_one(binary("==", word_at(rw, l.response_req), req),
+                                          word_at(rw, l.response_status))),
             'd');
     if (sides.http2_end_entry) {
       const Expr rws = word_at(rw, l.h2_writer_state);
       add_arg(spec,
-              expr::or_minus_one(binary("==", word_at(rws, l.h2_state_req), req),
-                                 word_at(rws, l.h2_state_status)),
+              own_end(1, expr::or_minus_one(binary("==", word_at(rws, l.h2_state_req), req),
+                                            word_at(rws, l.h2_state_status))),
               'd');
     } else {
       add_arg(spec, integer(-1), 'd');

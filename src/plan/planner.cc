@@ -176,9 +176,19 @@ Result<TracePlan> plan_trace(ObjectCache& cache, std::span<const ProbeSpec> spec
 
       SiteContext ctx = site_context(m, spec.kind, main_place);
       ctx.capture_stack = opts.capture_stack;
+      if (end_entries) ctx.end_index = 0;
       PlannedObject* obj = m.object;
       auto compiled = compile_probe(*resolved, ctx, probe);
       if (!compiled) return tl::unexpected(compiled.error());
+      // Each end of spec.ends_at reads only its own values (Expr::Op::AtEnd): a recipe per end.
+      std::vector<uscope_recipe> end_recipes;
+      for (size_t i = 1; end_entries && i < returns.size(); ++i) {
+        SiteContext end_ctx = ctx;
+        end_ctx.end_index = static_cast<int>(i);
+        auto end = compile_probe(*resolved, end_ctx, probe);
+        if (!end) return tl::unexpected(end.error());
+        end_recipes.push_back(end->main);
+      }
       plan.probes[probe].fields = compiled->fields;
 
       auto add_site = [&](const uscope_recipe& r, const SitePlacement& place, bool retprobe,
@@ -214,7 +224,11 @@ Result<TracePlan> plan_trace(ObjectCache& cache, std::span<const ProbeSpec> spec
       // Entry halves of return probes emit nothing: only the event's recipe takes the stack.
       if (opts.kernel_stack) compiled->main.flags |= TRACE_F_KSTACK;
       if (ret_sites) {
-        for (const auto& place : returns) add_site(compiled->main, place, false, SiteRole::Event);
+        for (size_t i = 0; i < returns.size(); ++i) {
+          uscope_recipe r = i == 0 || !end_entries ? compiled->main : end_recipes[i - 1];
+          r.flags = compiled->main.flags;  // the flags set on the first below
+          add_site(r, returns[i], false, SiteRole::Event);
+        }
       } else {
         add_site(compiled->main, main_place, spec.kind == ProbeKind::Return, SiteRole::Event);
       }

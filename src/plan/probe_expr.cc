@@ -65,6 +65,8 @@ std::string describe(const Expr& e) {
       return fmt::format("ctx->{}", e.text);
     case Expr::Op::GoValue:
       return fmt::format("a Go {}", e.text);
+    case Expr::Op::AtEnd:
+      return describe(e.children[0]);
   }
   return "an expression";
 }

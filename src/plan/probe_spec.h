@@ -75,6 +75,10 @@ struct Expr {
               // "error"), children = its words (type, or itab for any interface but interface {},
               // and data of an interface; address and length of a slice). `%v` prints it
               // (TOP_EMIT_GOIFACE)
+    AtEnd,    // made by the planner (never parsed): children[0] at end `index` of
+              // ProbeSpec::ends_at, and at a site that is none of them; -1 at the other ends, so
+              // that each end reads only what is its own (HTTP/1's status at finishRequest,
+              // HTTP/2's at handlerDone)
   };
   Op op = Op::Int;
   int index = 0;

@@ -286,6 +286,18 @@ class RecipeBuilder {
         return at(e, fmt::format("'{}' was not resolved to an argument or a member", e.text));
       case Expr::Op::GoValue:
         return at(e, fmt::format("a Go {} is printed only with %v", e.text));
+      case Expr::Op::AtEnd: {
+        if (site_.end_index < 0 || site_.end_index == e.index) return value(e.children[0]);
+        // Another end's value: -1 here. What it saves at entry still takes its slots, so that
+        // every end's recipe numbers the entry values alike (one entry half serves them all).
+        uscope_recipe unused{};
+        RecipeBuilder other(unused, site_);
+        other.entry_values = std::move(entry_values);
+        auto r = other.value(e.children[0]);
+        entry_values = std::move(other.entry_values);
+        if (!r) return r;
+        return op(TOP_CONST, 0, 0, -1, 1);
+      }
     }
     return at(e, "unsupported expression");
   }

@@ -33,6 +33,8 @@ struct SiteContext {
   // Which registers argN and retval are, and what keys a return to its entry (SysV, Go).
   const CallingConvention* cc = &sysv_convention();
   std::string go_stack_abi;  // Go version when it predates the register ABI: argN is refused
+  // Which of ProbeSpec::ends_at this site is (Expr::Op::AtEnd), -1 for any other site.
+  int end_index = -1;
   // Link-time address of a symbol named in a USDT operand ("foo(%rip)"); nullopt if unknown.
   std::function<std::optional<uint64_t>(const std::string&)> symbol_address;
 };

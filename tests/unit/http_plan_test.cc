@@ -119,6 +119,11 @@ TEST(http_plan, server_probe_ends_at_finish_request_or_handler_done) {
                                                  "net/http.(*http2responseWriter).handlerDone"}));
   EXPECT_TRUE(s.one_per_goroutine);
   EXPECT_EQ(s.abandoned_at, all_ends().abandon_at);
+  // Each status is its own end's: HTTP/1's at finishRequest (ends_at[0]), HTTP/2's at handlerDone.
+  EXPECT_EQ(s.args[http_field::kServerStatus].op, Expr::Op::AtEnd);
+  EXPECT_EQ(s.args[http_field::kServerStatus].index, 0);
+  EXPECT_EQ(s.args[http_field::kServerH2Status].op, Expr::Op::AtEnd);
+  EXPECT_EQ(s.args[http_field::kServerH2Status].index, 1);
   ASSERT_EQ(s.args.size(), http_field::kServerFields);
   for (const auto& a : s.args) expect_registers_only_at_entry(a, false, {"rax"});
 }

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "discover/elf_file.h"
+#include "plan/expr_build.h"
 #include "plan/site_cost.h"
 #include "tool_output.h"
 
@@ -467,6 +468,37 @@ TEST(planner, go_return_probe_ends_at_either_entry_and_is_dropped_where_it_canno
   }
   for (size_t i = 3; i < 5; ++i)  // drops, emits nothing
     EXPECT_EQ(r->recipes[r->sites[i].attach.cookie].n_ops, 0u);
+}
+
+// A value of one end (expr::at_end) is read at that end only, -1 at the others; what it saved at
+// the entry keeps its slot in every end's recipe (one entry half serves them all).
+TEST(planner, each_end_reads_only_its_own_values) {
+  Planner p(fixture("go/gohttp_server_stripped"));
+  ProbeSpec spec = spec_of(R"(r::net/http.serverHandler.ServeHTTP "%x", $entry(arg1))");
+  spec.ends_at = {"net/http.(*response).finishRequest",
+                  "net/http.(*http2responseWriter).handlerDone"};
+  spec.one_per_goroutine = true;
+  expr::add_arg(spec, expr::at_end(0, expr::reg("rax")), 'x');
+  expr::add_arg(spec, expr::at_end(1, expr::at_entry(expr::reg("rbx"))), 'x');
+  auto r = plan_trace(p.cache, std::vector<ProbeSpec>{spec}, {});
+  ASSERT_TRUE(r.has_value()) << r.error().message;
+  ASSERT_EQ(r->sites.size(), 3u);
+  const OpView emit{TOP_EMIT, 0, 0, 0}, minus_one{TOP_CONST, 0, 0, -1};
+  // The entry saves arg1 (RAX in Go's ABI) and RBX for the second end, in slots 0 and 1.
+  EXPECT_EQ(ops(r->recipes[r->sites[0].attach.cookie]),
+            (std::vector<OpView>{{TOP_REG, UREG_RAX, 0, 0},
+                                 {TOP_SAVE, 0, 0, 0},
+                                 {TOP_REG, UREG_RBX, 0, 0},
+                                 {TOP_SAVE, 1, 0, 0}}));
+  EXPECT_EQ(ops(r->recipes[r->sites[1].attach.cookie]),
+            (std::vector<OpView>{
+                {TOP_ENTRY, 0, 0, 0}, emit, {TOP_REG, UREG_RAX, 0, 0}, emit, minus_one, emit}));
+  EXPECT_EQ(ops(r->recipes[r->sites[2].attach.cookie]),
+            (std::vector<OpView>{
+                {TOP_ENTRY, 0, 0, 0}, emit, minus_one, emit, {TOP_ENTRY, 1, 0, 0}, emit}));
+  for (size_t i = 1; i < 3; ++i)
+    EXPECT_EQ(r->recipes[r->sites[i].attach.cookie].flags,
+              r->recipes[r->sites[1].attach.cookie].flags);
 }
 
 // Without DWARF or a declared list, argN is the Nth register of Go's ABI.

@@ -60,6 +60,8 @@ std::string sexpr(const Expr& e) {
       return "ctx->" + e.text;
     case Expr::Op::GoValue:
       return "(go " + e.text + kids() + ")";
+    case Expr::Op::AtEnd:
+      return "(at-end" + std::to_string(e.index) + kids() + ")";
   }
   return "?";
 }
