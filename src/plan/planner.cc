@@ -226,7 +226,7 @@ Result<TracePlan> plan_trace(ObjectCache& cache, std::span<const ProbeSpec> spec
       if (ret_sites) {
         for (size_t i = 0; i < returns.size(); ++i) {
           uscope_recipe r = i == 0 || !end_entries ? compiled->main : end_recipes[i - 1];
-          r.flags = compiled->main.flags;  // the flags set on the first below
+          r.flags = compiled->main.flags;  // with the key and stack flags added above
           add_site(r, returns[i], false, SiteRole::Event);
         }
       } else {
