@@ -50,6 +50,10 @@ constexpr auto kListenerBeat = 1s;
 // themselves are kept by file identity, up to kVerdicts files.
 constexpr size_t kJudgedObjects = 8;
 constexpr size_t kVerdicts = 4096;
+// A live process whose probes failed to attach is tried again this many times, this long apart,
+// before it is watched without them (a program still starting, a moment of memory pressure).
+constexpr int kAttachRetries = 2;
+constexpr auto kAttachRetryDelay = 1s;
 
 uint64_t unix_now_ns() {
   return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -123,11 +127,10 @@ Result<void> NodeAgent::listen() {
   return {};
 }
 
-const NodeAgent::ExeVerdict& NodeAgent::judge(pid_t pid) {
-  static const ExeVerdict kGone;
+const NodeAgent::ExeVerdict* NodeAgent::judge(pid_t pid) {
   const std::string exe = fmt::format("/proc/{}/exe", pid);
   struct stat st {};
-  if (stat(exe.c_str(), &st) != 0) return kGone;
+  if (stat(exe.c_str(), &st) != 0) return nullptr;
   auto key = std::make_pair(st.st_dev, st.st_ino);
   auto it = verdicts_.find(key);
   if (it == verdicts_.end()) {
@@ -144,7 +147,7 @@ const NodeAgent::ExeVerdict& NodeAgent::judge(pid_t pid) {
     if (verdicts_.size() >= kVerdicts) verdicts_.clear();
     it = verdicts_.emplace(key, v).first;
   }
-  return it->second;
+  return &it->second;
 }
 
 Result<void> NodeAgent::start_jobs(pid_t pid, Watched& w, const ExeVerdict& v) {
@@ -206,6 +209,7 @@ Result<void> NodeAgent::start_jobs(pid_t pid, Watched& w, const ExeVerdict& v) {
 
 void NodeAgent::consider(pid_t pid) {
   if (pid == getpid() || watched_.contains(pid)) return;
+  const auto seen = Runner::Clock::now();
   bool ports = false;
   for (const auto& s : config_.select) ports |= s.port != 0;
   auto facts = process_facts(pid, ports);
@@ -215,7 +219,10 @@ void NodeAgent::consider(pid_t pid) {
     s.go_http = true;
     return s;
   }();
-  auto go_http = [&] { return judge(pid).go_http; };
+  auto go_http = [&] {
+    const ExeVerdict* v = judge(pid);
+    return v && v->go_http;
+  };
   const ProcessSelector* picked = nullptr;
   if (config_.select.empty()) {
     if (selects(kEveryGoServer, *facts, go_http)) picked = &kEveryGoServer;
@@ -227,14 +234,21 @@ void NodeAgent::consider(pid_t pid) {
       }
   }
   if (!picked) return;
+  const ExeVerdict* verdict = judge(pid);
+  if (!verdict) return;  // gone since its facts were read
   Watched w;
+  w.seen = seen;
   w.facts = std::move(*facts);
   w.service = service_name(*picked, w.facts);
-  if (auto r = start_jobs(pid, w, judge(pid)); !r) {
+  if (auto r = start_jobs(pid, w, *verdict); !r) {
     ++attach_failures_;
     if (verbose_)
       fmt::print(stderr, "uscope: process {} ({}): {}\n", pid, w.service, r.error().message);
     if (kill(pid, 0) != 0) return;  // it is gone: nothing to watch
+    if (++attach_retries_[pid] <= kAttachRetries) {
+      runner_->at(Runner::Clock::now() + kAttachRetryDelay, [this, pid] { consider(pid); });
+      return;
+    }
     w.http.reset();
     w.go.reset();
     w.latency.reset();
@@ -248,10 +262,12 @@ void NodeAgent::consider(pid_t pid) {
                           w.latency->plan.functions.size());
     fmt::print(stderr, "uscope: watching process {} ({}){}\n", pid, w.service, what);
   }
+  attach_retries_.erase(pid);
   watched_.emplace(pid, std::move(w));
 }
 
 void NodeAgent::drop(pid_t pid) {
+  attach_retries_.erase(pid);
   auto it = watched_.find(pid);
   if (it == watched_.end()) return;
   Watched& w = it->second;
@@ -624,6 +640,10 @@ int NodeAgent::run() {
       if (e.kind == ProcessEvent::Exit) {
         drop(e.pid);
       } else {  // an exec: another program now, or a selected one starting
+        // Unless /proc showed the process after it (a rescan that ran before this event was
+        // read): dropping it then would detach a watched process's probes for nothing.
+        if (auto it = watched_.find(e.pid); it != watched_.end() && e.at < it->second.seen)
+          continue;
         drop(e.pid);
         consider(e.pid);
       }

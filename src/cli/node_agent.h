@@ -60,6 +60,7 @@ class NodeAgent {
     std::vector<LatencyRow> rows;  // as last read
   };
   struct Watched {
+    Runner::Clock::time_point seen;  // when /proc was read for it: an exec before is in its facts
     ProcessFacts facts;
     std::string service;
     std::unique_ptr<Session> session;
@@ -85,7 +86,8 @@ class NodeAgent {
   void add_latency_metrics(MetricsSnapshot& out, const MetricAttributes& resource,
                            const FunctionLatency& l) const;
   void reload();
-  const ExeVerdict& judge(pid_t pid);
+  // Null when its executable cannot be read (the process is gone).
+  const ExeVerdict* judge(pid_t pid);
   Result<void> start_jobs(pid_t pid, Watched& w, const ExeVerdict& v);
   MetricAttributes resource(pid_t pid, const Watched& w) const;
   void add_own_metrics(MetricsSnapshot& out) const;
@@ -110,6 +112,7 @@ class NodeAgent {
   std::vector<std::pair<std::string, uint64_t>> profile_losses_;  // every period's, by cause
   uint64_t profile_failures_ = 0;
   std::map<pid_t, Watched> watched_;
+  std::map<pid_t, int> attach_retries_;  // failed attaches of a live process not yet watched
   std::map<std::pair<dev_t, ino_t>, ExeVerdict> verdicts_;
   // The executables judged last, kept open for the plans that follow (a small store of its own:
   // most are not Go and never planned).

@@ -79,12 +79,13 @@ std::vector<ProcessEvent> ProcessEvents::read() {
       if (cn->id.idx != CN_IDX_PROC || cn->id.val != CN_VAL_PROC) continue;
       proc_event ev;
       std::memcpy(&ev, cn->data, sizeof ev);
+      const std::chrono::steady_clock::time_point at{std::chrono::nanoseconds(ev.timestamp_ns)};
       if (ev.what == proc_event::PROC_EVENT_EXEC &&
           ev.event_data.exec.process_pid == ev.event_data.exec.process_tgid)
-        out.push_back({ProcessEvent::Exec, ev.event_data.exec.process_tgid});
+        out.push_back({ProcessEvent::Exec, ev.event_data.exec.process_tgid, at});
       else if (ev.what == proc_event::PROC_EVENT_EXIT &&
                ev.event_data.exit.process_pid == ev.event_data.exit.process_tgid)
-        out.push_back({ProcessEvent::Exit, ev.event_data.exit.process_tgid});
+        out.push_back({ProcessEvent::Exit, ev.event_data.exit.process_tgid, at});
     }
   }
   return out;

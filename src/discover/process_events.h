@@ -7,6 +7,7 @@
 // are lost: overflowed() says so, and the caller rescans /proc.
 #include <sys/types.h>
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -19,6 +20,9 @@ namespace uscope {
 struct ProcessEvent {
   enum Kind { Exec, Exit } kind = Exec;
   pid_t pid = 0;  // the process (thread group) id; threads' own events are left out
+  // When the kernel sent it (its CLOCK_MONOTONIC, which steady_clock reads): an exec older than
+  // what /proc showed of the process since is already seen.
+  std::chrono::steady_clock::time_point at{};
 };
 
 class ProcessEvents {

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 
 namespace uscope {
 namespace {
@@ -33,6 +34,7 @@ TEST(process_events, exec_and_exit_of_a_child) {
   auto events = ProcessEvents::open();
   ASSERT_TRUE(events) << events.error().message;
   // The child execs /bin/sh, which runs `exit 3`.
+  const auto before = std::chrono::steady_clock::now();
   const pid_t child = fork();
   if (child == 0) {
     execl("/bin/sh", "sh", "-c", "exit 3", nullptr);
@@ -43,7 +45,18 @@ TEST(process_events, exec_and_exit_of_a_child) {
   EXPECT_TRUE(wait_for(**events, {ProcessEvent::Exit, child}, seen));
   int status = 0;
   waitpid(child, &status, 0);
+  const auto after = std::chrono::steady_clock::now();
   EXPECT_EQ(WEXITSTATUS(status), 3);
+  // Each is stamped on this process's monotonic clock, between the fork and the reaping, the
+  // exec first (the agent tells an exec it has already seen in /proc by this time).
+  auto at = [&](ProcessEvent::Kind k) {
+    return std::find_if(seen.begin(), seen.end(),
+                        [&](const ProcessEvent& e) { return e.pid == child && e.kind == k; })
+        ->at;
+  };
+  EXPECT_GE(at(ProcessEvent::Exec), before);
+  EXPECT_LE(at(ProcessEvent::Exec), at(ProcessEvent::Exit));
+  EXPECT_LE(at(ProcessEvent::Exit), after);
   // Exactly one exec and one exit of the child (its fork is not an exec).
   EXPECT_EQ(std::count_if(seen.begin(), seen.end(),
                           [&](const ProcessEvent& e) { return e.pid == child; }),
