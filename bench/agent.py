@@ -15,7 +15,7 @@ Measured while the clients run, once the agent has attached: its CPU time (utime
 /proc/PID/stat) as a share of one core, its resident memory at the end and its peak (VmHWM), the
 requests its /metrics counted against those the clients made, and every loss it counted; then
 --execs times, the time from starting one more server to its first series on /metrics (the server
-answers one request as soon as it listens; the agent reads its rings every 100 ms).
+answers one request as soon as it listens; the agent reads the kernel's rows every 500 ms).
 """
 
 from __future__ import annotations

@@ -1,20 +1,32 @@
 #include "agent/http_metrics.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace uscope {
 namespace {
 
-void count(MetricPoint& p, double seconds) {
+void start(MetricPoint& p) {
   if (p.counts.empty()) {
     p.bounds = advised_duration_bounds();
     p.counts.assign(p.bounds.size() + 1, 0);
   }
+}
+
+void count(MetricPoint& p, double seconds) {
+  start(p);
   // Bucket i holds (bounds[i-1], bounds[i]]: the first bound not below the value.
   const size_t i = static_cast<size_t>(std::lower_bound(p.bounds.begin(), p.bounds.end(), seconds) -
                                        p.bounds.begin());
   ++p.counts[i];
   p.sum += seconds;
+}
+
+// The kernel bucketed over bounds_ns(), which are these bounds.
+void count(MetricPoint& p, const HttpTally& t) {
+  start(p);
+  for (size_t i = 0; i < p.counts.size() && i < t.buckets.size(); ++i) p.counts[i] += t.buckets[i];
+  p.sum += static_cast<double>(t.sum_ns) / 1e9;
 }
 
 void merge(MetricPoint& into, const MetricPoint& from) {
@@ -37,9 +49,22 @@ HttpMetrics::Key HttpMetrics::key_of(const HttpExchange& x, bool* widened) {
   return k;
 }
 
+std::vector<int64_t> HttpMetrics::bounds_ns() {
+  std::vector<int64_t> out;
+  for (double b : advised_duration_bounds()) out.push_back(std::llround(b * 1e9));
+  return out;
+}
+
 void HttpMetrics::add(const HttpExchange& x) {
-  ++exchanges_;
-  const double seconds = static_cast<double>(x.duration_ns) / 1e9;
+  count(point_of(x, 1), static_cast<double>(x.duration_ns) / 1e9);
+}
+
+void HttpMetrics::add(const HttpExchange& x, const HttpTally& t) {
+  if (t.count) count(point_of(x, t.count), t);
+}
+
+MetricPoint& HttpMetrics::point_of(const HttpExchange& x, uint64_t n) {
+  exchanges_ += n;
   const std::string_view origin =
       x.side == HttpSide::Client ? http_origin(x.url) : std::string_view();
   const std::string_view path = http_path_only(x.path);
@@ -53,9 +78,8 @@ void HttpMetrics::add(const HttpExchange& x) {
   seen_key_ += '\n';
   seen_key_ += path;
   if (auto hit = seen_.find(std::string_view(seen_key_)); hit != seen_.end()) {
-    if (hit->second.overflowed) ++overflowed_;
-    count(*hit->second.point, seconds);
-    return;
+    if (hit->second.overflowed) overflowed_ += n;
+    return *hit->second.point;
   }
   bool widened = false;
   Key k = key_of(x, &widened);
@@ -64,16 +88,16 @@ void HttpMetrics::add(const HttpExchange& x) {
   auto it = series_.find(k);
   if (it == series_.end()) {
     if (series_.size() >= max_series_) {  // counted, under its side and method's "other" route
-      ++overflowed_;
+      overflowed_ += n;
       overflowed = true;
       k.prefix.clear();
       k.route = HttpRed::kOtherRoutes;
     }
     it = series_.try_emplace(std::move(k)).first;
   }
-  count(it->second, seconds);
   if (seen_.size() >= kMaxSeen) seen_.clear();
   seen_.emplace(seen_key_, Seen{&it->second, overflowed});
+  return it->second;
 }
 
 // A route position became "*": series counted under the narrower routes join the wider one.

@@ -13,6 +13,7 @@
 #include <string_view>
 #include <tuple>
 #include <unordered_map>
+#include <vector>
 
 #include "model/http_red.h"
 #include "model/metrics.h"
@@ -23,6 +24,11 @@ class HttpMetrics {
  public:
   explicit HttpMetrics(size_t max_series = 2000) : max_series_(max_series) {}
   void add(const HttpExchange& x);
+  // `t.count` exchanges like `x` (its duration unused), counted in the kernel over bounds_ns().
+  void add(const HttpExchange& x, const HttpTally& t);
+  // The histograms' bounds in nanoseconds, for the kernel to bucket by (OpenTelemetry's advised
+  // bounds of http.server.request.duration).
+  static std::vector<int64_t> bounds_ns();
   // Adds this process's series to `out`, each with `resource` (service.name, process.pid, ...)
   // in front of its own attributes.
   void snapshot(MetricsSnapshot& out, const MetricAttributes& resource) const;
@@ -41,6 +47,8 @@ class HttpMetrics {
     auto operator<=>(const Key&) const = default;
   };
   Key key_of(const HttpExchange& x, bool* widened);
+  // The series `n` exchanges like `x` count into (counted in exchanges() and overflowed()).
+  MetricPoint& point_of(const HttpExchange& x, uint64_t n);
   void rekey();
   // The series an exchange went to, by what decides it (side, method, status, origin and path
   // without its query): a server's requests mostly repeat a few, and templating a path and

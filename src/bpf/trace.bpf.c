@@ -94,6 +94,15 @@ struct {
   __type(value, struct uscope_agg_value);
 } aggregates SEC(".maps");
 
+/* The epoch new rows are counted under (uscope_agg_key.epoch): 0 unless a reader that deletes
+ * the rows it read flips it (the agent's HTTP RED). */
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, __u32);
+} agg_epoch SEC(".maps");
+
 /* User stacks of `ustack` keys, walked by unwind.bpf.h and keyed by their 64-bit hash (as
  * profile.bpf.c's ustacks). A full table is counted (TC_STACK_TABLE_FULL). */
 struct {
@@ -608,6 +617,9 @@ static __always_inline void aggregate(struct pt_regs* ctx, struct scratch* s,
   __builtin_memset(&s->key, 0, sizeof(s->key));
   s->key.slot = r->agg_slot;
   s->key.stack_id = -1;
+  const __u32 zero = 0;
+  const __u32* epoch = bpf_map_lookup_elem(&agg_epoch, &zero);
+  if (epoch) s->key.epoch = *epoch;
   bpf_probe_read_kernel(s->key.data, len, s->data);
   if (flags & TRACE_F_AGG_USTACK) {
     struct unwind_scratch* u = user_stack(s, sleepable);
@@ -642,8 +654,7 @@ static __always_inline void aggregate(struct pt_regs* ctx, struct scratch* s,
   __sync_fetch_and_add(&row->count, 1);
   __sync_fetch_and_add(&row->sum, v);
   if (r->agg_mode != TRACE_AGG_COUNT) {
-    __u64 b = trace_agg_bucket(r->agg_mode, (__s64)v, r->agg_lin_min, r->agg_lin_max,
-                               r->agg_lin_step, r->agg_lin_buckets);
+    __u64 b = trace_agg_bucket(r, (__s64)v);
     /* Checked and used in one register: clang would otherwise check a 32-bit copy and index
      * with another, which the verifier cannot follow. Out of range cannot happen (see
      * trace_agg_bucket); it would count in bucket 0. */

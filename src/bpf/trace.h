@@ -177,16 +177,23 @@ enum uscope_agg_mode {
   TRACE_AGG_COUNT = 0, /* count (and sum) only */
   TRACE_AGG_LOG2,      /* bucket 0: v < 0; 1: v == 0; 2: v == 1; b >= 3: [2^(b-2), 2^(b-1)) */
   TRACE_AGG_LINEAR,    /* bucket 0: v < min; 1 + (v - min) / step; agg_lin_buckets + 1: v >= max */
+  TRACE_AGG_BOUNDS,    /* explicit bounds (OpenTelemetry's, Prometheus' `le`): bucket i holds
+                          (agg_bounds[i-1], agg_bounds[i]], bucket agg_n_bounds what is above all */
 };
+#define TRACE_AGG_MAX_BOUNDS 16
 
 #define TRACE_AGG_BUCKETS 66    /* log2 needs 65 (signed 64-bit values); linear at most 64 + 2 */
-#define TRACE_AGG_KEY_BYTES 120 /* emitted key fields, zero-padded */
+#define TRACE_AGG_KEY_BYTES 248 /* emitted key fields, zero-padded: room for a URL path */
 
 struct uscope_agg_key {
   __u32 slot;     /* which aggregation (recipe's agg_slot): several share the map */
   __s32 stack_id; /* TRACE_F_AGG_USTACK: 0, the stack is in `stack_traces` under `stack`; or -1
                      (counted TC_STACK_FAILED) */
   __u64 stack;    /* TRACE_F_AGG_USTACK: the walked stack's hash (bpf/unwind.bpf.h) */
+  __u32 epoch;    /* `agg_epoch` when the row was counted: 0 unless its reader flips it (a reader
+                     that deletes what it read takes the rows of the epoch it left, which no run
+                     adds to any more) */
+  __u32 reserved;
   __u8 data[TRACE_AGG_KEY_BYTES]; /* u64 values and (u32 length, bytes) strings, as in events */
 };
 
@@ -196,10 +203,34 @@ struct uscope_agg_value {
   __u64 buckets[TRACE_AGG_BUCKETS];
 };
 
-/* Which bucket a value falls in; user space shares it (recipe interpreter, labels). */
-static inline __u32 trace_agg_bucket(__u32 mode, __s64 v, __s64 min, __s64 max, __s64 step,
-                                     __u32 n_linear) {
-  if (mode == TRACE_AGG_LINEAR) {
+struct uscope_recipe {
+  __u32 n_ops;
+  __u32 flags;
+  __s32 sp_delta;  /* rsp at the site minus rsp at function entry (site moved into the prologue) */
+  __u32 probe_id;  /* what user space reports the event as */
+  __u32 hist_slot; /* TRACE_F_HISTOGRAM: row of the `latency` map (assigned by the loader) */
+  __u32 agg_slot;  /* TRACE_F_AGGREGATE: the key's slot */
+  __u32 agg_mode;  /* enum uscope_agg_mode */
+  __u32 agg_lin_buckets; /* TRACE_AGG_LINEAR: buckets between min and max */
+  __s64 agg_lin_min, agg_lin_max, agg_lin_step;
+  __u32 agg_n_bounds; /* TRACE_AGG_BOUNDS: how many of agg_bounds hold, ascending */
+  __u32 agg_reserved;
+  __s64 agg_bounds[TRACE_AGG_MAX_BOUNDS];
+  char pool[TRACE_POOL];
+  struct uscope_op ops[TRACE_MAX_OPS];
+};
+
+/* Which bucket a value of recipe `r` falls in; user space shares it (recipe interpreter). */
+static inline __u32 trace_agg_bucket(const struct uscope_recipe* r, __s64 v) {
+  if (r->agg_mode == TRACE_AGG_BOUNDS) {
+    __u32 n = r->agg_n_bounds < TRACE_AGG_MAX_BOUNDS ? r->agg_n_bounds : TRACE_AGG_MAX_BOUNDS;
+    for (__u32 i = 0; i < TRACE_AGG_MAX_BOUNDS; ++i)
+      if (i >= n || v <= r->agg_bounds[i]) return i;
+    return TRACE_AGG_MAX_BOUNDS;
+  }
+  if (r->agg_mode == TRACE_AGG_LINEAR) {
+    const __s64 min = r->agg_lin_min, max = r->agg_lin_max, step = r->agg_lin_step;
+    const __u32 n_linear = r->agg_lin_buckets;
     if (v < min) return 0;
     if (v >= max || step <= 0) return n_linear + 1;
     __u64 b = 1 + ((__u64)v - (__u64)min) / (__u64)step;
@@ -218,19 +249,6 @@ static inline __u32 trace_agg_bucket(__u32 mode, __s64 v, __s64 min, __s64 max, 
   return b;
 }
 
-struct uscope_recipe {
-  __u32 n_ops;
-  __u32 flags;
-  __s32 sp_delta;  /* rsp at the site minus rsp at function entry (site moved into the prologue) */
-  __u32 probe_id;  /* what user space reports the event as */
-  __u32 hist_slot; /* TRACE_F_HISTOGRAM: row of the `latency` map (assigned by the loader) */
-  __u32 agg_slot;  /* TRACE_F_AGGREGATE: the key's slot */
-  __u32 agg_mode;  /* enum uscope_agg_mode */
-  __u32 agg_lin_buckets; /* TRACE_AGG_LINEAR: buckets between min and max */
-  __s64 agg_lin_min, agg_lin_max, agg_lin_step;
-  char pool[TRACE_POOL];
-  struct uscope_op ops[TRACE_MAX_OPS];
-};
 
 /* Per-recipe counters (per-CPU array, TRACE_NUM_COUNTERS slots per recipe). Every loss has its
  * own counter: an event is either emitted, filtered, lost, malformed or (return probes) without

@@ -28,11 +28,18 @@ namespace uscope::cli {
 namespace {
 
 using namespace std::chrono_literals;
-// A process's HTTP ring: ~5,000 events: 1 s of a server at 5,000 requests a second while the
-// agent is busy or starved of CPU (a loaded node) before the kernel counts losses.
-constexpr uint32_t kHttpRingBytes = 512 << 10;
-// How often every job's ring is read: events wait at most this long, and the agent wakes ten
-// times a second however many processes it watches.
+// A process's HTTP requests are counted in the kernel, by method, raw path, status and protocol
+// (HttpJob's aggregated mode): no event per request crosses a ring, which a busy server filled
+// whenever the agent's loop was held up (a profile period, another process's attach). Its ring
+// is then unused: a page. Up to this many rows per process (two harvests' worth of distinct
+// paths; ~0.9 KiB each, allocated as they appear); a full map is counted (aggregation_map_full).
+constexpr uint32_t kHttpRingBytes = 4096;
+constexpr uint32_t kHttpRows = 4096;
+// How often those rows are read and deleted: a run has this long to finish its adds to a row
+// (microseconds), and a request is on /metrics within twice this.
+constexpr auto kHarvest = 500ms;
+// How often the Go runtime jobs' rings are read: events wait at most this long, and the agent
+// wakes ten times a second however many processes it watches.
 constexpr auto kTick = 100ms;
 // Batches per job and tick: a job at a high rate cannot hold up the others.
 constexpr int kBatchesPerTick = 8;
@@ -74,6 +81,7 @@ void add_losses(HttpLosses& into, const HttpLosses& l) {
   into.entry_save_failed += l.entry_save_failed;
   into.malformed += l.malformed;
   into.truncated += l.truncated;
+  into.agg_full += l.agg_full;
   into.output_dropped += l.output_dropped;
   into.status_unknown += l.status_unknown;
   into.unfinished += l.unfinished;
@@ -168,8 +176,11 @@ Result<void> NodeAgent::start_jobs(pid_t pid, Watched& w, const ExeVerdict& v) {
     w.http_metrics = std::make_unique<HttpMetrics>(config_.max_series);
     HttpJob::Options ho;
     ho.ring_bytes = kHttpRingBytes;
-    auto job = HttpJob::start(*w.session, *w.cache, ho,
-                              [m = w.http_metrics.get()](HttpExchange& x) { m->add(x); });
+    ho.aggregate_keys = kHttpRows;
+    ho.plan.aggregate_bounds_ns = HttpMetrics::bounds_ns();
+    auto job = HttpJob::start(
+        *w.session, *w.cache, ho, [m = w.http_metrics.get()](HttpExchange& x) { m->add(x); },
+        [m = w.http_metrics.get()](const HttpExchange& x, const HttpTally& t) { m->add(x, t); });
     if (!job) return tl::unexpected(job.error());
     w.http = std::move(*job);
   }
@@ -194,14 +205,8 @@ Result<void> NodeAgent::start_jobs(pid_t pid, Watched& w, const ExeVerdict& v) {
     w.latency = std::move(l);
   }
   // Its exit, seen by its pidfd: dropped once this callback is over (a job must not go while
-  // the runner is inside its session's callback). Its HTTP ring is read when the BPF side wakes
-  // the reader (a quarter full: a busy server), and on the agent's tick (a trickle).
-  EventLoop::Callbacks cb;
-  if (w.http) {
-    cb.data_fd = w.http->events().events_epoll_fd();
-    cb.drain = [job = w.http.get()] { return job->drain(); };
-  }
-  w.session->install(cb, [this, pid](StopReason) {
+  // the runner is inside its session's callback).
+  w.session->install({}, [this, pid](StopReason) {
     runner_->at(Runner::Clock::now(), [this, pid] { drop(pid); });
   });
   return {};
@@ -309,9 +314,6 @@ void NodeAgent::rescan() {
 
 void NodeAgent::tick() {
   for (auto& [pid, w] : watched_) {
-    if (w.http)
-      for (int i = 0; i < kBatchesPerTick && w.http->drain(); ++i) {
-      }
     if (w.go)
       for (int i = 0; i < kBatchesPerTick; ++i) {
         auto r = w.go->events().consume(kBatchEvents);
@@ -453,6 +455,7 @@ void NodeAgent::add_own_metrics(MetricsSnapshot& out) const {
                                                      {"entry_map_full", losses.entry_save_failed},
                                                      {"malformed", losses.malformed},
                                                      {"truncated", losses.truncated},
+                                                     {"aggregation_map_full", losses.agg_full},
                                                      {"status_unknown", losses.status_unknown},
                                                      {"unfinished", losses.unfinished},
                                                      {"census_failed", census_failures}};
@@ -654,6 +657,10 @@ int NodeAgent::run() {
     }
   });
   r.every(kTick, [this] { tick(); });
+  r.every(kHarvest, [this] {
+    for (auto& [pid, w] : watched_)
+      if (w.http) w.http->harvest();
+  });
   if (config_.go_runtime_metrics || !functions_.empty())
     r.every(kReadInterval, [this] { read_intervals(); });
   r.every(kRescan, [this] { rescan(); });

@@ -159,8 +159,9 @@ bool target_ended(StopReason why) {
 }  // namespace
 
 Result<TraceProgram> attach_trace_plan(const Session& session, const TracePlan& plan, bool no_multi,
-                                       uint32_t ring_bytes) {
-  auto program = TraceProgram::load(plan.recipes, session.target_filter(), !no_multi, ring_bytes);
+                                       uint32_t ring_bytes, uint32_t agg_keys) {
+  auto program = TraceProgram::load(plan.recipes, session.target_filter(), !no_multi, ring_bytes,
+                                    agg_keys);
   if (!program) return tl::unexpected(program.error());
   std::vector<AttachSite> sites;
   for (const auto& s : plan.sites) sites.push_back(s.attach);
@@ -198,6 +199,7 @@ Result<void> add_program_losses(const TraceProgram& program, const EventDecoder&
   l.entry_save_failed += c.entry_save_failed;
   l.malformed += c.malformed;
   l.truncated += c.truncated;
+  l.agg_full += c.agg_full;
   l.filtered += c.filtered;
   l.malformed += decoder.malformed() + program.short_records();
   if (c.emitted > events_read) l.output_dropped += c.emitted - events_read;

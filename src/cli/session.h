@@ -107,10 +107,10 @@ void finish_output(OutputBuffer& out, uint64_t tables_not_written);
 
 // The event commands (http, tls): the trace program loaded with `plan`'s recipes for the
 // session's target and attached at its sites (one uprobe_multi link per object unless
-// `no_multi`); a failed attach explained by what happened to the target. `ring_bytes`: see
-// TraceProgram::load.
+// `no_multi`); a failed attach explained by what happened to the target. `ring_bytes` and
+// `agg_keys`: see TraceProgram::load.
 Result<TraceProgram> attach_trace_plan(const Session& session, const TracePlan& plan, bool no_multi,
-                                       uint32_t ring_bytes = 0);
+                                       uint32_t ring_bytes = 0, uint32_t agg_keys = 0);
 // A stop must take effect within ~100 ms: after the detach (tens of ms: the kernel waits for an
 // RCU grace period), what the ring buffer holds is read for at most kStopDrain (trace's loop and
 // run_event_session alike). After the target ended, an output that takes nothing is waited for

@@ -7,10 +7,14 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 
 namespace uscope {
 
-Result<std::vector<AggregateRow>> read_aggregate_map(int map_fd) {
+namespace {
+
+// Every row, or only those of one epoch.
+Result<std::vector<AggregateRow>> walk(int map_fd, std::optional<uint32_t> epoch) {
   std::vector<AggregateRow> rows;
   uscope_agg_key key{}, next{};
   uscope_agg_value value{};
@@ -22,19 +26,44 @@ Result<std::vector<AggregateRow>> read_aggregate_map(int map_fd) {
     }
     key = next;
     prev = &key;
+    if (epoch && key.epoch != *epoch) continue;
     if (bpf_map_lookup_elem(map_fd, &key, &value)) {
-      if (errno == ENOENT) continue;  // never deleted; kept for a map shared with another reader
+      if (errno == ENOENT) continue;  // deleted by another reader of a shared map
       return fail_errno(errno, "cannot read an aggregation row: {}", std::strerror(errno));
     }
     AggregateRow row;
     row.slot = key.slot;
     row.stack_id = key.stack_id;
     row.stack = key.stack;
+    row.epoch = key.epoch;
     std::memcpy(row.key.data(), key.data, sizeof(key.data));
     row.count = value.count;
     row.sum = value.sum;
     row.buckets.assign(std::begin(value.buckets), std::end(value.buckets));
     rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+}  // namespace
+
+Result<std::vector<AggregateRow>> read_aggregate_map(int map_fd) {
+  return walk(map_fd, std::nullopt);
+}
+
+Result<std::vector<AggregateRow>> take_aggregate_rows(int map_fd, uint32_t epoch) {
+  auto rows = walk(map_fd, epoch);
+  if (!rows) return rows;
+  // Deleted once all are read: a walk that deletes as it goes may skip keys.
+  for (const AggregateRow& row : *rows) {
+    uscope_agg_key key{};
+    key.slot = row.slot;
+    key.stack_id = row.stack_id;
+    key.stack = row.stack;
+    key.epoch = row.epoch;
+    std::memcpy(key.data, row.key.data(), sizeof(key.data));
+    if (bpf_map_delete_elem(map_fd, &key) && errno != ENOENT)
+      return fail_errno(errno, "cannot delete an aggregation row: {}", std::strerror(errno));
   }
   return rows;
 }

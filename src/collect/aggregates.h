@@ -20,15 +20,23 @@ struct AggregateRow {
   uint32_t slot = 0;
   int32_t stack_id = -1;
   uint64_t stack = 0;  // the user stack's key in the stack table (see uscope_agg_key)
+  uint32_t epoch = 0;  // uscope_agg_key.epoch
   std::array<uint8_t, TRACE_AGG_KEY_BYTES> key{};
   uint64_t count = 0;
   uint64_t sum = 0;               // two's complement sum of the values
   std::vector<uint64_t> buckets;  // TRACE_AGG_BUCKETS
 };
 
-// Every row of the map. Rows are never deleted while the program runs, so iterating while BPF
-// inserts misses no row that existed when the read started.
+// Every row of the map. Rows are never deleted while the program runs (but by
+// take_aggregate_rows), so iterating while BPF inserts misses no row that existed when the read
+// started.
 Result<std::vector<AggregateRow>> read_aggregate_map(int map_fd);
+// The rows counted under `epoch`, deleted once read: for a reader whose keys do not repeat
+// enough to keep every row (the agent's HTTP rows, by raw path). It must have moved the program
+// to another epoch (TraceProgram::set_epoch) a while before: a run that looked the epoch up
+// before the move and adds to a row between this read and its delete loses that add, so the
+// wait is what keeps that from happening (runs take microseconds; the agent waits half a second).
+Result<std::vector<AggregateRow>> take_aggregate_rows(int map_fd, uint32_t epoch);
 // The user stack of a row's `ustack` key, innermost first; in a prologue with the caller the
 // frame-pointer walk skips put back in second place (as EventDecoder does for events).
 Result<std::vector<uint64_t>> read_stack_trace(int stacks_fd, const AggregateRow& row);

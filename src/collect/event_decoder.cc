@@ -53,6 +53,28 @@ bool EventDecoder::decode(const uscope_event& header, std::span<const uint8_t> p
   return true;
 }
 
+bool EventDecoder::decode_key(const AggregateRow& row, DecodedEvent& out) {
+  out.header = {};
+  out.header.probe_id = row.slot;
+  out.n_values = 0;
+  out.user_stack.clear();
+  out.kernel_stack.clear();
+  if (row.slot >= plan_.probes.size()) return false;
+  auto values = uscope::decode_key(plan_.probes[row.slot].fields, row);
+  if (!values) return false;
+  if (out.values.size() < values->size()) out.values.resize(values->size());
+  for (const PayloadValue& p : *values) {
+    DecodedValue& v = out.values[out.n_values++];
+    v = {};
+    v.is_string = p.is_string;
+    v.number = p.number;
+    v.text = p.text;
+    v.truncated = p.truncated;
+    v.unreadable = p.deferred;
+  }
+  return true;
+}
+
 bool EventDecoder::decode_fields(const ProbePlan& probe, std::span<const uint8_t> data,
                                  DecodedEvent& out, bool& late_cut) {
   if (out.values.size() < probe.fields.size()) out.values.resize(probe.fields.size());

@@ -1,5 +1,5 @@
 #pragma once
-// Decoding of trace.bpf.c's ring-buffer records into DecodedEvent: the payload split by the
+// Decoding of trace.bpf.c's ring-buffer records (and of aggregated keys) into DecodedEvent: the payload split by the
 // probe's output fields, strings the BPF side could not read completed from the live process,
 // the user stack copied out (with the caller a prologue site's frame-pointer walk skips).
 // Collection work: the sink formats the result and never reads a target's memory.
@@ -7,6 +7,7 @@
 #include <span>
 
 #include "bpf/trace.h"
+#include "collect/aggregates.h"
 #include "model/decoded_event.h"
 #include "plan/planner.h"
 
@@ -25,6 +26,12 @@ class EventDecoder {
   // malformed(), `out` then holds what could be decoded. Reuses `out`'s vectors and strings: no
   // allocation once they have grown to the largest event.
   bool decode(const uscope_event& header, std::span<const uint8_t> payload, DecodedEvent& out);
+  // Fills `out` from the key of an `aggregates` row of a plan counted in the kernel, whose slot
+  // is the probe's index (HttpPlanOptions::aggregate_bounds_ns): its fields as an event's, with
+  // no stack and no header but the probe id. A key keeps no address of a string the BPF side
+  // could not read: such a field is unreadable. False for a key that does not match its probe's
+  // fields (not counted in malformed(): the caller counts the calls the row stands for).
+  bool decode_key(const AggregateRow& row, DecodedEvent& out);
 
   // Strings read from the live process after the event (their page was not yet touched at the
   // probe), strings that could not be read even then (shown empty), malformed records.

@@ -262,6 +262,17 @@ Result<std::vector<AggregateRow>> TraceProgram::aggregates() const {
   return read_aggregate_map(obj_.map_fd("aggregates"));
 }
 
+Result<void> TraceProgram::set_epoch(uint32_t epoch) {
+  const uint32_t zero = 0;
+  if (bpf_map_update_elem(obj_.map_fd("agg_epoch"), &zero, &epoch, BPF_ANY))
+    return fail_errno(errno, "cannot set the aggregation epoch: {}", std::strerror(errno));
+  return {};
+}
+
+Result<std::vector<AggregateRow>> TraceProgram::take_aggregates(uint32_t epoch) {
+  return take_aggregate_rows(obj_.map_fd("aggregates"), epoch);
+}
+
 Result<std::vector<uint64_t>> TraceProgram::user_stack(const AggregateRow& row) const {
   return read_stack_trace(obj_.map_fd("stack_traces"), row);
 }

@@ -93,6 +93,11 @@ class TraceProgram {
   Result<std::vector<uint64_t>> histogram(uint32_t recipe) const;
   // Every row of the aggregates map, cumulative since load.
   Result<std::vector<AggregateRow>> aggregates() const;
+  // Rows counted from now on go under `epoch` (uscope_agg_key.epoch; 0 at load).
+  Result<void> set_epoch(uint32_t epoch);
+  // The rows of `epoch`, deleted as they are read (take_aggregate_rows: set_epoch() to another
+  // epoch a while before).
+  Result<std::vector<AggregateRow>> take_aggregates(uint32_t epoch);
   // The user stack of a row's `ustack` key, innermost first (read_stack_trace).
   Result<std::vector<uint64_t>> user_stack(const AggregateRow& row) const;
 

@@ -36,6 +36,15 @@ struct HttpExchange {
   bool error() const { return failed || status >= 500; }
 };
 
+// Exchanges counted in the kernel as one row (HttpPlanOptions::aggregate_bounds_ns): how many,
+// the sum of their durations, and how many fell in each bucket of the plan's bounds (one more
+// bucket than bounds: the last holds those above them all).
+struct HttpTally {
+  uint64_t count = 0;
+  uint64_t sum_ns = 0;
+  std::vector<uint64_t> buckets;
+};
+
 // The exchange an event of `side`'s probe holds; nullopt for an event without its fields
 // (malformed: counted by the decoder).
 std::optional<HttpExchange> http_exchange(HttpSide side, const DecodedEvent& ev);

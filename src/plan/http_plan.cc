@@ -2,9 +2,12 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
+#include <span>
 #include <utility>
 
 #include "plan/expr_build.h"
+#include "plan/keyed_plan.h"
 #include "plan/site_match.h"
 
 namespace uscope {
@@ -21,6 +24,19 @@ namespace {
 // The 8-byte word at `base` + `offset`.
 Expr word_at(Expr base, uint64_t offset) {
   return expr::load(std::move(base), offset);
+}
+
+// Key bytes an aggregated method and scheme keep (a longer one is cut, counted as truncated).
+constexpr int64_t kMethodBytes = 16, kSchemeBytes = 8;
+
+// The n-th field a recipe emits (fields are emitted in order, one op each).
+uscope_op* emitted_field(uscope_recipe& r, size_t n) {
+  for (uint32_t i = 0; i < r.n_ops; ++i) {
+    const uint8_t c = r.ops[i].code;
+    if (c == TOP_EMIT || c == TOP_EMIT_STR || c == TOP_EMIT_COMM || c == TOP_EMIT_GOIFACE)
+      if (n-- == 0) return &r.ops[i];
+  }
+  return nullptr;
 }
 
 }  // namespace
@@ -124,14 +140,16 @@ ProbeSpec http_probe(HttpSide side, const HttpLayout& l, const HttpSides& sides)
   add_arg(spec, go_string_at(url, l.url_scheme), 's');
   add_arg(spec, go_string_at(url, l.url_host), 's');
   add_arg(spec, go_string_at(url, l.url_path), 's');
-  add_arg(spec, reg("rax"), 'x');
+  // Whether there is a response and an error, not their addresses: an aggregated key must be the
+  // same for equal exchanges.
+  add_arg(spec, binary("!=", reg("rax"), integer(0)), 'd');
   // The StatusCode of a nil *Response is not read: its address is moved onto the stack, which
   // is readable, so a failed call counts no read error (the value is ignored with the nil).
   Expr nil_response = binary("==", reg("rax"), integer(0));
   Expr address = binary("+", binary("*", std::move(nil_response), reg("rsp")),
                         binary("+", reg("rax"), integer(static_cast<int64_t>(l.client_status))));
   add_arg(spec, expr::load(std::move(address), 0), 'd');
-  add_arg(spec, reg("rbx"), 'x');  // the error's type word: non-zero = an error
+  add_arg(spec, binary("!=", reg("rbx"), integer(0)), 'd');  // the error's type word: non-nil
   return spec;
 }
 
@@ -164,6 +182,28 @@ Result<HttpSides> http_sides(ObjectCache& cache, const std::string& target) {
   return s;
 }
 
+Result<void> aggregate_http_end(uscope_recipe& r, uint32_t probe, HttpSide side,
+                                std::span<const int64_t> bounds) {
+  if (bounds.size() > TRACE_AGG_MAX_BOUNDS || !std::is_sorted(bounds.begin(), bounds.end()))
+    return fail("{} histogram bounds: at most {}, ascending", bounds.size(), TRACE_AGG_MAX_BOUNDS);
+  // Methods and schemes are short: what they leave goes to the path and the host.
+  namespace f = http_field;
+  std::vector<std::pair<size_t, int64_t>> short_strings = {
+      {side == HttpSide::Server ? f::kServerMethod : f::kClientMethod, kMethodBytes}};
+  if (side == HttpSide::Client) short_strings.emplace_back(f::kClientScheme, kSchemeBytes);
+  for (auto [field, bytes] : short_strings)
+    if (uscope_op* o = emitted_field(r, field); o && o->code == TOP_EMIT_STR)
+      o->imm = std::min<int64_t>(o->imm, bytes);
+  if (auto fit = fit_key(r); !fit) return fit;
+  r.flags &= ~static_cast<uint32_t>(TRACE_F_STACK);
+  r.flags |= TRACE_F_AGGREGATE | TRACE_F_HISTOGRAM;  // the value: the duration
+  r.agg_slot = probe;
+  r.agg_mode = TRACE_AGG_BOUNDS;
+  r.agg_n_bounds = static_cast<uint32_t>(bounds.size());
+  std::copy(bounds.begin(), bounds.end(), r.agg_bounds);
+  return {};
+}
+
 Result<HttpPlan> plan_http(ObjectCache& cache, const GoFieldLookup& lookup,
                            const HttpPlanOptions& opts) {
   auto sides = http_sides(cache, opts.target);
@@ -193,6 +233,14 @@ Result<HttpPlan> plan_http(ObjectCache& cache, const GoFieldLookup& lookup,
   for (const auto& p : plan.trace.probes)
     plan.side_of_probe.push_back(p.spec.function == kHttpServerFunction ? HttpSide::Server
                                                                         : HttpSide::Client);
+  if (!opts.aggregate_bounds_ns.empty())
+    for (PlannedSite& site : plan.trace.sites)
+      if (site.role == SiteRole::Event) {
+        auto r = aggregate_http_end(plan.trace.recipes[site.attach.cookie], site.probe,
+                                    plan.side_of_probe[site.probe], opts.aggregate_bounds_ns);
+        if (!r) return tl::unexpected(r.error());
+        site.role = SiteRole::Aggregate;
+      }
   return plan;
 }
 

@@ -44,6 +44,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -116,11 +117,17 @@ Result<HttpSides> http_sides(ObjectCache& cache, const std::string& target);
 //   server: method (string), path (string), status (u64; -1 when the writer that ended the call
 //           is not this request's HTTP/1 *response), HTTP/2 status (u64; -1 when it is not this
 //           request's *http2responseWriter), protocol (u64; ProtoMajor * 10 + ProtoMinor: 11, 20)
-//   client: method, scheme, host, path (strings), response pointer (u64), status (u64; read only
-//           through a non-nil response), error type word (u64; non-zero = an error)
+//   client: method, scheme, host, path (strings), response (u64; 1: a non-nil *Response), status
+//           (u64; read only through a non-nil response), error (u64; 1: a non-nil error)
 ProbeSpec http_probe(HttpSide side, const HttpLayout& layout, const HttpSides& sides);
 
-// Field indices of the probes' events (http_probe's order).
+// An end of `probe` (recipe of an http_probe() of `side`) made to count into its `aggregates` row
+// (HttpPlanOptions::aggregate_bounds_ns): method and scheme keep 16 and 8 bytes, the other
+// strings share what is left of the key.
+Result<void> aggregate_http_end(uscope_recipe& r, uint32_t probe, HttpSide side,
+                                std::span<const int64_t> bounds);
+
+// Field indices of the probes' events and aggregated keys (http_probe's order).
 namespace http_field {
 inline constexpr size_t kServerMethod = 0, kServerPath = 1, kServerStatus = 2, kServerH2Status = 3,
                         kServerProto = 4, kServerFields = 5;
@@ -139,6 +146,12 @@ struct HttpPlanOptions {
   bool server = true;  // probe the server side when the binary has it
   bool client = true;  // probe the client side when the binary has it
   bool move_sites = true;
+  // Non-empty: exchanges are counted in the kernel, not sent as events (the agent's RED). Each
+  // end's fields (http_probe's, strings cut to fit: fit_key) are the key of an `aggregates` row
+  // whose slot is the probe's index, the duration its value, bucketed over these bounds
+  // (nanoseconds, ascending, at most TRACE_AGG_MAX_BOUNDS; TRACE_AGG_BOUNDS). Such a row stands
+  // for its count of exchanges with equal fields (http_exchange() of its decoded key).
+  std::vector<int64_t> aggregate_bounds_ns;
 };
 
 // The sides the binary has (and the options keep), their layout and their probes, planned.

@@ -124,6 +124,37 @@ Result<HistScale> parse_linear_scale(std::string_view text) {
   return s;
 }
 
+Result<void> fit_key(uscope_recipe& r) {
+  int64_t fixed = 0;
+  std::vector<uscope_op*> strings;
+  for (uint32_t i = 0; i < r.n_ops; ++i) {
+    uscope_op& o = r.ops[i];
+    if (o.code == TOP_EMIT) fixed += 8;
+    if (o.code == TOP_EMIT_COMM) fixed += 4 + TRACE_COMM_LEN;
+    if (o.code == TOP_EMIT_STR) {
+      fixed += 4;
+      strings.push_back(&o);
+    }
+  }
+  auto size = [&](int64_t cap) {
+    int64_t total = fixed;
+    for (const uscope_op* o : strings) total += std::min<int64_t>(o->imm, cap);
+    return total;
+  };
+  if (size(1) > TRACE_AGG_KEY_BYTES)
+    return fail(
+        "the key fields take more than {} bytes (a number 8, comm 20, a string 4 + its bytes); "
+        "use fewer keys",
+        TRACE_AGG_KEY_BYTES);
+  int64_t lo = 1, hi = kMaxStringBytes + 1;  // size(lo) fits
+  while (lo + 1 < hi) {
+    const int64_t mid = (lo + hi) / 2;
+    (size(mid) <= TRACE_AGG_KEY_BYTES ? lo : hi) = mid;
+  }
+  for (uscope_op* o : strings) o->imm = std::min<int64_t>(o->imm, lo);
+  return {};
+}
+
 Result<CompiledAggregate> compile_aggregate(const ProbeSpec& spec, const AggregateSpec& agg,
                                             const SiteContext& site, uint32_t probe_id,
                                             uint32_t slot, const NameResolver& resolve) {
@@ -167,29 +198,7 @@ Result<CompiledAggregate> compile_aggregate(const ProbeSpec& spec, const Aggrega
                         compiled->fields.begin() + static_cast<ptrdiff_t>(n_keys));
   uscope_recipe& r = out.main;
   if (agg.value) r.ops[r.n_ops - 1].code = TOP_AGG_VALUE;  // the value's TOP_EMIT
-  // Keys are fixed-size: string keys share what the numbers leave.
-  int64_t fixed = 0;
-  std::vector<uscope_op*> strings;
-  for (uint32_t i = 0; i < r.n_ops; ++i) {
-    uscope_op& o = r.ops[i];
-    if (o.code == TOP_EMIT) fixed += 8;
-    if (o.code == TOP_EMIT_COMM) fixed += 4 + TRACE_COMM_LEN;
-    if (o.code == TOP_EMIT_STR) {
-      fixed += 4;
-      strings.push_back(&o);
-    }
-  }
-  if (fixed > TRACE_AGG_KEY_BYTES ||
-      (!strings.empty() &&
-       (TRACE_AGG_KEY_BYTES - fixed) / static_cast<int64_t>(strings.size()) < 1))
-    return fail(
-        "--by: the keys take more than {} bytes (a number 8, comm 20, a string 4 + its "
-        "bytes); use fewer keys",
-        TRACE_AGG_KEY_BYTES);
-  if (!strings.empty()) {
-    int64_t share = (TRACE_AGG_KEY_BYTES - fixed) / static_cast<int64_t>(strings.size());
-    for (uscope_op* o : strings) o->imm = std::min<int64_t>(o->imm, share);
-  }
+  if (auto fit = fit_key(r); !fit) return tl::unexpected(fit.error());
   r.flags &= ~static_cast<uint32_t>(TRACE_F_STACK);
   r.flags |= TRACE_F_AGGREGATE | (ustack ? TRACE_F_AGG_USTACK : 0);
   r.agg_slot = slot;

@@ -55,6 +55,11 @@ struct CompiledAggregate {
   std::vector<OutputField> key_fields;  // how the key bytes decode, in key order (no ustack)
 };
 
+// Cuts the string fields a recipe emits to one cap, the highest that lets them and its numbers
+// fit an `aggregates` key (TRACE_AGG_KEY_BYTES; a string shorter than the cap keeps its size);
+// fails, naming the sizes, when even a byte per string does not fit.
+Result<void> fit_key(uscope_recipe& r);
+
 // `spec` gives the probe kind and the predicate. Latency: `site.kind` is Return. `slot` tells
 // this aggregation's rows from others' in the shared map.
 // `resolve` rewrites parameter names and members (the name resolver, bound to the probed

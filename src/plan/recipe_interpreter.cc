@@ -397,9 +397,7 @@ void aggregate(const uscope_recipe& r, const RecipeInput& in, const Machine& m, 
   }
   out.value = r.flags & TRACE_F_HISTOGRAM ? in.duration_ns : m.value();
   if (r.agg_mode != TRACE_AGG_COUNT)
-    out.bucket = static_cast<int>(trace_agg_bucket(r.agg_mode, static_cast<int64_t>(out.value),
-                                                   r.agg_lin_min, r.agg_lin_max, r.agg_lin_step,
-                                                   r.agg_lin_buckets));
+    out.bucket = static_cast<int>(trace_agg_bucket(&r, static_cast<int64_t>(out.value)));
 }
 
 }  // namespace

@@ -11,6 +11,7 @@ void add_event_losses(LossList& list, const EventLosses& l) {
   list.add(l.output_dropped, "not written (output too slow at the stop)");
   list.add(l.read_errors, "fields unreadable (shown empty or 0)");
   list.add(l.truncated, "with a string cut short");
+  list.add(l.agg_full, "not counted (aggregation map full)");
 }
 
 nlohmann::json event_losses_json(const EventLosses& l) {
@@ -20,7 +21,8 @@ nlohmann::json event_losses_json(const EventLosses& l) {
           {"malformed", l.malformed},
           {"output_dropped", l.output_dropped},
           {"read_errors", l.read_errors},
-          {"truncated_strings", l.truncated}};
+          {"truncated_strings", l.truncated},
+          {"aggregation_map_full", l.agg_full}};
 }
 
 }  // namespace uscope

@@ -110,8 +110,9 @@ TEST(agent, prometheus_reads_the_requests_a_go_server_served) {
         "http_response_status_code=\"{}\",process_pid=\"{}\",service_name=\"gohttp_server\"}}",
         route, status, server.process->pid());
   };
-  // Each request ends in the ring as its response is written; the agent reads the rings every
-  // 100 ms, so the scrape that holds 20 is waited for, and no later one may hold more.
+  // Each request is counted in the kernel as its response is written; the agent reads those
+  // rows every half second, so the scrape that holds 20 is waited for, and no later one may hold
+  // more.
   ASSERT_TRUE(wait_until(
       "prometheus has scraped all of the fixture's /hello requests",
       [&] { return prometheus_query(prom_port, count("/hello", 200)) == "20"; },

@@ -55,6 +55,34 @@ struct Record {
   }
 };
 
+// An aggregated row's key is the same wire format, zero-padded to TRACE_AGG_KEY_BYTES: decoded
+// into the same DecodedEvent, a string cut short says so, and a key that does not match its
+// probe (an overlong string length, an unknown slot) is refused.
+TEST(event_decoder, decodes_an_aggregated_key_as_an_event) {
+  auto plan = plan_with({Kind::String, Kind::Value});
+  EventDecoder d(plan);
+  Record r;
+  r.str("/items/1", TRACE_STR_TRUNCATED).value(404);
+  AggregateRow row;
+  ASSERT_LE(r.data.size(), row.key.size());
+  std::memcpy(row.key.data(), r.data.data(), r.data.size());
+  DecodedEvent ev;
+  ASSERT_TRUE(d.decode_key(row, ev));
+  ASSERT_EQ(ev.n_values, 2u);
+  EXPECT_EQ(ev.values[0].text, "/items/1");
+  EXPECT_TRUE(ev.values[0].truncated);
+  EXPECT_EQ(ev.values[1].number, 404u);
+  EXPECT_EQ(ev.header.probe_id, 0u);
+  AggregateRow bad = row;
+  const uint32_t overlong = TRACE_AGG_KEY_BYTES;
+  std::memcpy(bad.key.data(), &overlong, 4);
+  EXPECT_FALSE(d.decode_key(bad, ev));
+  AggregateRow other = row;
+  other.slot = 1;  // no such probe
+  EXPECT_FALSE(d.decode_key(other, ev));
+  EXPECT_EQ(d.malformed(), 0u);  // the caller counts the row's calls
+}
+
 TEST(event_decoder, decodes_values_and_strings_in_field_order) {
   auto plan = plan_with({Kind::Value, Kind::String, Kind::Value});
   EventDecoder d(plan);

@@ -60,6 +60,37 @@ TEST(http_metrics, durations_land_in_their_advised_bucket) {
   EXPECT_EQ(err->attributes.back(), (std::pair<std::string, std::string>{"error.type", "503"}));
 }
 
+// Rows the kernel counted (HttpJob's aggregated mode) join the series their exchanges would have:
+// the kernel's bounds are the histogram's, so its buckets add one to one.
+TEST(http_metrics, kernel_tallies_count_as_their_exchanges_would) {
+  const std::vector<int64_t> ns = HttpMetrics::bounds_ns();
+  ASSERT_EQ(ns.size(), advised_duration_bounds().size());
+  EXPECT_EQ(ns.front(), 5'000'000);  // 5 ms
+  EXPECT_EQ(ns.back(), 10'000'000'000);
+  HttpMetrics one_by_one, tallied;
+  for (uint64_t d : {4'000'000ull, 5'000'001ull, 20'000'000'000ull})
+    one_by_one.add(served("GET", "/items/1", 200, d));
+  HttpTally t;
+  t.count = 3;
+  t.sum_ns = 4'000'000 + 5'000'001 + 20'000'000'000;
+  t.buckets.assign(ns.size() + 1, 0);
+  t.buckets[0] = t.buckets[1] = t.buckets[ns.size()] = 1;
+  tallied.add(served("GET", "/items/1", 200, 0), t);
+  MetricsSnapshot a, b;
+  one_by_one.snapshot(a, {});
+  tallied.snapshot(b, {});
+  const MetricPoint* pa = find(a, "/items/1", "200");
+  const MetricPoint* pb = find(b, "/items/1", "200");
+  ASSERT_NE(pa, nullptr);
+  ASSERT_NE(pb, nullptr);
+  EXPECT_EQ(pb->counts, pa->counts);
+  EXPECT_DOUBLE_EQ(pb->sum, pa->sum);
+  EXPECT_EQ(tallied.exchanges(), 3u);
+  HttpTally none;  // a row read with nothing in it adds no series
+  tallied.add(served("GET", "/other", 200, 0), none);
+  EXPECT_EQ(tallied.series(), 1u);
+}
+
 TEST(http_metrics, ids_in_paths_become_one_route) {
   HttpMetrics m;
   for (int i = 0; i < 25; ++i) m.add(served("GET", "/items/" + std::to_string(i), 200, 1000));

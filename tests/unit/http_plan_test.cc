@@ -134,7 +134,7 @@ TEST(http_plan, client_probe_reads_results_at_the_return) {
   EXPECT_EQ(s.function, "net/http.(*Client).do");
   EXPECT_TRUE(s.ends_at.empty());  // at its RETs: no function fits (http_plan.h)
   ASSERT_EQ(s.args.size(), http_field::kClientFields);
-  EXPECT_EQ(s.format, "%s %s %s %s %x %d %x");
+  EXPECT_EQ(s.format, "%s %s %s %s %d %d %d");
   // (*Response, error) are RAX and RBX/RCX at the return; RSP keeps a nil response unread.
   for (const auto& a : s.args) expect_registers_only_at_entry(a, false, {"rax", "rbx", "rsp"});
 }
@@ -152,26 +152,26 @@ namespace {
 struct Served {
   int64_t status = 0, h2_status = 0, proto = 0;
 };
-Served served(uint64_t writer_req, bool end_entry, bool http2 = false) {
-  auto l = http_layout(go119, true, false, true);
-  ProbeSpec spec = http_probe(HttpSide::Server, *l, end_entry ? all_ends() : ret_ends());
-  SiteContext site;
-  site.kind = ProbeKind::Return;
-  site.cc = &go_register_convention();
-  auto compiled = compile_probe(spec, site, 0);
-  EXPECT_TRUE(compiled) << compiled.error().message;
-  EXPECT_TRUE(compiled->entry);
-  const uint64_t req = 0x1000, url = 0x2000, rw = 0x3000, rws = 0x6000;
+
+// A GET of `path` in fake memory, with the registers of ServeHTTP's entry and of the end.
+struct FakeRequest {
   FakeMemory m;
+  RecipeInput at_entry, at_return;
+};
+FakeRequest fake_request(uint64_t writer_req, bool end_entry, bool http2,
+                         std::string_view path = "/hello") {
+  const uint64_t req = 0x1000, url = 0x2000, rw = 0x3000, rws = 0x6000;
+  FakeRequest f;
+  FakeMemory& m = f.m;
   m.word(req + 0, 0x4000);  // Method
   m.word(req + 8, 3);
   m.text(0x4000, "GET");
   m.word(req + 16, url);
   m.word(req + 40, http2 ? 2 : 1);  // ProtoMajor
   m.word(req + 48, http2 ? 0 : 1);  // ProtoMinor
-  m.word(url + 56, 0x5000);         // Path
-  m.word(url + 64, 6);
-  m.text(0x5000, "/hello");
+  m.word(url + 56, 0x10000);        // Path
+  m.word(url + 64, path.size());
+  m.text(0x10000, path);
   if (http2) {
     m.word(rw, rws);  // rws
     m.word(rw + 8, 0);
@@ -185,27 +185,87 @@ Served served(uint64_t writer_req, bool end_entry, bool http2 = false) {
     m.word(rw + 8, writer_req);
     m.word(rw + 120, 404);
   }
-  RecipeInput at_entry;
-  at_entry.regs[UREG_RDI] = req;
-  at_entry.regs[UREG_RBX] = 0x7000;  // rw's itab
-  at_entry.regs[UREG_RCX] = rw;
-  at_entry.read = m.reader();
-  RecipeRun saved = interpret_recipe(*compiled->entry, at_entry);
+  f.at_entry.regs[UREG_RDI] = req;
+  f.at_entry.regs[UREG_RBX] = 0x7000;  // rw's itab
+  f.at_entry.regs[UREG_RCX] = rw;
+  if (end_entry) f.at_return.regs[UREG_RAX] = rw;  // finishRequest's or handlerDone's w
+  return f;
+}
+
+CompiledProbe server_probe(bool end_entry) {
+  auto l = http_layout(go119, true, false, true);
+  ProbeSpec spec = http_probe(HttpSide::Server, *l, end_entry ? all_ends() : ret_ends());
+  SiteContext site;
+  site.kind = ProbeKind::Return;
+  site.cc = &go_register_convention();
+  auto compiled = compile_probe(spec, site, 0);
+  EXPECT_TRUE(compiled) << compiled.error().message;
+  EXPECT_TRUE(compiled->entry);
+  return *compiled;
+}
+
+// `main` run at the end of a call whose entry ran the probe's entry half.
+RecipeRun run_end(const CompiledProbe& c, const uscope_recipe& main, FakeRequest& f) {
+  f.at_entry.read = f.m.reader();
+  RecipeRun saved = interpret_recipe(*c.entry, f.at_entry);
   EXPECT_EQ(saved.outcome, RecipeOutcome::SavedEntry);
-  RecipeInput at_return;
-  at_return.entry = saved.slots;
-  if (end_entry) at_return.regs[UREG_RAX] = rw;  // finishRequest's or handlerDone's w
-  at_return.read = m.reader();
-  RecipeRun ev = interpret_recipe(compiled->main, at_return);
+  f.at_return.entry = saved.slots;
+  f.at_return.read = f.m.reader();
+  return interpret_recipe(main, f.at_return);
+}
+
+Served served(uint64_t writer_req, bool end_entry, bool http2 = false) {
+  const CompiledProbe compiled = server_probe(end_entry);
+  FakeRequest f = fake_request(writer_req, end_entry, http2);
+  RecipeRun ev = run_end(compiled, compiled.main, f);
   EXPECT_EQ(ev.outcome, RecipeOutcome::Emitted);
   EXPECT_EQ(ev.read_errors, 0u);
-  auto values = decode_payload(compiled->fields, ev.payload);
+  auto values = decode_payload(compiled.fields, ev.payload);
   EXPECT_TRUE(values) << values.error().message;
   EXPECT_EQ((*values)[http_field::kServerMethod].text, "GET");
   EXPECT_EQ((*values)[http_field::kServerPath].text, "/hello");
   return {static_cast<int64_t>((*values)[http_field::kServerStatus].number),
           static_cast<int64_t>((*values)[http_field::kServerH2Status].number),
           static_cast<int64_t>((*values)[http_field::kServerProto].number)};
+}
+
+// The agent's end: no event, but a row keyed by the fields, the duration in its bound's bucket.
+TEST(http_plan, aggregated_end_counts_the_duration_under_its_fields) {
+  const CompiledProbe compiled = server_probe(true);
+  uscope_recipe agg = compiled.main;
+  const std::vector<int64_t> bounds = {5'000'000, 10'000'000, 25'000'000};  // 5, 10, 25 ms
+  ASSERT_TRUE(aggregate_http_end(agg, 3, HttpSide::Server, bounds));
+  // Bucket i holds (bounds[i-1], bounds[i]], as Prometheus' `le` and OpenTelemetry count.
+  const std::map<uint64_t, int> want = {
+      {1, 0}, {5'000'000, 0}, {5'000'001, 1}, {10'000'000, 1}, {25'000'001, 3}};
+  for (auto [duration, bucket] : want) {
+    FakeRequest f = fake_request(0x1000, true, false);
+    f.at_return.duration_ns = duration;
+    RecipeRun r = run_end(compiled, agg, f);
+    ASSERT_EQ(r.outcome, RecipeOutcome::Aggregated);
+    EXPECT_EQ(r.bucket, bucket) << duration;
+    EXPECT_EQ(r.value, duration);
+    EXPECT_EQ(r.key.slot, 3u);
+    auto key = decode_payload(compiled.fields, std::span(r.key.data), true);
+    ASSERT_TRUE(key) << key.error().message;
+    EXPECT_EQ((*key)[http_field::kServerMethod].text, "GET");
+    EXPECT_EQ((*key)[http_field::kServerPath].text, "/hello");
+    EXPECT_EQ((*key)[http_field::kServerStatus].number, 404u);
+  }
+  // A path longer than the key leaves it (248 bytes, less the method's 16 and the rest's 32) is
+  // cut there and says so.
+  const std::string long_path = "/" + std::string(299, 'a');
+  FakeRequest f = fake_request(0x1000, true, false, long_path);
+  RecipeRun r = run_end(compiled, agg, f);
+  ASSERT_EQ(r.outcome, RecipeOutcome::Aggregated);
+  auto key = decode_payload(compiled.fields, std::span(r.key.data), true);
+  ASSERT_TRUE(key) << key.error().message;
+  EXPECT_EQ((*key)[http_field::kServerPath].text, long_path.substr(0, 200));
+  EXPECT_TRUE((*key)[http_field::kServerPath].truncated);
+  // More bounds than a recipe holds are refused.
+  std::vector<int64_t> many(TRACE_AGG_MAX_BOUNDS + 1);
+  for (size_t i = 0; i < many.size(); ++i) many[i] = static_cast<int64_t>(i);
+  EXPECT_FALSE(aggregate_http_end(agg, 3, HttpSide::Server, many));
 }
 
 TEST(http_plan, server_status_only_from_an_http1_response) {

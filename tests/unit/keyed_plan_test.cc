@@ -144,10 +144,24 @@ TEST(keyed_plan, string_keys_share_the_key_bytes_and_unreadable_ones_say_so) {
   EXPECT_EQ(k[1].address, 0u);
 }
 
+// Strings that do not fit share what the numbers and the short strings leave: a short one keeps
+// its size, the others get one cap, the highest that fits TRACE_AGG_KEY_BYTES.
+TEST(keyed_plan, short_string_keys_keep_their_size_and_long_ones_share_the_rest) {
+  auto c = compile(spec_of("str(arg1),str(arg2),str(arg3, 8)", ProbeKind::Entry), ProbeKind::Entry);
+  std::vector<int64_t> sizes;
+  for (uint32_t i = 0; i < c.main.n_ops; ++i)
+    if (c.main.ops[i].code == TOP_EMIT_STR) sizes.push_back(c.main.ops[i].imm);
+  const int64_t shared = (TRACE_AGG_KEY_BYTES - 3 * 4 - 8) / 2;
+  EXPECT_EQ(sizes, (std::vector<int64_t>{shared, shared, 8}));
+}
+
 TEST(keyed_plan, keys_too_big_for_the_key_are_refused) {
   ProbeSpec spec;
   SiteContext site;
-  auto a = spec_of("comm,comm,comm,comm,comm,comm,comm", ProbeKind::Entry);
+  // 13 x 20 bytes > TRACE_AGG_KEY_BYTES (248).
+  static_assert(13 * (4 + TRACE_COMM_LEN) > TRACE_AGG_KEY_BYTES);
+  auto a = spec_of("comm,comm,comm,comm,comm,comm,comm,comm,comm,comm,comm,comm,comm",
+                   ProbeKind::Entry);
   auto c = compile_aggregate(spec, a, site, 0, 0);
   ASSERT_FALSE(c.has_value());
   EXPECT_NE(c.error().message.find("fewer keys"), std::string::npos);
