@@ -198,17 +198,23 @@ def owned_prog_ids(pid: int) -> list[int]:
     return ids
 
 
-def prog_stats(a, pid: int, name: str) -> tuple[int, int] | None:
-    """(run_time_ns, run_cnt) of the BPF program `name` that process `pid` loaded, per bpftool."""
+def prog_stats(pid: int, name: str | None = None,
+               bpftool: str = "bpftool") -> tuple[int, int] | None:
+    """(run_time_ns, run_cnt) of the BPF programs process `pid` holds, per bpftool: of the one
+    named `name`, or of all of them summed; None when there is none."""
+    found = None
     for prog_id in owned_prog_ids(pid):
-        p = subprocess.run([a.bpftool, "prog", "show", "id", str(prog_id), "--json"],
+        p = subprocess.run([bpftool, "prog", "show", "id", str(prog_id), "--json"],
                            capture_output=True, text=True)
         if p.returncode != 0:
             continue
         prog = json.loads(p.stdout)
-        if prog.get("name") == name:
-            return prog.get("run_time_ns", 0), prog.get("run_cnt", 0)
-    return None
+        if name is None or prog.get("name") == name:
+            ns, runs = found or (0, 0)
+            found = (ns + prog.get("run_time_ns", 0), runs + prog.get("run_cnt", 0))
+            if name is not None:
+                return found
+    return found
 
 
 def uscope_cmd(a, pid, out: Path) -> list[str]:
@@ -228,7 +234,7 @@ def run_uscope(a, pid: int, name: str) -> dict:
             p.wait(30)
             raise R.BenchError(f"uscope did not exit after {a.seconds + 120:g} s\n{p.describe()}")
         if a.bpftool:
-            stats = prog_stats(a, p.pid, "profile_sample") or stats
+            stats = prog_stats(p.pid, "profile_sample", a.bpftool) or stats
     R.check(p.rc == 0, "uscope profile failed", p)
     summary = P.summary_line(p.text("err"))
     R.check(bool(summary), "uscope printed no summary line", p)

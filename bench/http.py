@@ -36,7 +36,6 @@ import json
 import os
 import re
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -81,15 +80,7 @@ def bpf_time(uscope_pid: int) -> tuple[int, int]:
     """(run_time_ns, run_cnt) summed over the BPF programs uscope holds (the kernel's own timing,
     with kernel.bpf_stats_enabled=1): the part of a request's added CPU spent in uscope's
     programs, without the noise of the whole request's time."""
-    ns = runs = 0
-    for prog_id in C.owned_prog_ids(uscope_pid):
-        p = subprocess.run(["bpftool", "prog", "show", "id", str(prog_id), "--json"],
-                           capture_output=True, text=True)
-        if p.returncode == 0:
-            prog = json.loads(p.stdout)
-            ns += prog.get("run_time_ns", 0)
-            runs += prog.get("run_cnt", 0)
-    return ns, runs
+    return C.prog_stats(uscope_pid) or (0, 0)
 
 
 def traced_run(a, base: str, server_pid: int, config: str, n: int) -> tuple[float, float, float,

@@ -249,7 +249,6 @@ static inline __u32 trace_agg_bucket(const struct uscope_recipe* r, __s64 v) {
   return b;
 }
 
-
 /* Per-recipe counters (per-CPU array, TRACE_NUM_COUNTERS slots per recipe). Every loss has its
  * own counter: an event is either emitted, filtered, lost, malformed or (return probes) without
  * an entry. New counters go at the end, so that the indices of the others stay put. */

@@ -160,8 +160,8 @@ bool target_ended(StopReason why) {
 
 Result<TraceProgram> attach_trace_plan(const Session& session, const TracePlan& plan, bool no_multi,
                                        uint32_t ring_bytes, uint32_t agg_keys) {
-  auto program = TraceProgram::load(plan.recipes, session.target_filter(), !no_multi, ring_bytes,
-                                    agg_keys);
+  auto program =
+      TraceProgram::load(plan.recipes, session.target_filter(), !no_multi, ring_bytes, agg_keys);
   if (!program) return tl::unexpected(program.error());
   std::vector<AttachSite> sites;
   for (const auto& s : plan.sites) sites.push_back(s.attach);

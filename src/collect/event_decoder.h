@@ -1,8 +1,8 @@
 #pragma once
-// Decoding of trace.bpf.c's ring-buffer records (and of aggregated keys) into DecodedEvent: the payload split by the
-// probe's output fields, strings the BPF side could not read completed from the live process,
-// the user stack copied out (with the caller a prologue site's frame-pointer walk skips).
-// Collection work: the sink formats the result and never reads a target's memory.
+// Decoding of trace.bpf.c's ring-buffer records (and of aggregated keys) into DecodedEvent: the
+// payload split by the probe's output fields, strings the BPF side could not read completed from
+// the live process, the user stack copied out (with the caller a prologue site's frame-pointer walk
+// skips). Collection work: the sink formats the result and never reads a target's memory.
 #include <cstdint>
 #include <span>
 

@@ -13,7 +13,7 @@ struct EventLosses {
   uint64_t entry_save_failed = 0;  // entries not recorded (entries map full)
   uint64_t malformed = 0;          // events that could not be decoded
   uint64_t truncated = 0;          // events with a string cut short
-  uint64_t agg_full = 0;  // counted in the kernel: calls a full aggregation map had no row for
+  uint64_t agg_full = 0;           // counted in the kernel: calls a full map had no row for
   uint64_t output_dropped = 0;     // caught, but not written out at the stop
   uint64_t filtered = 0;           // not a loss: calls the probe's predicate dropped
 };

@@ -146,13 +146,13 @@ Result<TracePlan> plan_trace(ObjectCache& cache, std::span<const ProbeSpec> spec
             return fail("probe spec column {}: {}", spec.function_column, placed.error().message);
           returns.push_back(*placed);
         }
-        for (const auto& at :
-             spec.one_per_goroutine ? spec.abandoned_at : std::vector<std::string>{}) {
-          auto placed = place_end_entry(m, at, {}, opts.move_sites, true, true);
-          if (!placed)
-            return fail("probe spec column {}: {}", spec.function_column, placed.error().message);
-          abandons.push_back(*placed);
-        }
+        if (spec.one_per_goroutine)
+          for (const auto& at : spec.abandoned_at) {
+            auto placed = place_end_entry(m, at, {}, opts.move_sites, true, true);
+            if (!placed)
+              return fail("probe spec column {}: {}", spec.function_column, placed.error().message);
+            abandons.push_back(*placed);
+          }
         main_place = returns.front();
       } else if (ret_sites) {
         auto placed = place_return_instructions(m);
@@ -232,12 +232,13 @@ Result<TracePlan> plan_trace(ObjectCache& cache, std::span<const ProbeSpec> spec
       } else {
         add_site(compiled->main, main_place, spec.kind == ProbeKind::Return, SiteRole::Event);
       }
-      for (const auto& place : key_flags ? abandons : std::vector<SitePlacement>{}) {
-        uscope_recipe drop{};
-        drop.probe_id = probe;
-        drop.flags = TRACE_F_RETURN | TRACE_F_GOROUTINE | TRACE_F_ABANDON | key_flags;
-        add_site(drop, place, false, SiteRole::Abandon);
-      }
+      if (key_flags)
+        for (const auto& place : abandons) {
+          uscope_recipe drop{};
+          drop.probe_id = probe;
+          drop.flags = TRACE_F_RETURN | TRACE_F_GOROUTINE | TRACE_F_ABANDON | key_flags;
+          add_site(drop, place, false, SiteRole::Abandon);
+        }
     }
   }
   return plan;

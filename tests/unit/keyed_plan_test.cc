@@ -160,8 +160,8 @@ TEST(keyed_plan, keys_too_big_for_the_key_are_refused) {
   SiteContext site;
   // 13 x 20 bytes > TRACE_AGG_KEY_BYTES (248).
   static_assert(13 * (4 + TRACE_COMM_LEN) > TRACE_AGG_KEY_BYTES);
-  auto a = spec_of("comm,comm,comm,comm,comm,comm,comm,comm,comm,comm,comm,comm,comm",
-                   ProbeKind::Entry);
+  auto a =
+      spec_of("comm,comm,comm,comm,comm,comm,comm,comm,comm,comm,comm,comm,comm", ProbeKind::Entry);
   auto c = compile_aggregate(spec, a, site, 0, 0);
   ASSERT_FALSE(c.has_value());
   EXPECT_NE(c.error().message.find("fewer keys"), std::string::npos);
