@@ -32,7 +32,7 @@ _Static_assert(TOP_NUM_OPS <= 64, "trace_ops_used has one bit per opcode");
  *   events    the ring: 1 MiB unless --buffer-kb
  *   entries   ~100 bytes x 65536 (preallocated) with a return probe that needs its entry, else 1
  *   latency   512 bytes per TRACE_F_HISTOGRAM recipe, else 1 row
- *   aggregates ~700 bytes per distinct key, allocated as keys appear (up to --max-keys), else 1
+ *   aggregates ~850 bytes per distinct key, allocated as keys appear (up to --max-keys), else 1
  *   stack_traces 1 KiB per distinct user stack with a `ustack` key, else 1 (preallocated)
  *   scratches ~17 KiB per CPU, x (1 + TRACE_SLEEP_SLOTS) with a sleepable program */
 struct {

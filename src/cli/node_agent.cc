@@ -246,7 +246,6 @@ void NodeAgent::consider(pid_t pid) {
   w.facts = std::move(*facts);
   w.service = service_name(*picked, w.facts);
   if (auto r = start_jobs(pid, w, *verdict); !r) {
-    ++attach_failures_;
     if (verbose_)
       fmt::print(stderr, "uscope: process {} ({}): {}\n", pid, w.service, r.error().message);
     if (kill(pid, 0) != 0) return;  // it is gone: nothing to watch
@@ -254,6 +253,7 @@ void NodeAgent::consider(pid_t pid) {
       runner_->at(Runner::Clock::now() + kAttachRetryDelay, [this, pid] { consider(pid); });
       return;
     }
+    ++attach_failures_;  // a process, once: its last try failed too
     w.http.reset();
     w.go.reset();
     w.latency.reset();

@@ -198,7 +198,7 @@ Result<CompiledAggregate> compile_aggregate(const ProbeSpec& spec, const Aggrega
                         compiled->fields.begin() + static_cast<ptrdiff_t>(n_keys));
   uscope_recipe& r = out.main;
   if (agg.value) r.ops[r.n_ops - 1].code = TOP_AGG_VALUE;  // the value's TOP_EMIT
-  if (auto fit = fit_key(r); !fit) return tl::unexpected(fit.error());
+  if (auto fit = fit_key(r); !fit) return fail("--by: {}", fit.error().message);
   r.flags &= ~static_cast<uint32_t>(TRACE_F_STACK);
   r.flags |= TRACE_F_AGGREGATE | (ustack ? TRACE_F_AGG_USTACK : 0);
   r.agg_slot = slot;
