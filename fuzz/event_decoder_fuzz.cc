@@ -1,9 +1,11 @@
 // Ring-buffer records are written by BPF code whose payload layout the decoder must trust no
 // further than its bounds checks: a record of any bytes, for a probe of any field kinds, must be
 // refused or decoded within the record. Deferred strings are read late from this process (the
-// fuzzer's own memory: an address it guesses is read or refused, never dereferenced here).
+// fuzzer's own memory: an address it guesses is read or refused, never dereferenced here). The
+// same bytes as an aggregated row's key (EventDecoder::decode_key) likewise.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -57,5 +59,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // Decoding again into the reused event gives the same (no state left from the last record).
   uscope::DecodedEvent again;
   if (decoder.decode(header, record.subspan(sizeof header), again) != ok) __builtin_trap();
+  // The payload's first bytes as an aggregated row's key (zero-padded), for probe 0 and past the
+  // last probe: decoded within the key or refused.
+  uscope::AggregateRow row;
+  const auto payload = record.subspan(sizeof header);
+  std::memcpy(row.key.data(), payload.data(), std::min(payload.size(), row.key.size()));
+  row.slot = header.probe_id & 3;
+  const bool key_ok = decoder.decode_key(row, out);
+  volatile size_t key_sink = touch(out);
+  (void)key_sink;
+  if (key_ok && (out.n_values != n_fields || row.slot >= plan.probes.size())) __builtin_trap();
   return 0;
 }

@@ -10,6 +10,7 @@
 
 #include "discover/go_types.h"
 #include "plan/payload_wire.h"
+#include "plan/recipe_interpreter.h"
 
 namespace uscope {
 
@@ -60,7 +61,7 @@ bool EventDecoder::decode_key(const AggregateRow& row, DecodedEvent& out) {
   out.user_stack.clear();
   out.kernel_stack.clear();
   if (row.slot >= plan_.probes.size()) return false;
-  auto values = uscope::decode_key(plan_.probes[row.slot].fields, row);
+  auto values = decode_payload(plan_.probes[row.slot].fields, row.key, true);  // zero-padded
   if (!values) return false;
   if (out.values.size() < values->size()) out.values.resize(values->size());
   for (const PayloadValue& p : *values) {
