@@ -77,16 +77,6 @@ void HttpJob::take(uint32_t epoch) {
   }
 }
 
-bool HttpJob::drain() {
-  if (stopped_ || read_error_) return false;
-  auto r = program_->consume(kBatchEvents);
-  if (!r) {
-    read_error_ = r.error();
-    return false;
-  }
-  return r->more_pending;
-}
-
 void HttpJob::stop() {
   if (stopped_ || !program_) return;
   stopped_ = true;

@@ -29,7 +29,7 @@ class HttpJob {
   // Counted in the kernel: `tally.count` exchanges like `x` (its duration unset).
   using OnTally = std::function<void(const HttpExchange& x, const HttpTally& tally)>;
   // Plans and attaches the probes of the session's process; events are read by the session's
-  // loop (events() with run_event_session) or by drain(); counted in the kernel, by harvest().
+  // loop (events() with run_event_session); counted in the kernel, by harvest().
   static Result<std::unique_ptr<HttpJob>> start(const Session& session, ObjectCache& cache,
                                                 const Options& options, OnExchange on_exchange,
                                                 OnTally on_tally = {});
@@ -40,16 +40,11 @@ class HttpJob {
 
   const HttpPlan& plan() const { return plan_; }
   TraceProgram& events() { return *program_; }
-  // Reads what the ring holds, a bounded batch; true when more is left. The agent calls it on
-  // its own timer: each job's BPF side wakes its reader only when its ring is a quarter full, and
-  // a timer per job would wake the agent hundreds of times a second.
-  bool drain();
   // Counted in the kernel: hands on_tally what was counted under the epoch the previous call
   // left, deletes it, and leaves the current one. Call it on a steady beat of a fraction of a
   // second or more: that is how long a run has to finish adding to a row before it is read
   // (take_aggregate_rows).
   void harvest();
-  bool aggregated() const { return aggregated_; }
   // Detaches the probes and reads what is left (bounded); idempotent.
   void stop();
   // Losses so far by cause (the program's counters, which stay readable after the detach, and
