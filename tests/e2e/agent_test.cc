@@ -57,7 +57,7 @@ struct Agent {
   explicit Agent(std::vector<std::string> args) : port(free_port()) {
     args.insert(args.begin(),
                 {USCOPE_BIN, "agent", "-v", "--listen", "127.0.0.1:" + std::to_string(port)});
-    command = std::make_unique<RunningCommand>(args, 600);
+    command = std::make_unique<RunningCommand>(args, 200);
   }
   int port;
   std::unique_ptr<RunningCommand> command;

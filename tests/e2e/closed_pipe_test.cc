@@ -34,17 +34,18 @@ class PipedUscope {
   PipedUscope(const std::vector<std::string>& args, Stderr err) {
     int out[2], errp[2];
     if (pipe2(out, O_CLOEXEC) || pipe2(errp, O_CLOEXEC)) return;
+    // Made before the fork: the child of a multi-threaded test must not allocate.
+    std::vector<std::string> argv{USCOPE_BIN};
+    argv.insert(argv.end(), args.begin(), args.end());
+    std::vector<char*> v;
+    for (auto& a : argv) v.push_back(a.data());
+    v.push_back(nullptr);
     pid_ = fork();
     if (pid_ == 0) {
       dup2(out[1], 1);
       dup2(err == Stderr::Apart ? errp[1] : out[1], 2);
       int devnull = open("/dev/null", O_RDONLY);
       dup2(devnull, 0);
-      std::vector<std::string> argv{USCOPE_BIN};
-      argv.insert(argv.end(), args.begin(), args.end());
-      std::vector<char*> v;
-      for (auto& a : argv) v.push_back(a.data());
-      v.push_back(nullptr);
       execv(v[0], v.data());
       _exit(127);
     }

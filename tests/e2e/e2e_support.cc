@@ -6,6 +6,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <spawn.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -13,9 +14,11 @@
 #include <array>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -31,11 +34,93 @@ std::vector<char*> c_argv(const std::vector<std::string>& argv) {
   return v;
 }
 
+// eu-stack's view of `pid`'s threads on this process's stderr. posix_spawn, not fork: it may be
+// called from any thread.
+void print_stacks(pid_t pid) {
+  const std::string p = std::to_string(pid);
+  const char* argv[] = {"eu-stack", "-p", p.c_str(), nullptr};
+  pid_t child = -1;
+  if (posix_spawnp(&child, "eu-stack", nullptr, nullptr, const_cast<char* const*>(argv), environ) ==
+      0)
+    waitpid(child, nullptr, 0);
+}
+
 int decode_status(int status) {
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
   return -1;
 }
+
+// A test still running this long is stuck somewhere without a deadline of its own: before ctest
+// stops it (scripts/test.sh: --timeout 300, which prints nothing of where), it says so with the
+// stacks of its own threads and of its children, kills the children and fails.
+// USCOPE_E2E_STUCK_S=N changes it (to see this at work).
+const std::chrono::seconds kStuckTest{[] {
+  const char* s = std::getenv("USCOPE_E2E_STUCK_S");
+  return s ? std::atoi(s) : 270;
+}()};
+
+class Watchdog : public testing::EmptyTestEventListener {
+ public:
+  Watchdog() {
+    std::thread([s = state_] {
+      std::unique_lock lock(s->mu);
+      for (;;) {
+        s->changed.wait(lock, [&] { return s->armed.has_value(); });
+        const auto until = *s->armed;
+        if (s->changed.wait_until(lock, until, [&] { return s->armed != until; })) continue;
+        stuck();
+      }
+    }).detach();
+  }
+  void OnTestStart(const testing::TestInfo&) override { arm(Clock::now() + kStuckTest); }
+  void OnTestEnd(const testing::TestInfo&) override { arm(std::nullopt); }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  // Never freed: the thread waits on it until the process exits.
+  struct State {
+    std::mutex mu;
+    std::condition_variable changed;
+    std::optional<Clock::time_point> armed;
+  };
+  static inline State* const state_ = new State;
+
+  static void arm(std::optional<Clock::time_point> until) {
+    std::lock_guard lock(state_->mu);
+    state_->armed = until;
+    state_->changed.notify_all();
+  }
+  [[noreturn]] static void stuck() {
+    const testing::TestInfo* t = testing::UnitTest::GetInstance()->current_test_info();
+    fmt::print(stderr, "e2e: {}.{} still running after {} s; the stacks of its threads:\n",
+               t ? t->test_suite_name() : "?", t ? t->name() : "?", kStuckTest.count());
+    print_stacks(getpid());
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator("/proc", ec)) {
+      const std::string name = e.path().filename();
+      if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+      std::ifstream stat(e.path() / "stat");
+      std::string line;
+      if (!std::getline(stat, line) || line.rfind(')') == std::string::npos) continue;
+      std::istringstream rest(line.substr(line.rfind(')') + 2));
+      char state;
+      pid_t ppid = 0;
+      if (!(rest >> state >> ppid) || ppid != getpid()) continue;
+      const pid_t child = std::stoi(name);
+      fmt::print(stderr, "e2e: its child {} ({}):\n", child,
+                 std::filesystem::read_symlink(e.path() / "exe", ec).string());
+      print_stacks(child);
+      kill(child, SIGKILL);
+    }
+    _exit(1);
+  }
+};
+
+const bool kWatchdogInstalled = [] {
+  testing::UnitTest::GetInstance()->listeners().Append(new Watchdog);
+  return true;
+}();
 
 }  // namespace
 
@@ -45,16 +130,20 @@ RunningCommand::RunningCommand(const std::vector<std::string>& argv, int timeout
     exited_ = true;
     return;
   }
+  // Everything the child needs is made before the fork: a child of this multi-threaded process
+  // must not allocate (another thread may have held the allocator's lock at the fork).
+  auto v = c_argv(argv);
+  int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
   pid_ = fork();
   if (pid_ == 0) {
     dup2(out[1], 1);
     dup2(err[1], 2);
-    int devnull = open("/dev/null", O_RDONLY);
     dup2(devnull, 0);
-    auto v = c_argv(argv);
     execvp(v[0], v.data());
     _exit(127);
   }
+  if (devnull >= 0) close(devnull);
+  name_ = argv.empty() ? "" : argv[0];
   close(out[1]);
   close(err[1]);
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
@@ -82,6 +171,10 @@ void RunningCommand::collect(int out_fd, int err_fd,
                                     deadline - std::chrono::steady_clock::now())
                                     .count());
     if (left <= 0) {
+      // Said with its threads' stacks before it goes: a hang shows where it was.
+      fmt::print(stderr, "e2e: {} (pid {}) still running at its deadline; its threads:\n", name_,
+                 pid_);
+      print_stacks(pid_);
       kill(pid_, SIGKILL);
       break;
     }
@@ -164,11 +257,11 @@ std::string shell(const std::string& cmd) {
 GatedProcess::GatedProcess(const std::vector<std::string>& argv) {
   int in[2], out[2], execd[2];
   if (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC) || pipe2(execd, O_CLOEXEC)) return;
+  auto v = c_argv(argv);  // before the fork: the child must not allocate (see RunningCommand)
   pid_ = fork();
   if (pid_ == 0) {
     dup2(in[0], 0);
     dup2(out[1], 1);
-    auto v = c_argv(argv);
     execv(v[0], v.data());
     _exit(127);
   }
@@ -176,9 +269,12 @@ GatedProcess::GatedProcess(const std::vector<std::string>& argv) {
   close(out[1]);
   close(execd[1]);
   // The CLOEXEC write end closes at the exec: once read() sees EOF, /proc/PID shows the new
-  // program, not a copy of this test.
-  char byte;
-  while (read(execd[0], &byte, 1) > 0) {
+  // program, not a copy of this test. A child that never gets there is said, with its stack.
+  pollfd p{execd[0], POLLIN, 0};
+  if (poll(&p, 1, static_cast<int>(std::chrono::milliseconds(kWaitTimeout).count())) <= 0) {
+    ADD_FAILURE() << "the child for " << argv[0] << " (pid " << pid_ << ") did not exec within "
+                  << kWaitTimeout.count() << " s";
+    print_stacks(pid_);
   }
   close(execd[0]);
   stdin_w_ = in[1];

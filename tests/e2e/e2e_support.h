@@ -52,6 +52,7 @@ class RunningCommand {
   void collect(int out_fd, int err_fd, std::chrono::steady_clock::time_point deadline);
 
   pid_t pid_ = -1;
+  std::string name_;  // argv[0], for the deadline's message
   std::mutex mu_;
   std::condition_variable changed_;
   CommandResult result_;  // guarded by mu_

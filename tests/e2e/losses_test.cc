@@ -100,14 +100,15 @@ std::map<std::string, uint64_t> maps_of(pid_t pid) {
 
 TEST(losses, a_trace_session_has_a_one_row_latency_map) {
   USCOPE_REQUIRE_ROOT();
-  GatedProcess target({fixture("native/target_loop"), "1"});  // blocked until start()
+  GatedProcess target({fixture("native/target_loop"), "1"});    // blocked until start()
+  const std::string target_pid = std::to_string(target.pid());  // the child must not allocate
   pid_t pid = fork();
   if (pid == 0) {
     int null = open("/dev/null", O_WRONLY);
     dup2(null, 1);
     dup2(null, 2);
-    execl(USCOPE_BIN, USCOPE_BIN, "trace", "-p", std::to_string(target.pid()).c_str(),
-          "p::work \"%d\", arg1", nullptr);
+    execl(USCOPE_BIN, USCOPE_BIN, "trace", "-p", target_pid.c_str(), "p::work \"%d\", arg1",
+          nullptr);
     _exit(127);
   }
   auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);

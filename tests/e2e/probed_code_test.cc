@@ -20,12 +20,13 @@ TEST(probed_code, list_and_planning_see_the_file_not_the_breakpoints) {
   USCOPE_REQUIRE_ROOT();
   const std::string target = fixture("native/target_loop");
   // A system-wide probe on work()'s moved entry site (push rbp after endbr64), held meanwhile.
+  const std::string spec = "p:" + target + ":work";  // before the fork: the child must not allocate
   pid_t holder = fork();
   if (holder == 0) {
     int devnull = open("/dev/null", O_WRONLY);
     dup2(devnull, 1);
     dup2(devnull, 2);
-    execl(USCOPE_BIN, USCOPE_BIN, "trace", ("p:" + target + ":work").c_str(), nullptr);
+    execl(USCOPE_BIN, USCOPE_BIN, "trace", spec.c_str(), nullptr);
     _exit(127);
   }
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);

@@ -36,13 +36,13 @@ class Uscope {
     if (pipe2(err, O_CLOEXEC)) return;
     std::vector<std::string> argv{USCOPE_BIN};
     argv.insert(argv.end(), args.begin(), args.end());
+    std::vector<char*> v;  // before the fork: the child must not allocate
+    for (auto& a : argv) v.push_back(a.data());
+    v.push_back(nullptr);
     pid_ = fork();
     if (pid_ == 0) {
       dup2(out_fd, 1);
       dup2(err[1], 2);
-      std::vector<char*> v;
-      for (auto& a : argv) v.push_back(a.data());
-      v.push_back(nullptr);
       execv(v[0], v.data());
       _exit(127);
     }
