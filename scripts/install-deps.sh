@@ -30,6 +30,8 @@ packages=(
   python3.11-dbg libpython3.11-dbg libpython3.11-dev
   # JavaScript frames: node (Debian's nodejs 18, V8 in libnode.so.108 with its v8dbg_* constants)
   nodejs
+  # runtime tools (gc, threads, ...): Ruby's and PHP's interpreters, whose USDT probes they read
+  ruby php-cli
   # tools tests and scripts run: setpriv (util-linux), ps (procps), file; chromium renders the
   # SVG flame graph headless
   util-linux procps file chromium

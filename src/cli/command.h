@@ -26,6 +26,7 @@ void add_top_command(CLI::App& app, Run& run);
 void add_http_command(CLI::App& app, Run& run);
 void add_tls_command(CLI::App& app, Run& run);
 void add_stat_command(CLI::App& app, Run& run);
+void add_gc_command(CLI::App& app, Run& run);
 void add_dump_command(CLI::App& app, Run& run);
 void add_agent_command(CLI::App& app, Run& run);
 

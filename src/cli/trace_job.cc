@@ -16,7 +16,7 @@ constexpr auto kTraceStopFlush = std::chrono::milliseconds(30);
 }  // namespace
 
 TraceJob::TraceJob(Session& session, const SessionOptions& so, const TracePlan& plan,
-                   TraceJobOptions o, TraceOutput& sink, OutputBuffer& out)
+                   TraceJobOptions o, EventSink& sink, OutputBuffer& out)
     : session_(session),
       so_(so),
       plan_(plan),

@@ -15,7 +15,7 @@
 #include "collect/trace_program.h"
 #include "collect/unwind_follower.h"
 #include "model/trace_totals.h"
-#include "sink/trace_output.h"
+#include "sink/event_sink.h"
 #include "util/output_buffer.h"
 
 namespace uscope::cli {
@@ -31,7 +31,7 @@ class TraceJob : public Job {
  public:
   // `sink` writes the events into `out`, the session's output.
   TraceJob(Session& session, const SessionOptions& so, const TracePlan& plan, TraceJobOptions o,
-           TraceOutput& sink, OutputBuffer& out);
+           EventSink& sink, OutputBuffer& out);
   Result<void> start() override;
   EventLoop::Callbacks callbacks() override;
   // Detaches, then reads and writes out what the ring holds: all of it when the target ended,
@@ -51,7 +51,7 @@ class TraceJob : public Job {
   const SessionOptions& so_;
   const TracePlan& plan_;
   TraceJobOptions o_;
-  TraceOutput& sink_;
+  EventSink& sink_;
   OutputBuffer& out_;
   EventSymbols symbols_;
   EventDecoder decoder_;

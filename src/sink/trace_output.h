@@ -17,6 +17,7 @@
 #include "model/overhead.h"
 #include "model/trace_totals.h"
 #include "plan/planner.h"
+#include "sink/event_sink.h"
 #include "sink/message_format.h"
 #include "sink/output_format.h"
 #include "symbolize/symbolizer.h"
@@ -44,36 +45,30 @@ struct TraceColumns {
   std::string message_filter;  // -f: only events whose message contains it
 };
 
-// The symbolized stacks of one event; nullptr when not captured.
-struct EventStacks {
-  const std::vector<Frame>* user = nullptr;
-  const std::vector<Frame>* kernel = nullptr;
-};
-
 // The text summary uscope prints on stderr after a trace; `stop` says why the session ended.
 std::string trace_text_summary(const TraceTotals& t, std::string_view stop);
 
-class TraceOutput {
+class TraceOutput : public EventSink {
  public:
   // Text lines, or JSON Lines for OutputFormat::Json.
   TraceOutput(const TracePlan& plan, OutputFormat format, OutputBuffer& out,
               TraceColumns columns = {});
   // Before the target starts: -t counts from here.
-  void header();
+  void header() override;
   // False when -f left the event out (counted in message_filtered()).
-  bool event(const DecodedEvent& ev, const EventStacks& stacks = {});
+  bool event(const DecodedEvent& ev, const EventStacks& stacks = {}) override;
 
   // What goes on the output after the events: the summary's JSON object in JSON Lines; nothing in
   // text, whose summary goes to stderr (trace_text_summary).
   std::string summary(const TraceTotals& t, size_t sites, std::string_view stop,
                       const Overhead& overhead) const;
 
-  uint64_t events() const { return events_; }
-  uint64_t message_filtered() const { return message_filtered_; }
+  uint64_t events() const override { return events_; }
+  uint64_t message_filtered() const override { return message_filtered_; }
   // Strings shown with a trailing "…" (cut by the BPF side or at a late read).
   uint64_t truncated_strings() const { return truncated_strings_; }
   // How many events `bytes` (whole records this output appended) hold: counts what a stop drops.
-  uint64_t events_in(std::string_view bytes) const;
+  uint64_t events_in(std::string_view bytes) const override;
 
  private:
   struct ProbeText {

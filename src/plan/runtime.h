@@ -1,0 +1,98 @@
+#pragma once
+// The managed runtimes whose own USDT probes uscope's runtime tools read (gc, threads, ...): one
+// description per language (plan/runtimes/*.cc), saying which file carries the probes, what each
+// probe marks and says, what it costs the program and what the runtime needs for it to fire. A
+// fifth runtime is one new file and one line in runtimes().
+//
+// plan_runtime() finds the runtime a process runs (or the one -l names), checks that its probes
+// are there, and plans the probes of the events a tool asks for as `trace` would plan
+// `u:FILE:provider:name "format", args`: one planner, one BPF program.
+#include <sys/types.h>
+
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "model/decoded_event.h"
+#include "plan/planner.h"
+#include "util/result.h"
+
+namespace uscope {
+
+// What a runtime probe marks.
+enum class RuntimeEvent : uint8_t {
+  GcBegin,  // a collection (or one of its phases) begins on this thread
+  GcEnd,    // and ends
+  ThreadStart,
+  ThreadEnd,
+  ClassLoad,
+  MethodEntry,
+  MethodReturn,
+  ObjectNew,
+  Exception,
+};
+std::string_view runtime_event_name(RuntimeEvent e);
+
+struct RuntimeProbe {
+  RuntimeEvent event;
+  std::string_view provider;
+  std::string_view name;
+  // The trace spec's message and arguments after the probe (`"%d", arg1`): what is read at each
+  // hit; "" reads nothing.
+  std::string_view message;
+  // It fires at every call or allocation of the program: enabled only when the user asks, saying
+  // what it costs (plan/runtimes' per-call figures).
+  bool per_call = false;
+  // A GC probe's phase ("mark", "sweep"), so that one thread's nested phases pair up; "" = the
+  // collection itself.
+  std::string_view phase{};
+  // What the values read say, for a person ("generation 2", "full"); null: the message as is.
+  std::string (*says)(std::span<const DecodedValue> values) = nullptr;
+};
+
+struct Runtime {
+  std::string_view name;   // -l NAME: "java", "python", "ruby", "php"
+  std::string_view title;  // "Java (HotSpot)"
+  // A file name (no directory) of the object that carries the probes: libjvm.so, python3.11,
+  // libpython3.11.so.1.0, libruby-3.1.so.3.1, php8.2.
+  bool (*carries_probes)(std::string_view file_name);
+  std::string_view carrier;  // that object as a person names it: "libjvm.so"
+  std::string_view provider;
+  std::span<const RuntimeProbe> probes;
+  // What a build of the runtime without probes is, and what has them (one sentence).
+  std::string_view without_probes;
+  // What the per-call probes need in the program to fire ("-XX:+ExtendedDTraceProbes"); "" when
+  // they fire whenever attached.
+  std::string_view per_call_needs;
+};
+
+// Every runtime uscope knows, in the order detection tries them.
+std::span<const Runtime* const> runtimes();
+const Runtime& java_runtime();
+const Runtime& python_runtime();
+const Runtime& ruby_runtime();
+const Runtime& php_runtime();
+
+struct RuntimePlan {
+  const Runtime* runtime = nullptr;
+  std::string object;  // the file that carries the probes, as the process maps it
+  TracePlan trace;
+  // trace.probes[i] is probe_of[i]'s.
+  std::vector<const RuntimeProbe*> probe_of;
+};
+
+// The runtime of the target (`ctx`: -p's process, or -c's program, its libraries and a java
+// launcher's libjvm.so), or the one `forced` names (-l), and the probes of `events` in it, planned
+// with `opts`. Errors name what was wrong and what would work: no runtime uscope knows (and the
+// ones it does), a runtime built without probes, a runtime whose probes mark none of `events`
+// (`tool` names the command).
+Result<RuntimePlan> plan_runtime(ObjectCache& cache, const TargetContext& ctx,
+                                 const std::string& forced, std::span<const RuntimeEvent> events,
+                                 std::string_view tool, const TraceOptions& opts = {});
+
+// The files among `paths` (a process's mapped objects, or a command's program and its libraries)
+// named as `r`'s probes' carrier, in their order.
+std::vector<std::string> runtime_carriers(const Runtime& r, std::span<const std::string> paths);
+
+}  // namespace uscope

@@ -1,0 +1,52 @@
+// Ruby's probes (the ruby provider, probes.d): a collection's mark and sweep phases, each between
+// its begin and end (both may run several times per collection: marking and sweeping are
+// incremental and lazy); method and C-method calls and object creation, which fire at every call
+// or allocation once attached.
+#include "plan/runtime.h"
+
+namespace uscope {
+namespace ruby_runtime_probes {
+
+// method__entry/return, cmethod__*: class name, method name, file, line.
+constexpr std::string_view kCall = R"("%s#%s %s:%d", arg1, arg2, arg3, arg4)";
+
+constexpr RuntimeProbe kProbes[] = {
+    {RuntimeEvent::GcBegin, "ruby", "gc__mark__begin", "", false, "mark"},
+    {RuntimeEvent::GcEnd, "ruby", "gc__mark__end", "", false, "mark"},
+    {RuntimeEvent::GcBegin, "ruby", "gc__sweep__begin", "", false, "sweep"},
+    {RuntimeEvent::GcEnd, "ruby", "gc__sweep__end", "", false, "sweep"},
+    {RuntimeEvent::MethodEntry, "ruby", "method__entry", kCall, true},
+    {RuntimeEvent::MethodReturn, "ruby", "method__return", kCall, true},
+    {RuntimeEvent::MethodEntry, "ruby", "cmethod__entry", kCall, true},
+    {RuntimeEvent::MethodReturn, "ruby", "cmethod__return", kCall, true},
+    // class name, file, line
+    {RuntimeEvent::ObjectNew, "ruby", "object__create", R"("%s %s:%d", arg1, arg2, arg3)", true},
+    {RuntimeEvent::Exception, "ruby", "raise", R"("%s %s:%d", arg1, arg2, arg3)"},
+};
+
+// libruby-3.1.so.3.1, libruby.so.3.1; a ruby built with its library inside: ruby3.1, ruby
+bool is_ruby(std::string_view file) {
+  return file.starts_with("libruby") || file == "ruby" || file.starts_with("ruby3.") ||
+         file.starts_with("ruby2.");
+}
+
+}  // namespace ruby_runtime_probes
+
+const Runtime& ruby_runtime() {
+  using namespace ruby_runtime_probes;
+  static const Runtime r{
+      .name = "ruby",
+      .title = "Ruby (CRuby)",
+      .carries_probes = is_ruby,
+      .carrier = "libruby",
+      .provider = "ruby",
+      .probes = kProbes,
+      .without_probes =
+          "this Ruby was built without DTrace probes (configure --enable-dtrace; rbenv and "
+          "ruby-build leave them out); Debian's ruby3.1 has them",
+      .per_call_needs = "",
+  };
+  return r;
+}
+
+}  // namespace uscope

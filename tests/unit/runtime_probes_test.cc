@@ -1,0 +1,141 @@
+// The runtime descriptions (plan/runtime.h) and gc's pairing model: each runtime's probes are the
+// ones its Debian build carries (readelf -n is the other reader), its files are told by name, and
+// collections pair up per thread and phase with every unpaired probe counted.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <set>
+
+#include "model/runtime_gc.h"
+#include "plan/runtime.h"
+
+namespace uscope {
+namespace {
+
+// "provider:name" of every stapsdt note readelf -n prints for `path`.
+std::set<std::string> readelf_probes(const std::string& path) {
+  std::set<std::string> out;
+  std::string cmd = "readelf -n --wide '" + path + "' 2>/dev/null";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return out;
+  char line[4096];
+  std::string provider;
+  while (fgets(line, sizeof line, p)) {
+    std::string l(line);
+    if (auto at = l.find("Provider: "); at != std::string::npos) {
+      provider = l.substr(at + 10);
+      provider.erase(provider.find_last_not_of(" \n") + 1);
+    } else if (auto n = l.find("Name: "); n != std::string::npos && !provider.empty()) {
+      std::string name = l.substr(n + 6);
+      name.erase(name.find_last_not_of(" \n") + 1);
+      out.insert(provider + ":" + name);
+      provider.clear();
+    }
+  }
+  pclose(p);
+  return out;
+}
+
+struct Carrier {
+  const Runtime& runtime;
+  std::string path;  // Debian's file that carries its probes
+};
+
+TEST(runtime_probes, every_probe_named_is_in_the_debian_build) {
+  const Carrier carriers[] = {
+      {java_runtime(), "/usr/lib/jvm/java-17-openjdk-amd64/lib/server/libjvm.so"},
+      {python_runtime(), "/usr/bin/python3.11"},
+      {ruby_runtime(), "/usr/lib/x86_64-linux-gnu/libruby-3.1.so.3.1"},
+      {php_runtime(), "/usr/bin/php8.2"},
+  };
+  for (const auto& c : carriers) {
+    const auto notes = readelf_probes(c.path);
+    ASSERT_FALSE(notes.empty()) << c.path << ": readelf shows no stapsdt note";
+    EXPECT_TRUE(c.runtime.carries_probes(c.path.substr(c.path.rfind('/') + 1))) << c.path;
+    for (const RuntimeProbe& p : c.runtime.probes) {
+      EXPECT_EQ(p.provider, c.runtime.provider);
+      EXPECT_TRUE(notes.contains(std::string(p.provider) + ":" + std::string(p.name)))
+          << c.path << " has no " << p.provider << ":" << p.name;
+    }
+  }
+}
+
+TEST(runtime_probes, runtimes_are_told_by_their_files_names) {
+  const std::string files[] = {"/usr/lib/x86_64-linux-gnu/libc.so.6",
+                               "/usr/bin/ruby3.1",
+                               "/usr/lib/x86_64-linux-gnu/libruby-3.1.so.3.1",
+                               "/usr/lib/x86_64-linux-gnu/libpython3.11.so.1.0",
+                               "/usr/bin/python3.11d",
+                               "/usr/bin/python3-config",
+                               "/usr/lib/jvm/java-17-openjdk-amd64/lib/server/libjvm.so",
+                               "/usr/sbin/php-fpm8.2"};
+  using V = std::vector<std::string>;
+  EXPECT_EQ(runtime_carriers(ruby_runtime(), files),
+            (V{"/usr/bin/ruby3.1", "/usr/lib/x86_64-linux-gnu/libruby-3.1.so.3.1"}));
+  EXPECT_EQ(runtime_carriers(python_runtime(), files),
+            (V{"/usr/lib/x86_64-linux-gnu/libpython3.11.so.1.0", "/usr/bin/python3.11d"}));
+  EXPECT_EQ(runtime_carriers(java_runtime(), files),
+            (V{"/usr/lib/jvm/java-17-openjdk-amd64/lib/server/libjvm.so"}));
+  EXPECT_EQ(runtime_carriers(php_runtime(), files), (V{"/usr/sbin/php-fpm8.2"}));
+  // Detection's order: a process that maps several runtimes' files is taken as the first's.
+  ASSERT_EQ(runtimes().size(), 4u);
+  EXPECT_EQ(runtimes()[0]->name, "java");
+}
+
+TEST(runtime_probes, only_the_probes_that_slow_every_call_are_per_call) {
+  for (const Runtime* r : runtimes())
+    for (const RuntimeProbe& p : r->probes) {
+      const bool every_call = p.event == RuntimeEvent::MethodEntry ||
+                              p.event == RuntimeEvent::MethodReturn ||
+                              p.event == RuntimeEvent::ObjectNew;
+      if (every_call) {
+        EXPECT_TRUE(p.per_call) << r->name << " " << p.name;
+      }
+      if (p.event == RuntimeEvent::GcBegin || p.event == RuntimeEvent::GcEnd) {
+        EXPECT_FALSE(p.per_call) << r->name << " " << p.name;
+      }
+    }
+}
+
+TEST(runtime_gc, collections_pair_per_thread_and_phase) {
+  GcPairing g;
+  g.begin(1, 10, "", 100, "generation 2");
+  g.begin(1, 11, "", 150, "generation 0");  // another thread's, meanwhile
+  auto young = g.end(1, 11, "", 160, "3 collected");
+  ASSERT_TRUE(young);
+  EXPECT_EQ(young->kind, "generation 0");
+  EXPECT_EQ(young->said, "3 collected");
+  EXPECT_EQ(young->duration_ns(), 10u);
+  auto old = g.end(1, 10, "", 400, "");
+  ASSERT_TRUE(old);
+  EXPECT_EQ(old->duration_ns(), 300u);
+  // Ruby's phases nest on one thread: a sweep inside a mark.
+  g.begin(2, 20, "mark", 1000, "");
+  g.begin(2, 20, "sweep", 1100, "");
+  auto sweep = g.end(2, 20, "sweep", 1150, "");
+  auto mark = g.end(2, 20, "mark", 1300, "");
+  ASSERT_TRUE(sweep && mark);
+  EXPECT_EQ(sweep->kind, "sweep");
+  EXPECT_EQ(mark->duration_ns(), 300u);
+  EXPECT_EQ(g.collections(), 4u);
+  EXPECT_EQ(g.totals().at("generation 2").total_ns, 300u);
+  EXPECT_EQ(g.totals().at("mark").max_ns, 300u);
+}
+
+TEST(runtime_gc, what_cannot_be_paired_is_counted_not_guessed) {
+  GcPairing g;
+  EXPECT_FALSE(g.end(1, 10, "", 50, ""));  // begun before the probes went in
+  g.begin(1, 10, "", 100, "full");
+  g.begin(1, 10, "", 200, "full");  // its end lost: replaced
+  g.begin(1, 12, "", 300, "full");  // still running at the stop
+  auto c = g.end(1, 10, "", 250, "");
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->duration_ns(), 50u);
+  EXPECT_EQ(g.unmatched_ends(), 1u);
+  EXPECT_EQ(g.unmatched_begins(), 1u);
+  EXPECT_EQ(g.open(), 1u);
+  EXPECT_EQ(g.collections(), 1u);
+}
+
+}  // namespace
+}  // namespace uscope
