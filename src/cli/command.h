@@ -27,6 +27,7 @@ void add_http_command(CLI::App& app, Run& run);
 void add_tls_command(CLI::App& app, Run& run);
 void add_stat_command(CLI::App& app, Run& run);
 void add_gc_command(CLI::App& app, Run& run);
+void add_threads_command(CLI::App& app, Run& run);
 void add_dump_command(CLI::App& app, Run& run);
 void add_agent_command(CLI::App& app, Run& run);
 

@@ -70,6 +70,7 @@ int main(int argc, char** argv) {
   add_tls_command(app, run);
   add_stat_command(app, run);
   add_gc_command(app, run);
+  add_threads_command(app, run);
   add_dump_command(app, run);
   add_agent_command(app, run);
   try {

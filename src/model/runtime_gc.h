@@ -15,9 +15,9 @@ namespace uscope {
 struct GcCollection {
   uint32_t pid = 0;
   uint32_t tid = 0;
-  std::string phase;  // "" for a whole collection; "mark", "sweep" for a runtime's phases
-  std::string kind;   // what the begin probe said ("generation 2", "full"), or the phase
-  std::string said;   // what the end probe said ("14 collected"); "" when nothing
+  std::string phase;      // "" for a whole collection; "mark", "sweep" for a runtime's phases
+  std::string kind;       // what the begin probe said ("generation 2", "full"), or the phase
+  std::string said;       // what the end probe said ("14 collected"); "" when nothing
   uint64_t begin_ns = 0;  // CLOCK_MONOTONIC
   uint64_t end_ns = 0;
   uint64_t duration_ns() const { return end_ns - begin_ns; }
@@ -36,8 +36,8 @@ class GcPairing {
   void begin(uint32_t pid, uint32_t tid, const std::string& phase, uint64_t ns, std::string kind);
   // An end: the collection it closes, added to the totals; nullopt for an end whose begin was not
   // seen (the collection had begun before the probes went in), counted.
-  std::optional<GcCollection> end(uint32_t pid, uint32_t tid, const std::string& phase,
-                                  uint64_t ns, std::string said);
+  std::optional<GcCollection> end(uint32_t pid, uint32_t tid, const std::string& phase, uint64_t ns,
+                                  std::string said);
 
   // By kind, in name order.
   const std::map<std::string, GcKindTotal>& totals() const { return totals_; }

@@ -39,7 +39,8 @@ struct RuntimeProbe {
   std::string_view provider;
   std::string_view name;
   // The trace spec's message and arguments after the probe (`"%d", arg1`): what is read at each
-  // hit; "" reads nothing.
+  // hit; "" reads nothing. A ThreadStart or ThreadEnd probe reads, in this order, the thread's
+  // name, the runtime's id for it, its native (kernel) id and whether it is a daemon.
   std::string_view message;
   // It fires at every call or allocation of the program: enabled only when the user asks, saying
   // what it costs (plan/runtimes' per-call figures).

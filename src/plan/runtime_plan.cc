@@ -60,7 +60,8 @@ std::string known_runtimes() {
 
 std::string event_names(std::span<const RuntimeEvent> events) {
   std::string s;
-  for (RuntimeEvent e : events) s += fmt::format("{}{}", s.empty() ? "" : ", ", runtime_event_name(e));
+  for (RuntimeEvent e : events)
+    s += fmt::format("{}{}", s.empty() ? "" : ", ", runtime_event_name(e));
   return s;
 }
 

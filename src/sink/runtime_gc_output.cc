@@ -11,10 +11,14 @@
 
 namespace uscope {
 
-namespace {
+int64_t realtime_minus_monotonic_ns() {
+  timespec rt{}, mono{};
+  clock_gettime(CLOCK_REALTIME, &rt);
+  clock_gettime(CLOCK_MONOTONIC, &mono);
+  return (rt.tv_sec - mono.tv_sec) * 1'000'000'000LL + (rt.tv_nsec - mono.tv_nsec);
+}
 
-// HH:MM:SS.mmm of a CLOCK_REALTIME time in nanoseconds, local time.
-std::string clock_text(int64_t unix_ns) {
+std::string local_clock_text(int64_t unix_ns) {
   const time_t s = static_cast<time_t>(unix_ns / 1'000'000'000);
   tm local{};
   localtime_r(&s, &local);
@@ -22,18 +26,11 @@ std::string clock_text(int64_t unix_ns) {
                      (unix_ns / 1'000'000) % 1000);
 }
 
-}  // namespace
-
-GcOutput::GcOutput(const RuntimePlan& plan, OutputFormat format, OutputBuffer& out,
-                   uint64_t min_ns)
+GcOutput::GcOutput(const RuntimePlan& plan, OutputFormat format, OutputBuffer& out, uint64_t min_ns)
     : plan_(plan), json_(format == OutputFormat::Json), out_(out), min_ns_(min_ns) {}
 
 void GcOutput::header() {
-  timespec rt{}, mono{};
-  clock_gettime(CLOCK_REALTIME, &rt);
-  clock_gettime(CLOCK_MONOTONIC, &mono);
-  realtime_minus_monotonic_ns_ =
-      (rt.tv_sec - mono.tv_sec) * 1'000'000'000LL + (rt.tv_nsec - mono.tv_nsec);
+  realtime_minus_monotonic_ns_ = realtime_minus_monotonic_ns();
   if (!json_)
     out_.append(fmt::format("{:<12}  {:>7}  {:>7}  {:>10}  {:<16}  {}\n", "TIME", "PID", "TID",
                             "DURATION", "KIND", "SAID"));
@@ -45,7 +42,7 @@ bool GcOutput::event(const DecodedEvent& ev, const EventStacks&) {
   ++events_;
   const RuntimeProbe& p = *plan_.probe_of[id];
   const std::span<const DecodedValue> values(ev.values.data(), ev.n_values);
-  std::string says = p.says ? p.says(values)
+  std::string says = p.says              ? p.says(values)
                      : p.message.empty() ? ""
                                          : format_message(plan_.trace.probes[id], values);
   const std::string phase(p.phase);
@@ -65,16 +62,16 @@ void GcOutput::line(const GcCollection& c) {
   }
   const int64_t unix_ns = static_cast<int64_t>(c.begin_ns) + realtime_minus_monotonic_ns_;
   if (json_) {
-    nlohmann::json j = {{"time_unix_ns", unix_ns}, {"pid", c.pid},
-                        {"tid", c.tid},            {"duration_ns", c.duration_ns()},
-                        {"kind", c.kind},          {"runtime", plan_.runtime->name}};
+    nlohmann::json j = {
+        {"time_unix_ns", unix_ns},        {"pid", c.pid},   {"tid", c.tid},
+        {"duration_ns", c.duration_ns()}, {"kind", c.kind}, {"runtime", plan_.runtime->name}};
     if (!c.phase.empty()) j["phase"] = c.phase;
     if (!c.said.empty()) j["said"] = c.said;
     out_.append(j.dump() + "\n");
     return;
   }
-  out_.append(fmt::format("{:<12}  {:>7}  {:>7}  {:>10}  {:<16}  {}\n", clock_text(unix_ns), c.pid,
-                          c.tid, duration_text(c.duration_ns()), c.kind, c.said));
+  out_.append(fmt::format("{:<12}  {:>7}  {:>7}  {:>10}  {:<16}  {}\n", local_clock_text(unix_ns),
+                          c.pid, c.tid, duration_text(c.duration_ns()), c.kind, c.said));
 }
 
 uint64_t GcOutput::events_in(std::string_view bytes) const {
@@ -112,7 +109,8 @@ std::string GcOutput::summary(const TraceTotals& t, std::string_view stop) const
   if (shorter_) s += fmt::format(", {} shorter than -m not shown", shorter_);
   s += "\n";
   for (const auto& [kind, k] : p.totals())
-    s += fmt::format("  {:<16} {:>6} times, {} in all, {} on average, {} at most\n", kind, k.count, duration_text(k.total_ns), duration_text(k.total_ns / k.count),
+    s += fmt::format("  {:<16} {:>6} times, {} in all, {} on average, {} at most\n", kind, k.count,
+                     duration_text(k.total_ns), duration_text(k.total_ns / k.count),
                      duration_text(k.max_ns));
   std::string lost;
   auto add = [&](uint64_t n, std::string_view what) {

@@ -15,7 +15,13 @@
 
 namespace uscope {
 
-class GcOutput : public EventSink {
+// CLOCK_REALTIME minus CLOCK_MONOTONIC now: a probe's time (bpf_ktime_get_ns) plus this is a wall
+// time.
+int64_t realtime_minus_monotonic_ns();
+// HH:MM:SS.mmm, local time, of a wall time in nanoseconds since the epoch.
+std::string local_clock_text(int64_t unix_ns);
+
+class GcOutput : public SummarizingSink {
  public:
   GcOutput(const RuntimePlan& plan, OutputFormat format, OutputBuffer& out, uint64_t min_ns = 0);
   void header() override;
@@ -26,8 +32,7 @@ class GcOutput : public EventSink {
 
   const GcPairing& pairing() const { return pairing_; }
   uint64_t shorter() const { return shorter_; }  // under -m: counted, not shown
-  // The totals and losses: text for stderr, or the JSON Lines summary object.
-  std::string summary(const TraceTotals& t, std::string_view stop) const;
+  std::string summary(const TraceTotals& t, std::string_view stop) const override;
 
  private:
   void line(const GcCollection& c);

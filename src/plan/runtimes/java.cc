@@ -31,7 +31,9 @@ constexpr RuntimeProbe kProbes[] = {
      true},
 };
 
-bool is_libjvm(std::string_view file) { return file == "libjvm.so"; }
+bool is_libjvm(std::string_view file) {
+  return file == "libjvm.so";
+}
 
 }  // namespace java_runtime_probes
 

@@ -1,0 +1,52 @@
+#include "cli/runtime_tool.h"
+
+#include <fmt/core.h>
+
+#include <chrono>
+
+#include "cli/trace_job.h"
+#include "sink/overhead_output.h"
+
+namespace uscope::cli {
+
+namespace {
+constexpr auto kSummaryFlush = std::chrono::milliseconds(10);
+}  // namespace
+
+int run_runtime_tool(const SessionOptions& so, const std::string& runtime,
+                     std::span<const RuntimeEvent> events, std::string_view tool,
+                     std::string_view watching, const RuntimeSinkMaker& make_sink) {
+  if (!so.pid && so.command.empty())
+    return report_error(fmt::format("uscope {} needs a program: -p PID or -c 'COMMAND'", tool),
+                        kExitUsage);
+  auto output = open_output(so.output);
+  if (!output) return output.error();
+  auto session = Session::open(so);
+  if (!session) return report_error(session.error().message);
+  ObjectCache cache((*session)->context());
+  auto plan = plan_runtime(cache, (*session)->context(), runtime, events, tool);
+  if (!plan) return report_error(plan.error().message);
+  if (so.verbose) print_sites(plan->trace.sites, plan->trace.skipped);
+
+  OutputBuffer out(output->fd());
+  std::unique_ptr<SummarizingSink> sink = make_sink(*plan, output->format, out);
+  TraceJob job(**session, so, plan->trace, {}, *sink, out);
+  if (auto r = job.start(); !r) return report_error(r.error().message);
+  fmt::print(stderr, "uscope: {} of {} ({}); Ctrl-C to stop\n", watching, plan->runtime->title,
+             plan->object);
+  StopReason why = (*session)->run(job.callbacks());
+  if (auto r = job.stop(why); !r) return report_error(r.error().message);
+  const Overhead overhead = *job.overhead();
+  const std::string summary = sink->summary(job.totals(), describe(why));
+  if (output->json()) {
+    out.append(summary);
+    if (!out.flush_until(std::chrono::steady_clock::now() + kSummaryFlush))
+      fmt::print(stderr, "uscope: the JSON summary could not be written to the output in time\n");
+  } else {
+    fmt::print(stderr, "{}", summary);
+  }
+  fmt::print(stderr, "uscope: {}\n", overhead_summary(overhead));
+  return kExitOk;
+}
+
+}  // namespace uscope::cli

@@ -1,0 +1,27 @@
+#pragma once
+// What the runtime tools (gc, threads) share: the runtime's probes of their events planned
+// (plan/runtime.h), run by the trace job into the tool's sink, and the sink's summary written
+// once the session ends.
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "cli/session.h"
+#include "plan/runtime.h"
+#include "sink/event_sink.h"
+#include "util/output_buffer.h"
+
+namespace uscope::cli {
+
+using RuntimeSinkMaker = std::function<std::unique_ptr<SummarizingSink>(
+    const RuntimePlan& plan, OutputFormat format, OutputBuffer& out)>;
+
+// `tool` is the command's name; `watching` ends the line said once the probes are in ("the
+// collections"). The exit code.
+int run_runtime_tool(const SessionOptions& so, const std::string& runtime,
+                     std::span<const RuntimeEvent> events, std::string_view tool,
+                     std::string_view watching, const RuntimeSinkMaker& make_sink);
+
+}  // namespace uscope::cli

@@ -1,0 +1,104 @@
+#include "sink/runtime_threads_output.h"
+
+#include <fmt/core.h>
+#include <time.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "sink/runtime_gc_output.h"
+
+namespace uscope {
+
+ThreadsOutput::ThreadsOutput(const RuntimePlan& plan, OutputFormat format, OutputBuffer& out)
+    : plan_(plan), json_(format == OutputFormat::Json), out_(out) {}
+
+void ThreadsOutput::header() {
+  realtime_minus_monotonic_ns_ = realtime_minus_monotonic_ns();
+  if (!json_)
+    out_.append(fmt::format("{:<12}  {:>7}  {:>7}  {:<5}  {:>8}  {:<6}  {}\n", "TIME", "PID", "TID",
+                            "EVENT", "ID", "DAEMON", "NAME"));
+}
+
+bool ThreadsOutput::event(const DecodedEvent& ev, const EventStacks&) {
+  const uint32_t id = ev.header.probe_id;
+  if (id >= plan_.probe_of.size() || ev.n_values < 4) return false;
+  ++events_;
+  const bool start = plan_.probe_of[id]->event == RuntimeEvent::ThreadStart;
+  RuntimeThread t;
+  t.name = ev.values[0].text;
+  t.id = static_cast<int64_t>(ev.values[1].number);
+  t.native = static_cast<uint32_t>(ev.values[2].number);
+  t.daemon = ev.values[3].number != 0;
+  if (start)
+    ledger_.started(t);
+  else
+    ledger_.ended(t);
+  const int64_t unix_ns = static_cast<int64_t>(ev.header.ts) + realtime_minus_monotonic_ns_;
+  if (json_) {
+    nlohmann::json j = {{"time_unix_ns", unix_ns}, {"pid", ev.header.tgid},
+                        {"tid", t.native},         {"event", start ? "start" : "end"},
+                        {"name", t.name},          {"id", t.id},
+                        {"daemon", t.daemon},      {"runtime", plan_.runtime->name}};
+    out_.append(j.dump() + "\n");
+  } else {
+    out_.append(fmt::format("{:<12}  {:>7}  {:>7}  {:<5}  {:>8}  {:<6}  {}\n",
+                            local_clock_text(unix_ns), ev.header.tgid, t.native,
+                            start ? "start" : "end", t.id, t.daemon ? "yes" : "no", t.name));
+  }
+  return true;
+}
+
+uint64_t ThreadsOutput::events_in(std::string_view bytes) const {
+  return static_cast<uint64_t>(std::count(bytes.begin(), bytes.end(), '\n'));
+}
+
+std::string ThreadsOutput::summary(const TraceTotals& t, std::string_view stop) const {
+  const ThreadLedger& l = ledger_;
+  if (json_) {
+    nlohmann::json running = nlohmann::json::array();
+    for (const auto& [native, th] : l.running())
+      running.push_back({{"tid", native}, {"name", th.name}, {"id", th.id}});
+    nlohmann::json j = {{"summary",
+                         {{"stop", stop},
+                          {"runtime", plan_.runtime->name},
+                          {"started", l.starts()},
+                          {"ended", l.ends()},
+                          {"ended_started_before", l.ends_of_older_threads()},
+                          {"running_at_stop", running},
+                          {"losses",
+                           {{"ring_full", t.lost},
+                            {"malformed", t.malformed},
+                            {"unreadable", t.read_errors},
+                            {"truncated_names", t.truncated},
+                            {"not_written", t.output_dropped}}}}}};
+    return j.dump() + "\n";
+  }
+  std::string s = fmt::format("uscope: {}; {} thread(s) of {} started, {} ended", stop, l.starts(),
+                              plan_.runtime->title, l.ends());
+  if (l.ends_of_older_threads())
+    s += fmt::format(" ({} of them started before uscope watched)", l.ends_of_older_threads());
+  s += "\n";
+  if (!l.running().empty()) {
+    s += fmt::format("  still running, of those started: {}", l.running().size());
+    size_t shown = 0;
+    for (const auto& [native, th] : l.running()) {
+      if (++shown > 10) break;
+      s += fmt::format("{} {} ({})", shown == 1 ? ":" : ",", th.name, native);
+    }
+    s += "\n";
+  }
+  std::string lost;
+  auto add = [&](uint64_t n, std::string_view what) {
+    if (n) lost += fmt::format("{}{} {}", lost.empty() ? "" : ", ", n, what);
+  };
+  add(t.lost, "events lost (ring buffer full)");
+  add(t.malformed, "events malformed");
+  add(t.read_errors, "events with unreadable memory");
+  add(t.truncated, "names cut short");
+  add(t.output_dropped, "events not written (output too slow at the stop)");
+  if (!lost.empty()) s += "uscope: " + lost + "\n";
+  return s;
+}
+
+}  // namespace uscope
