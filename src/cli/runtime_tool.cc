@@ -23,28 +23,40 @@ int run_runtime_tool(const SessionOptions& so, const std::string& runtime,
   if (!output) return output.error();
   auto session = Session::open(so);
   if (!session) return report_error(session.error().message);
-  ObjectCache cache((*session)->context());
-  auto plan = plan_runtime(cache, (*session)->context(), runtime, events, tool);
+  return run_runtime_session(**session, *output, so, runtime, events, tool, watching, make_sink);
+}
+
+int run_runtime_session(Session& session, const CommandOutput& output, const SessionOptions& so,
+                        const std::string& runtime, std::span<const RuntimeEvent> events,
+                        std::string_view tool, std::string_view watching,
+                        const RuntimeSinkMaker& make_sink) {
+  ObjectCache cache(session.context());
+  auto plan = plan_runtime(cache, session.context(), runtime, events, tool, {}, false);
   if (!plan) return report_error(plan.error().message);
   if (so.verbose) print_sites(plan->trace.sites, plan->trace.skipped);
 
-  OutputBuffer out(output->fd());
-  std::unique_ptr<SummarizingSink> sink = make_sink(*plan, output->format, out);
-  TraceJob job(**session, so, plan->trace, {}, *sink, out);
+  OutputBuffer out(output.fd());
+  std::unique_ptr<SummarizingSink> sink = make_sink(*plan, output.format, out);
+  TraceJob job(session, so, plan->trace, {}, *sink, out);
   if (auto r = job.start(); !r) return report_error(r.error().message);
   fmt::print(stderr, "uscope: {} of {} ({}); Ctrl-C to stop\n", watching, plan->runtime->title,
              plan->object);
-  StopReason why = (*session)->run(job.callbacks());
+  EventLoop::Callbacks cb = job.callbacks();
+  if (so.interval_s > 0)
+    cb.interval = [&] {
+      while (cb.drain()) {
+      }
+      sink->interval();
+    };
+  StopReason why = session.run(cb);
   if (auto r = job.stop(why); !r) return report_error(r.error().message);
+  if (so.interval_s > 0) sink->interval();  // the last, partial one
   const Overhead overhead = *job.overhead();
   const std::string summary = sink->summary(job.totals(), describe(why));
-  if (output->json()) {
-    out.append(summary);
-    if (!out.flush_until(std::chrono::steady_clock::now() + kSummaryFlush))
-      fmt::print(stderr, "uscope: the JSON summary could not be written to the output in time\n");
-  } else {
-    fmt::print(stderr, "{}", summary);
-  }
+  if (output.json()) out.append(summary);
+  if (!out.flush_until(std::chrono::steady_clock::now() + kSummaryFlush))
+    fmt::print(stderr, "uscope: the last lines could not be written to the output in time\n");
+  if (!output.json()) fmt::print(stderr, "{}", summary);
   fmt::print(stderr, "uscope: {}\n", overhead_summary(overhead));
   return kExitOk;
 }

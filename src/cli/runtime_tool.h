@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "cli/output_options.h"
 #include "cli/session.h"
 #include "plan/runtime.h"
 #include "sink/event_sink.h"
@@ -23,5 +24,11 @@ using RuntimeSinkMaker = std::function<std::unique_ptr<SummarizingSink>(
 int run_runtime_tool(const SessionOptions& so, const std::string& runtime,
                      std::span<const RuntimeEvent> events, std::string_view tool,
                      std::string_view watching, const RuntimeSinkMaker& make_sink);
+// The same on a session and output already open (stat, once it knows the target is no Go
+// program).
+int run_runtime_session(Session& session, const CommandOutput& output, const SessionOptions& so,
+                        const std::string& runtime, std::span<const RuntimeEvent> events,
+                        std::string_view tool, std::string_view watching,
+                        const RuntimeSinkMaker& make_sink);
 
 }  // namespace uscope::cli

@@ -12,8 +12,10 @@
 
 #include "cli/command.h"
 #include "cli/go_stat_job.h"
+#include "cli/runtime_tool.h"
 #include "cli/session.h"
 #include "sink/go_stat_output.h"
+#include "sink/runtime_stat_output.h"
 #include "util/output_buffer.h"
 
 namespace uscope::cli {
@@ -23,7 +25,13 @@ namespace {
 struct StatOptions {
   SessionOptions session;
   bool no_move = false;
+  std::string runtime;  // -l: a managed runtime's stat
 };
+
+// What stat reads of a managed runtime: its cheap probes (none that fires at every call).
+constexpr RuntimeEvent kRuntimeStatEvents[] = {RuntimeEvent::GcBegin,     RuntimeEvent::GcEnd,
+                                               RuntimeEvent::ThreadStart, RuntimeEvent::ThreadEnd,
+                                               RuntimeEvent::ClassLoad,   RuntimeEvent::Exception};
 
 std::string clock_now() {
   std::time_t t = std::time(nullptr);
@@ -34,12 +42,20 @@ std::string clock_now() {
 
 int run_stat(const StatOptions& o) {
   if (!o.session.pid && o.session.command.empty())
-    return report_error("uscope stat needs a Go program: -p PID or -c 'COMMAND'", kExitUsage);
+    return report_error("uscope stat needs a program: -p PID or -c 'COMMAND'", kExitUsage);
   auto output = open_output(o.session.output);
   if (!output) return output.error();
   auto session = Session::open(o.session);
   if (!session) return report_error(session.error().message);
   ObjectCache cache((*session)->context());
+  // A program that is no Go: its runtime's own probes (Java, Python, Ruby), as bcc's ustat.
+  auto main_object = cache.get("");
+  if (!o.runtime.empty() || (main_object && !(*main_object)->is_go))
+    return run_runtime_session(**session, *output, o.session, o.runtime, kRuntimeStatEvents, "stat",
+                               "the collections, threads, classes and exceptions",
+                               [](const RuntimePlan& plan, OutputFormat format, OutputBuffer& out) {
+                                 return std::make_unique<RuntimeStatOutput>(plan, format, out);
+                               });
   auto job = GoStatJob::attach(**session, cache, !o.no_move, !o.session.no_multi);
   if (!job) return report_error(job.error().message);
   const GoStatPlan& plan = (*job)->plan();
@@ -113,6 +129,8 @@ constexpr const char* kStatExamples = R"(Examples:
       every 5 seconds for a minute
   uscope stat -c ./goapp --json
       a command, as JSON Lines
+  uscope stat -p JAVA_OR_PYTHON_OR_RUBY_PID
+      a managed runtime's collections, GC time, threads, classes and exceptions each second
 
 Reference: docs/stat.md)";
 
@@ -120,14 +138,20 @@ void add_stat_command(CLI::App& app, Run& run) {
   auto opts = std::make_shared<StatOptions>();
   opts->session.interval_s = 1;
   auto* cmd = app.add_subcommand(
-      "stat", "A Go program's runtime per second: goroutines, GC cycles, stop-the-world pauses");
+      "stat",
+      "A Go, Java, Python or Ruby program's runtime per second: GC cycles and pauses, "
+      "goroutines or threads, classes, exceptions");
   add_session_options(cmd, opts->session, true, false);
   cmd->add_flag("--no-move", opts->no_move, "Always probe a function's first instruction");
+  cmd->add_option("-l,--language", opts->runtime,
+                  "The managed runtime: java, python, ruby (detected when the program is no Go)");
   cmd->footer(
       "Probes (entry uprobes only): runtime.newproc1 (created), runtime.goexit0 (exited), "
       "runtime.gcMarkTermination (GC cycles), runtime.stopTheWorldWithSema to "
       "startTheWorldWithSema (a stop-the-world pause). GOROUTINES is runtime.NumGoroutine()'s "
-      "count, read from the program's memory each interval (needs its symbol table).");
+      "count, read from the program's memory each interval (needs its symbol table). Java, "
+      "Python and Ruby: the runtime's own USDT probes of collections, threads, classes loaded "
+      "and exceptions (none that fires at every call).");
   add_examples(cmd, kStatExamples);
   cmd->callback([&run, opts] { run = [opts] { return run_stat(*opts); }; });
 }

@@ -29,7 +29,7 @@ constexpr const char* kThreadsExamples = R"(Examples:
   uscope threads -p PID
       each thread a Java process starts and ends, with its name and ids, until Ctrl-C
   uscope threads -d 30 --format json -p PID
-      30 seconds of them as JSON Lines, then the totals and the threads still running
+      30 seconds of them as JSON Lines, then the totals and the threads not seen ending
 
 Reference: docs/threads.md)";
 

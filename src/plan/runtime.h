@@ -87,10 +87,11 @@ struct RuntimePlan {
 // launcher's libjvm.so), or the one `forced` names (-l), and the probes of `events` in it, planned
 // with `opts`. Errors name what was wrong and what would work: no runtime uscope knows (and the
 // ones it does), a runtime built without probes, a runtime whose probes mark none of `events`
-// (`tool` names the command).
+// (`tool` names the command). Per-call probes (RuntimeProbe::per_call) only with `per_call`.
 Result<RuntimePlan> plan_runtime(ObjectCache& cache, const TargetContext& ctx,
                                  const std::string& forced, std::span<const RuntimeEvent> events,
-                                 std::string_view tool, const TraceOptions& opts = {});
+                                 std::string_view tool, const TraceOptions& opts = {},
+                                 bool per_call = false);
 
 // The files among `paths` (a process's mapped objects, or a command's program and its libraries)
 // named as `r`'s probes' carrier, in their order.

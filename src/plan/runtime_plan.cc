@@ -107,7 +107,7 @@ std::vector<std::string> runtime_carriers(const Runtime& r, std::span<const std:
 
 Result<RuntimePlan> plan_runtime(ObjectCache& cache, const TargetContext& ctx,
                                  const std::string& forced, std::span<const RuntimeEvent> events,
-                                 std::string_view tool, const TraceOptions& opts) {
+                                 std::string_view tool, const TraceOptions& opts, bool per_call) {
   std::vector<std::string> files;
   std::string who;
   if (ctx.process) {
@@ -138,9 +138,10 @@ Result<RuntimePlan> plan_runtime(ObjectCache& cache, const TargetContext& ctx,
       }
     if (!plan.runtime)
       return fail(
-          "{} runs no runtime uscope {} knows: {}; for a Go program, uscope stat; -l NAME "
-          "names the runtime when its file has another name",
-          who, tool, known_runtimes());
+          "{} runs no runtime uscope {} knows: {}{}; -l NAME names the runtime when its file has "
+          "another name",
+          who, tool, known_runtimes(),
+          tool == "stat" ? ", and Go" : "; for a Go program, uscope stat");
   }
   const Runtime& rt = *plan.runtime;
   // The first of the runtime's files with its probes (ruby3.1 links libruby-3.1.so, which has
@@ -163,8 +164,13 @@ Result<RuntimePlan> plan_runtime(ObjectCache& cache, const TargetContext& ctx,
 
   std::vector<ProbeSpec> specs;
   std::vector<const RuntimeProbe*> wanted;
+  std::vector<std::string> skipped_per_call;
   for (const RuntimeProbe& p : rt.probes) {
     if (std::find(events.begin(), events.end(), p.event) == events.end()) continue;
+    if (p.per_call && !per_call) {
+      skipped_per_call.emplace_back(p.name);
+      continue;
+    }
     if (!present.contains(p.name)) continue;  // another version's probe
     const std::string text =
         fmt::format("u:{}:{}:{} {}", plan.object, p.provider, p.name, p.message);
@@ -173,6 +179,12 @@ Result<RuntimePlan> plan_runtime(ObjectCache& cache, const TargetContext& ctx,
     specs.push_back(std::move(*spec));
     wanted.push_back(&p);
   }
+  if (specs.empty() && !skipped_per_call.empty())
+    return fail(
+        "{}'s probes ({} in {}) that uscope {} would read ({}) fire only with {}, and slow every "
+        "call then: uscope {} does not turn them on",
+        rt.title, rt.provider, plan.object, tool, fmt::join(skipped_per_call, ", "),
+        rt.per_call_needs.empty() ? "a flag" : rt.per_call_needs, tool);
   if (specs.empty())
     return fail("{}'s probes ({} in {}) mark no {}: uscope {} has nothing to read in {}", rt.title,
                 rt.provider, plan.object, event_names(events), tool, who);

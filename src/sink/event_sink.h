@@ -39,6 +39,9 @@ class SummarizingSink : public EventSink {
   // The totals and every loss, `stop` saying why the session ended: text for stderr, or the
   // JSON Lines summary object for the output.
   virtual std::string summary(const TraceTotals& t, std::string_view stop) const = 0;
+  // At each -i, once every event so far has been taken: a tool that reports per interval
+  // writes its line.
+  virtual void interval() {}
 };
 
 }  // namespace uscope

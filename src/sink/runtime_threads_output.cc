@@ -65,7 +65,7 @@ std::string ThreadsOutput::summary(const TraceTotals& t, std::string_view stop) 
                           {"started", l.starts()},
                           {"ended", l.ends()},
                           {"ended_started_before", l.ends_of_older_threads()},
-                          {"running_at_stop", running},
+                          {"not_seen_ending", running},
                           {"losses",
                            {{"ring_full", t.lost},
                             {"malformed", t.malformed},
@@ -80,7 +80,9 @@ std::string ThreadsOutput::summary(const TraceTotals& t, std::string_view stop) 
     s += fmt::format(" ({} of them started before uscope watched)", l.ends_of_older_threads());
   s += "\n";
   if (!l.running().empty()) {
-    s += fmt::format("  still running, of those started: {}", l.running().size());
+    s += fmt::format(
+        "  started and not seen ending (running at the stop, or ended with the process): {}",
+        l.running().size());
     size_t shown = 0;
     for (const auto& [native, th] : l.running()) {
       if (++shown > 10) break;

@@ -161,11 +161,15 @@ TEST(go_stat, live_goroutines_of_a_stripped_program_are_what_it_counts) {
   expect_live_goroutines_exact(fixture("go/goparked_stripped"));
 }
 
-TEST(go_stat, a_program_that_is_not_go_is_refused) {
+// A program that is neither Go nor a managed runtime: what stat reads is named.
+TEST(go_stat, a_program_that_is_neither_go_nor_a_runtime_is_refused) {
   USCOPE_REQUIRE_ROOT();
   auto r = uscope({"stat", "-c", "/bin/true"});
-  EXPECT_NE(r.exit_code, 0);
-  EXPECT_NE(r.err.find("is not a Go program"), std::string::npos) << r.err;
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("/bin/true runs no runtime uscope stat knows: java (libjvm.so), python "
+                       "(python3.X or libpython3.X.so), ruby (libruby), php (php), and Go"),
+            std::string::npos)
+      << r.err;
   auto none = uscope({"stat"});
   EXPECT_NE(none.exit_code, 0);
   EXPECT_NE(none.err.find("-p PID or -c"), std::string::npos) << none.err;

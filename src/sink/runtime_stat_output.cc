@@ -1,0 +1,155 @@
+#include "sink/runtime_stat_output.h"
+
+#include <fmt/core.h>
+#include <time.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "sink/http_output.h"
+#include "sink/runtime_gc_output.h"
+
+namespace uscope {
+
+namespace {
+
+std::string wall_clock_now() {
+  timespec rt{};
+  clock_gettime(CLOCK_REALTIME, &rt);
+  return local_clock_text(rt.tv_sec * 1'000'000'000LL + rt.tv_nsec).substr(0, 8);
+}
+
+}  // namespace
+
+void RuntimeStatOutput::Tally::add(const Tally& o) {
+  gcs += o.gcs;
+  gc_ns += o.gc_ns;
+  threads_started += o.threads_started;
+  threads_ended += o.threads_ended;
+  classes += o.classes;
+  exceptions += o.exceptions;
+}
+
+RuntimeStatOutput::RuntimeStatOutput(const RuntimePlan& plan, OutputFormat format,
+                                     OutputBuffer& out)
+    : plan_(plan), json_(format == OutputFormat::Json), out_(out) {
+  // A runtime that marks phases counts a collection at its mark phase (Ruby marks once per
+  // collection, and sweeps lazily in several steps).
+  for (const RuntimeProbe* p : plan.probe_of)
+    if (p->event == RuntimeEvent::GcEnd && !p->phase.empty() && gc_unit_.empty())
+      gc_unit_ = std::string(p->phase);
+}
+
+bool RuntimeStatOutput::has(RuntimeEvent e) const {
+  return std::any_of(plan_.probe_of.begin(), plan_.probe_of.end(),
+                     [&](const RuntimeProbe* p) { return p->event == e; });
+}
+
+void RuntimeStatOutput::header() {
+  if (json_) return;
+  out_.append(fmt::format("{:<8}  {:>6}  {:>12}  {:>8}  {:>8}  {:>8}  {:>10}\n", "TIME", "GC",
+                          "GC-TIME", "THREADS+", "THREADS-", "CLASSES", "EXCEPTIONS"));
+}
+
+bool RuntimeStatOutput::event(const DecodedEvent& ev, const EventStacks&) {
+  const uint32_t id = ev.header.probe_id;
+  if (id >= plan_.probe_of.size()) return false;
+  ++events_;
+  const RuntimeProbe& p = *plan_.probe_of[id];
+  const std::string phase(p.phase);
+  switch (p.event) {
+    case RuntimeEvent::GcBegin:
+      gc_.begin(ev.header.tgid, ev.header.tid, phase, ev.header.ts, "");
+      break;
+    case RuntimeEvent::GcEnd:
+      if (auto c = gc_.end(ev.header.tgid, ev.header.tid, phase, ev.header.ts, "")) {
+        if (phase == gc_unit_) ++now_.gcs;
+        now_.gc_ns += c->duration_ns();
+      }
+      break;
+    case RuntimeEvent::ThreadStart:
+      ++now_.threads_started;
+      break;
+    case RuntimeEvent::ThreadEnd:
+      ++now_.threads_ended;
+      break;
+    case RuntimeEvent::ClassLoad:
+      ++now_.classes;
+      break;
+    case RuntimeEvent::Exception:
+      ++now_.exceptions;
+      break;
+    default:
+      break;
+  }
+  return true;
+}
+
+void RuntimeStatOutput::interval() {
+  ++intervals_;
+  const Tally t = now_;
+  total_.add(t);
+  now_ = {};
+  auto column = [&](RuntimeEvent e, uint64_t n) {
+    return has(e) ? std::to_string(n) : std::string("-");
+  };
+  if (json_) {
+    nlohmann::json j = {{"time", wall_clock_now()},
+                        {"runtime", plan_.runtime->name},
+                        {"gc", t.gcs},
+                        {"gc_ns", t.gc_ns}};
+    if (has(RuntimeEvent::ThreadStart)) j["threads_started"] = t.threads_started;
+    if (has(RuntimeEvent::ThreadEnd)) j["threads_ended"] = t.threads_ended;
+    if (has(RuntimeEvent::ClassLoad)) j["classes_loaded"] = t.classes;
+    if (has(RuntimeEvent::Exception)) j["exceptions"] = t.exceptions;
+    out_.append(j.dump() + "\n");
+    return;
+  }
+  out_.append(fmt::format(
+      "{:<8}  {:>6}  {:>12}  {:>8}  {:>8}  {:>8}  {:>10}\n", wall_clock_now(), t.gcs,
+      duration_text(t.gc_ns), column(RuntimeEvent::ThreadStart, t.threads_started),
+      column(RuntimeEvent::ThreadEnd, t.threads_ended), column(RuntimeEvent::ClassLoad, t.classes),
+      column(RuntimeEvent::Exception, t.exceptions)));
+}
+
+std::string RuntimeStatOutput::summary(const TraceTotals& t, std::string_view stop) const {
+  if (json_) {
+    nlohmann::json totals = {{"gc", total_.gcs}, {"gc_ns", total_.gc_ns}};
+    if (has(RuntimeEvent::ThreadStart)) totals["threads_started"] = total_.threads_started;
+    if (has(RuntimeEvent::ThreadEnd)) totals["threads_ended"] = total_.threads_ended;
+    if (has(RuntimeEvent::ClassLoad)) totals["classes_loaded"] = total_.classes;
+    if (has(RuntimeEvent::Exception)) totals["exceptions"] = total_.exceptions;
+    nlohmann::json j = {{"summary",
+                         {{"stop", stop},
+                          {"runtime", plan_.runtime->name},
+                          {"intervals", intervals_},
+                          {"totals", totals},
+                          {"losses",
+                           {{"ring_full", t.lost},
+                            {"malformed", t.malformed},
+                            {"gc_ends_without_begin", gc_.unmatched_ends()},
+                            {"gc_open_at_stop", gc_.open()}}}}}};
+    return j.dump() + "\n";
+  }
+  std::string s =
+      fmt::format("uscope stat: {}; {} over {} interval(s): {} collection(s) taking {}", stop,
+                  plan_.runtime->title, intervals_, total_.gcs, duration_text(total_.gc_ns));
+  if (has(RuntimeEvent::ThreadStart))
+    s += fmt::format(", {} thread(s) started, {} ended", total_.threads_started,
+                     total_.threads_ended);
+  if (has(RuntimeEvent::ClassLoad)) s += fmt::format(", {} class(es) loaded", total_.classes);
+  if (has(RuntimeEvent::Exception)) s += fmt::format(", {} exception(s)", total_.exceptions);
+  s += "\n";
+  std::string lost;
+  auto add = [&](uint64_t n, std::string_view what) {
+    if (n) lost += fmt::format("{}{} {}", lost.empty() ? "" : ", ", n, what);
+  };
+  add(t.lost, "events lost (ring buffer full)");
+  add(t.malformed, "events malformed");
+  add(gc_.unmatched_ends(), "collections begun before the probes (not counted)");
+  add(gc_.open(), "collections running at the stop (not counted)");
+  if (!lost.empty()) s += "uscope stat: incomplete: " + lost + "\n";
+  return s;
+}
+
+}  // namespace uscope
