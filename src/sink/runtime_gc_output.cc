@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sink/http_output.h"
+#include "sink/loss_list.h"
 #include "sink/trace_output.h"
 
 namespace uscope {
@@ -112,18 +113,15 @@ std::string GcOutput::summary(const TraceTotals& t, std::string_view stop) const
     s += fmt::format("  {:<16} {:>6} times, {} in all, {} on average, {} at most\n", kind, k.count,
                      duration_text(k.total_ns), duration_text(k.total_ns / k.count),
                      duration_text(k.max_ns));
-  std::string lost;
-  auto add = [&](uint64_t n, std::string_view what) {
-    if (n) lost += fmt::format("{}{} {}", lost.empty() ? "" : ", ", n, what);
-  };
-  add(t.lost, "events lost (ring buffer full)");
-  add(t.malformed, "events malformed");
-  add(t.read_errors, "events with unreadable memory");
-  add(p.unmatched_ends(), "ends whose begin came before the probes (not counted)");
-  add(p.unmatched_begins(), "begins without their end (replaced by the next)");
-  add(p.open(), "collections still running at the stop (not counted)");
-  add(t.output_dropped, "events not written (output too slow at the stop)");
-  if (!lost.empty()) s += "uscope: " + lost + "\n";
+  LossList lost;
+  lost.add(t.lost, "events lost (ring buffer full)");
+  lost.add(t.malformed, "events malformed");
+  lost.add(t.read_errors, "events with unreadable memory");
+  lost.add(p.unmatched_ends(), "ends whose begin came before the probes (not counted)");
+  lost.add(p.unmatched_begins(), "begins without their end (replaced by the next)");
+  lost.add(p.open(), "collections still running at the stop (not counted)");
+  lost.add(t.output_dropped, "events not written (output too slow at the stop)");
+  if (!lost.empty()) s += "uscope: " + lost.text() + "\n";
   return s;
 }
 

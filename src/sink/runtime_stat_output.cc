@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sink/http_output.h"
+#include "sink/loss_list.h"
 #include "sink/runtime_gc_output.h"
 
 namespace uscope {
@@ -127,6 +128,7 @@ std::string RuntimeStatOutput::summary(const TraceTotals& t, std::string_view st
                           {"losses",
                            {{"ring_full", t.lost},
                             {"malformed", t.malformed},
+                            {"unreadable", t.read_errors},
                             {"gc_ends_without_begin", gc_.unmatched_ends()},
                             {"gc_open_at_stop", gc_.open()}}}}}};
     return j.dump() + "\n";
@@ -140,15 +142,13 @@ std::string RuntimeStatOutput::summary(const TraceTotals& t, std::string_view st
   if (has(RuntimeEvent::ClassLoad)) s += fmt::format(", {} class(es) loaded", total_.classes);
   if (has(RuntimeEvent::Exception)) s += fmt::format(", {} exception(s)", total_.exceptions);
   s += "\n";
-  std::string lost;
-  auto add = [&](uint64_t n, std::string_view what) {
-    if (n) lost += fmt::format("{}{} {}", lost.empty() ? "" : ", ", n, what);
-  };
-  add(t.lost, "events lost (ring buffer full)");
-  add(t.malformed, "events malformed");
-  add(gc_.unmatched_ends(), "collections begun before the probes (not counted)");
-  add(gc_.open(), "collections running at the stop (not counted)");
-  if (!lost.empty()) s += "uscope stat: incomplete: " + lost + "\n";
+  LossList lost;
+  lost.add(t.lost, "events lost (ring buffer full)");
+  lost.add(t.malformed, "events malformed");
+  lost.add(t.read_errors, "events with unreadable memory");
+  lost.add(gc_.unmatched_ends(), "collections begun before the probes (not counted)");
+  lost.add(gc_.open(), "collections running at the stop (not counted)");
+  if (!lost.empty()) s += "uscope stat: incomplete: " + lost.text() + "\n";
   return s;
 }
 

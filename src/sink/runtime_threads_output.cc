@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "sink/loss_list.h"
 #include "sink/runtime_gc_output.h"
 
 namespace uscope {
@@ -90,16 +91,13 @@ std::string ThreadsOutput::summary(const TraceTotals& t, std::string_view stop) 
     }
     s += "\n";
   }
-  std::string lost;
-  auto add = [&](uint64_t n, std::string_view what) {
-    if (n) lost += fmt::format("{}{} {}", lost.empty() ? "" : ", ", n, what);
-  };
-  add(t.lost, "events lost (ring buffer full)");
-  add(t.malformed, "events malformed");
-  add(t.read_errors, "events with unreadable memory");
-  add(t.truncated, "names cut short");
-  add(t.output_dropped, "events not written (output too slow at the stop)");
-  if (!lost.empty()) s += "uscope: " + lost + "\n";
+  LossList lost;
+  lost.add(t.lost, "events lost (ring buffer full)");
+  lost.add(t.malformed, "events malformed");
+  lost.add(t.read_errors, "events with unreadable memory");
+  lost.add(t.truncated, "names cut short");
+  lost.add(t.output_dropped, "events not written (output too slow at the stop)");
+  if (!lost.empty()) s += "uscope: " + lost.text() + "\n";
   return s;
 }
 
