@@ -59,13 +59,22 @@ bool RuntimeStatOutput::event(const DecodedEvent& ev, const EventStacks&) {
   const RuntimeProbe& p = *plan_.probe_of[id];
   const std::string phase(p.phase);
   switch (p.event) {
-    case RuntimeEvent::GcBegin:
+    case RuntimeEvent::GcBegin: {
+      const uint64_t replaced = gc_.unmatched_begins();
       gc_.begin(ev.header.tgid, ev.header.tid, phase, ev.header.ts, "");
+      if (gc_.unmatched_begins() != replaced) break;  // the same phase again: one open, not two
+      Open& o = open_[uint64_t{ev.header.tgid} << 32 | ev.header.tid];
+      if (o.depth++ == 0) o.since = ev.header.ts;
       break;
+    }
     case RuntimeEvent::GcEnd:
-      if (auto c = gc_.end(ev.header.tgid, ev.header.tid, phase, ev.header.ts, "")) {
+      if (gc_.end(ev.header.tgid, ev.header.tid, phase, ev.header.ts, "")) {
         if (phase == gc_unit_) ++now_.gcs;
-        now_.gc_ns += c->duration_ns();
+        auto it = open_.find(uint64_t{ev.header.tgid} << 32 | ev.header.tid);
+        if (it != open_.end() && --it->second.depth == 0) {
+          if (ev.header.ts > it->second.since) now_.gc_ns += ev.header.ts - it->second.since;
+          open_.erase(it);
+        }
       }
       break;
     case RuntimeEvent::ThreadStart:

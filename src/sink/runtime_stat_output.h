@@ -4,6 +4,7 @@
 // raised; a column the runtime has no probe for shows "-". Then the totals and every loss.
 #include <array>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 
@@ -40,6 +41,13 @@ class RuntimeStatOutput : public SummarizingSink {
   bool json_;
   OutputBuffer& out_;
   GcPairing gc_;
+  // Per thread (pid << 32 | tid): GC phases open, and when the outermost began. A runtime's
+  // phases nest (Ruby sweeps inside a mark): GC-TIME counts the time any is open, once.
+  struct Open {
+    uint32_t depth = 0;
+    uint64_t since = 0;
+  };
+  std::map<uint64_t, Open> open_;
   Tally now_, total_;
   uint64_t events_ = 0, intervals_ = 0;
   std::string gc_unit_;  // the collection, or the phase counted as one (Ruby's mark)

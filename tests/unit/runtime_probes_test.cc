@@ -3,11 +3,17 @@
 // collections pair up per thread and phase with every unpaired probe counted.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <chrono>
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "model/runtime_gc.h"
 #include "plan/runtime.h"
+#include "sink/runtime_stat_output.h"
+#include "util/output_buffer.h"
 
 namespace uscope {
 namespace {
@@ -135,6 +141,52 @@ TEST(runtime_gc, what_cannot_be_paired_is_counted_not_guessed) {
   EXPECT_EQ(g.unmatched_begins(), 1u);
   EXPECT_EQ(g.open(), 1u);
   EXPECT_EQ(g.collections(), 1u);
+}
+
+// stat on Ruby: a collection is a mark phase; GC time is the time any phase is open on a thread,
+// once (its sweeps nest in the mark, or run lazily after it).
+TEST(runtime_stat, nested_phases_count_their_time_once) {
+  const Runtime& ruby = ruby_runtime();
+  RuntimePlan plan;
+  plan.runtime = &ruby;
+  for (size_t i = 0; i < 4; ++i) plan.probe_of.push_back(&ruby.probes[i]);
+  ASSERT_EQ(ruby.probes[0].name, "gc__mark__begin");
+  ASSERT_EQ(ruby.probes[3].name, "gc__sweep__end");
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  {
+    OutputBuffer out(fds[1]);
+    RuntimeStatOutput stat(plan, OutputFormat::Json, out);
+    stat.header();
+    auto hit = [&](uint32_t probe, uint64_t ts) {
+      DecodedEvent ev;
+      ev.header.probe_id = probe;
+      ev.header.tgid = 7;
+      ev.header.tid = 7;
+      ev.header.ts = ts;
+      stat.event(ev, {});
+    };
+    hit(0, 100);  // mark
+    hit(2, 150);  //   sweep inside it
+    hit(3, 170);
+    hit(1, 300);
+    hit(2, 400);  // a lazy sweep after it
+    hit(3, 450);
+    hit(0, 500);  // a mark still open at the interval's end: not counted yet
+    stat.interval();
+    ASSERT_TRUE(out.flush_until(std::chrono::steady_clock::now() + std::chrono::seconds(1)));
+  }
+  close(fds[1]);
+  char buf[4096];
+  const ssize_t n = read(fds[0], buf, sizeof buf);
+  close(fds[0]);
+  ASSERT_GT(n, 0);
+  auto j = nlohmann::json::parse(std::string(buf, static_cast<size_t>(n)));
+  EXPECT_EQ(j["gc"], 1);
+  EXPECT_EQ(j["gc_ns"], 250);
+  // Columns of events the plan has no probe for are left out.
+  EXPECT_FALSE(j.contains("exceptions"));
+  EXPECT_FALSE(j.contains("threads_started"));
 }
 
 }  // namespace
