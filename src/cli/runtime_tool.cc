@@ -10,8 +10,15 @@
 namespace uscope::cli {
 
 namespace {
-constexpr auto kSummaryFlush = std::chrono::milliseconds(10);
+constexpr auto kRuntimeSummaryFlush = std::chrono::milliseconds(10);
 }  // namespace
+
+void write_summary(OutputBuffer& out, const CommandOutput& output, const std::string& summary) {
+  if (output.json()) out.append(summary);
+  if (!out.flush_until(std::chrono::steady_clock::now() + kRuntimeSummaryFlush))
+    fmt::print(stderr, "uscope: the last lines could not be written to the output in time\n");
+  if (!output.json()) fmt::print(stderr, "{}", summary);
+}
 
 int run_runtime_tool(const SessionOptions& so, const std::string& runtime,
                      std::span<const RuntimeEvent> events, std::string_view tool,
@@ -53,10 +60,7 @@ int run_runtime_session(Session& session, const CommandOutput& output, const Ses
   if (so.interval_s > 0) sink->interval();  // the last, partial one
   const Overhead overhead = *job.overhead();
   const std::string summary = sink->summary(job.totals(), describe(why));
-  if (output.json()) out.append(summary);
-  if (!out.flush_until(std::chrono::steady_clock::now() + kSummaryFlush))
-    fmt::print(stderr, "uscope: the last lines could not be written to the output in time\n");
-  if (!output.json()) fmt::print(stderr, "{}", summary);
+  write_summary(out, output, summary);
   fmt::print(stderr, "uscope: {}\n", overhead_summary(overhead));
   return kExitOk;
 }

@@ -24,6 +24,10 @@ using RuntimeSinkMaker = std::function<std::unique_ptr<SummarizingSink>(
 int run_runtime_tool(const SessionOptions& so, const std::string& runtime,
                      std::span<const RuntimeEvent> events, std::string_view tool,
                      std::string_view watching, const RuntimeSinkMaker& make_sink);
+// The last lines of `out` written (briefly: a stopped reader must not hold up the exit), and
+// `summary` after them in JSON, or on stderr in text.
+void write_summary(OutputBuffer& out, const CommandOutput& output, const std::string& summary);
+
 // The same on a session and output already open (stat, once it knows the target is no Go
 // program).
 int run_runtime_session(Session& session, const CommandOutput& output, const SessionOptions& so,

@@ -29,8 +29,9 @@ bool send_op(int fd, proc_cn_mcast_op op) {
 
 }  // namespace
 
-Result<std::unique_ptr<ProcessEvents>> ProcessEvents::open() {
+Result<std::unique_ptr<ProcessEvents>> ProcessEvents::open(bool threads) {
   std::unique_ptr<ProcessEvents> e(new ProcessEvents());
+  e->threads_ = threads;
   e->fd_.reset(socket(AF_NETLINK, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, NETLINK_CONNECTOR));
   if (!e->fd_.valid())
     return fail_errno(errno, "cannot open the kernel's process events (netlink connector): {}",
@@ -81,11 +82,19 @@ std::vector<ProcessEvent> ProcessEvents::read() {
       std::memcpy(&ev, cn->data, sizeof ev);
       const std::chrono::steady_clock::time_point at{std::chrono::nanoseconds(ev.timestamp_ns)};
       if (ev.what == proc_event::PROC_EVENT_EXEC &&
-          ev.event_data.exec.process_pid == ev.event_data.exec.process_tgid)
+          ev.event_data.exec.process_pid == ev.event_data.exec.process_tgid) {
         out.push_back({ProcessEvent::Exec, ev.event_data.exec.process_tgid, at});
-      else if (ev.what == proc_event::PROC_EVENT_EXIT &&
-               ev.event_data.exit.process_pid == ev.event_data.exit.process_tgid)
-        out.push_back({ProcessEvent::Exit, ev.event_data.exit.process_tgid, at});
+      } else if (ev.what == proc_event::PROC_EVENT_EXIT) {
+        const auto& x = ev.event_data.exit;
+        if (x.process_pid == x.process_tgid)
+          out.push_back({ProcessEvent::Exit, x.process_tgid, at});
+        else if (threads_)
+          out.push_back({ProcessEvent::ThreadExit, x.process_tgid, at, x.process_pid});
+      } else if (ev.what == proc_event::PROC_EVENT_FORK && threads_) {
+        const auto& f = ev.event_data.fork;
+        if (f.child_pid != f.child_tgid)
+          out.push_back({ProcessEvent::ThreadStart, f.child_tgid, at, f.child_pid});
+      }
     }
   }
   return out;

@@ -18,16 +18,19 @@
 namespace uscope {
 
 struct ProcessEvent {
-  enum Kind { Exec, Exit } kind = Exec;
-  pid_t pid = 0;  // the process (thread group) id; threads' own events are left out
+  // ThreadStart and ThreadExit only from open(true): a thread other than the main one.
+  enum Kind { Exec, Exit, ThreadStart, ThreadExit } kind = Exec;
+  pid_t pid = 0;  // the process (thread group) id
   // When the kernel sent it (its CLOCK_MONOTONIC, which steady_clock reads): an exec older than
   // what /proc showed of the process since is already seen.
   std::chrono::steady_clock::time_point at{};
+  pid_t tid = 0;  // ThreadStart, ThreadExit: the thread
 };
 
 class ProcessEvents {
  public:
-  static Result<std::unique_ptr<ProcessEvents>> open();
+  // `threads`: also every thread's start and exit (a process's main thread aside).
+  static Result<std::unique_ptr<ProcessEvents>> open(bool threads = false);
   ~ProcessEvents();
   // Readable when events are waiting.
   int fd() const { return fd_.get(); }
@@ -39,6 +42,7 @@ class ProcessEvents {
  private:
   ProcessEvents() = default;
   UniqueFd fd_;
+  bool threads_ = false;
   uint64_t overflows_ = 0;
 };
 

@@ -83,6 +83,19 @@ struct RuntimePlan {
   std::vector<const RuntimeProbe*> probe_of;
 };
 
+struct FoundRuntime {
+  const Runtime* runtime = nullptr;
+  std::vector<std::string> carriers;  // its files the target maps (or a -c command would)
+  std::string who;                    // the target, as errors name it
+};
+// The runtime of the target (see plan_runtime), or the one `forced` names; errors as
+// plan_runtime's.
+Result<FoundRuntime> find_runtime(const TargetContext& ctx, const std::string& forced,
+                                  std::string_view tool);
+
+// Whether `r` has a probe of `e`.
+bool runtime_marks(const Runtime& r, RuntimeEvent e);
+
 // The runtime of the target (`ctx`: -p's process, or -c's program, its libraries and a java
 // launcher's libjvm.so), or the one `forced` names (-l), and the probes of `events` in it, planned
 // with `opts`. Errors name what was wrong and what would work: no runtime uscope knows (and the

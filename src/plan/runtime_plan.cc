@@ -97,6 +97,11 @@ std::span<const Runtime* const> runtimes() {
   return all;
 }
 
+bool runtime_marks(const Runtime& r, RuntimeEvent e) {
+  return std::any_of(r.probes.begin(), r.probes.end(),
+                     [&](const RuntimeProbe& p) { return p.event == e; });
+}
+
 std::vector<std::string> runtime_carriers(const Runtime& r, std::span<const std::string> paths) {
   std::vector<std::string> out;
   for (const auto& p : paths)
@@ -105,44 +110,52 @@ std::vector<std::string> runtime_carriers(const Runtime& r, std::span<const std:
   return out;
 }
 
-Result<RuntimePlan> plan_runtime(ObjectCache& cache, const TargetContext& ctx,
-                                 const std::string& forced, std::span<const RuntimeEvent> events,
-                                 std::string_view tool, const TraceOptions& opts, bool per_call) {
+Result<FoundRuntime> find_runtime(const TargetContext& ctx, const std::string& forced,
+                                  std::string_view tool) {
   std::vector<std::string> files;
-  std::string who;
+  FoundRuntime found;
   if (ctx.process) {
     for (const auto& o : ctx.process->objects()) files.push_back(o.path);
-    who = fmt::format("process {} ({})", ctx.process->pid(), ctx.process->comm());
+    found.who = fmt::format("process {} ({})", ctx.process->pid(), ctx.process->comm());
   } else {
     files = command_files(ctx.main_executable);
-    who = ctx.main_executable;
+    found.who = ctx.main_executable;
   }
-  RuntimePlan plan;
-  std::vector<std::string> carriers;
   if (!forced.empty()) {
     for (const Runtime* r : runtimes())
-      if (r->name == forced) plan.runtime = r;
-    if (!plan.runtime) {
+      if (r->name == forced) found.runtime = r;
+    if (!found.runtime) {
       std::vector<std::string> names;
       for (const Runtime* r : runtimes()) names.emplace_back(r->name);
       return fail("-l {}: uscope knows the runtimes {}", forced, fmt::join(names, ", "));
     }
-    carriers = runtime_carriers(*plan.runtime, files);
-    if (carriers.empty())
-      return fail("{} runs no {}: it maps no {}", who, plan.runtime->title, plan.runtime->carrier);
-  } else {
-    for (const Runtime* r : runtimes())
-      if (carriers = runtime_carriers(*r, files); !carriers.empty()) {
-        plan.runtime = r;
-        break;
-      }
-    if (!plan.runtime)
-      return fail(
-          "{} runs no runtime uscope {} knows: {}{}; -l NAME names the runtime when its file has "
-          "another name",
-          who, tool, known_runtimes(),
-          tool == "stat" ? ", and Go" : "; for a Go program, uscope stat");
+    found.carriers = runtime_carriers(*found.runtime, files);
+    if (found.carriers.empty())
+      return fail("{} runs no {}: it maps no {}", found.who, found.runtime->title,
+                  found.runtime->carrier);
+    return found;
   }
+  for (const Runtime* r : runtimes())
+    if (found.carriers = runtime_carriers(*r, files); !found.carriers.empty()) {
+      found.runtime = r;
+      return found;
+    }
+  return fail(
+      "{} runs no runtime uscope {} knows: {}{}; -l NAME names the runtime when its file has "
+      "another name",
+      found.who, tool, known_runtimes(),
+      tool == "stat" ? ", and Go" : "; for a Go program, uscope stat");
+}
+
+Result<RuntimePlan> plan_runtime(ObjectCache& cache, const TargetContext& ctx,
+                                 const std::string& forced, std::span<const RuntimeEvent> events,
+                                 std::string_view tool, const TraceOptions& opts, bool per_call) {
+  auto found = find_runtime(ctx, forced, tool);
+  if (!found) return tl::unexpected(found.error());
+  const std::vector<std::string>& carriers = found->carriers;
+  const std::string& who = found->who;
+  RuntimePlan plan;
+  plan.runtime = found->runtime;
   const Runtime& rt = *plan.runtime;
   // The first of the runtime's files with its probes (ruby3.1 links libruby-3.1.so, which has
   // them).

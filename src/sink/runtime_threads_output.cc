@@ -11,8 +11,9 @@
 
 namespace uscope {
 
-ThreadsOutput::ThreadsOutput(const RuntimePlan& plan, OutputFormat format, OutputBuffer& out)
-    : plan_(plan), json_(format == OutputFormat::Json), out_(out) {}
+ThreadsOutput::ThreadsOutput(const Runtime& runtime, const RuntimePlan* plan, OutputFormat format,
+                             OutputBuffer& out)
+    : runtime_(runtime), plan_(plan), json_(format == OutputFormat::Json), out_(out) {}
 
 void ThreadsOutput::header() {
   realtime_minus_monotonic_ns_ = realtime_minus_monotonic_ns();
@@ -23,31 +24,38 @@ void ThreadsOutput::header() {
 
 bool ThreadsOutput::event(const DecodedEvent& ev, const EventStacks&) {
   const uint32_t id = ev.header.probe_id;
-  if (id >= plan_.probe_of.size() || ev.n_values < 4) return false;
-  ++events_;
-  const bool start = plan_.probe_of[id]->event == RuntimeEvent::ThreadStart;
+  if (!plan_ || id >= plan_->probe_of.size() || ev.n_values < 4) return false;
   RuntimeThread t;
   t.name = ev.values[0].text;
   t.id = static_cast<int64_t>(ev.values[1].number);
   t.native = static_cast<uint32_t>(ev.values[2].number);
   t.daemon = ev.values[3].number != 0;
+  thread(plan_->probe_of[id]->event == RuntimeEvent::ThreadStart, ev.header.tgid, t, ev.header.ts);
+  return true;
+}
+
+void ThreadsOutput::thread(bool start, uint32_t pid, const RuntimeThread& t, uint64_t ktime_ns) {
+  ++events_;
   if (start)
     ledger_.started(t);
   else
     ledger_.ended(t);
-  const int64_t unix_ns = static_cast<int64_t>(ev.header.ts) + realtime_minus_monotonic_ns_;
+  const int64_t unix_ns = static_cast<int64_t>(ktime_ns) + realtime_minus_monotonic_ns_;
   if (json_) {
-    nlohmann::json j = {{"time_unix_ns", unix_ns}, {"pid", ev.header.tgid},
+    nlohmann::json j = {{"time_unix_ns", unix_ns}, {"pid", pid},
                         {"tid", t.native},         {"event", start ? "start" : "end"},
-                        {"name", t.name},          {"id", t.id},
-                        {"daemon", t.daemon},      {"runtime", plan_.runtime->name}};
+                        {"name", t.name},          {"runtime", runtime_.name}};
+    if (plan_) {  // the runtime's own view of the thread
+      j["id"] = t.id;
+      j["daemon"] = t.daemon;
+    }
     out_.append(j.dump() + "\n");
-  } else {
-    out_.append(fmt::format("{:<12}  {:>7}  {:>7}  {:<5}  {:>8}  {:<6}  {}\n",
-                            local_clock_text(unix_ns), ev.header.tgid, t.native,
-                            start ? "start" : "end", t.id, t.daemon ? "yes" : "no", t.name));
+    return;
   }
-  return true;
+  out_.append(fmt::format("{:<12}  {:>7}  {:>7}  {:<5}  {:>8}  {:<6}  {}\n",
+                          local_clock_text(unix_ns), pid, t.native, start ? "start" : "end",
+                          plan_ ? std::to_string(t.id) : "-",
+                          plan_ ? (t.daemon ? "yes" : "no") : "-", t.name));
 }
 
 uint64_t ThreadsOutput::events_in(std::string_view bytes) const {
@@ -62,7 +70,7 @@ std::string ThreadsOutput::summary(const TraceTotals& t, std::string_view stop) 
       running.push_back({{"tid", native}, {"name", th.name}, {"id", th.id}});
     nlohmann::json j = {{"summary",
                          {{"stop", stop},
-                          {"runtime", plan_.runtime->name},
+                          {"runtime", runtime_.name},
                           {"started", l.starts()},
                           {"ended", l.ends()},
                           {"ended_started_before", l.ends_of_older_threads()},
@@ -76,7 +84,7 @@ std::string ThreadsOutput::summary(const TraceTotals& t, std::string_view stop) 
     return j.dump() + "\n";
   }
   std::string s = fmt::format("uscope: {}; {} thread(s) of {} started, {} ended", stop, l.starts(),
-                              plan_.runtime->title, l.ends());
+                              runtime_.title, l.ends());
   if (l.ends_of_older_threads())
     s += fmt::format(" ({} of them started before uscope watched)", l.ends_of_older_threads());
   s += "\n";

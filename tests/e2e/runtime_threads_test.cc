@@ -1,6 +1,7 @@
-// `uscope threads` on the Java fixture (tests/fixtures/runtime): the threads it shows starting
-// and ending are the ones the program started, with the names, Java ids and daemon flags the
-// program gave them; a runtime without thread probes is told so.
+// `uscope threads` on the runtime fixtures (tests/fixtures/runtime): the threads it shows starting
+// and ending are the ones the program started: Java's with the names, Java ids and daemon flags
+// the program gave them (HotSpot's probes), Python's and Ruby's under the native ids the program
+// read (the kernel's process events: they have no thread probe).
 #include <gtest/gtest.h>
 
 #include <map>
@@ -57,16 +58,62 @@ TEST(threads, java_threads_are_the_ones_the_program_started) {
   EXPECT_EQ(summary["losses"]["truncated_names"], 0);
 }
 
-TEST(threads, a_runtime_without_thread_probes_is_said_so) {
+// CPython and Ruby have no thread probe: their threads are the kernel's, each thread the program
+// started one start and one end under the native id the program read for it.
+// `ends_seen`: each native thread exits with its thread (Ruby keeps a finished thread's native
+// thread a while for reuse, its thread cache: that one's end comes when the native thread goes).
+void check_kernel_threads(std::vector<std::string> program, const std::string& runtime,
+                          bool ends_seen) {
+  GatedProcess p(std::move(program));
+  ASSERT_TRUE(p.wait_for_line("ready"));
+  RunningCommand threads(
+      {USCOPE_BIN, "threads", "--format", "json", "-p", std::to_string(p.pid())});
+  ASSERT_TRUE(threads.wait_for_stderr("Ctrl-C to stop"));
+  p.send("threads 5\n");
+  ASSERT_TRUE(p.wait_for_line("threads"));
+  std::vector<int64_t> tids;
+  std::istringstream in(p.last_line().substr(7));
+  for (int64_t id; in >> id;) tids.push_back(id);
+  ASSERT_EQ(tids.size(), 5u);
+  p.send("exit\n");
+  p.wait();
+  CommandResult r = threads.finish();
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("as the kernel announces them"), std::string::npos) << r.err;
+  std::map<int64_t, std::vector<std::string>> seen;  // tid -> its events in order
+  nlohmann::json summary;
+  for (const auto& j : json_lines(r.out)) {
+    if (j.contains("summary")) {
+      summary = j["summary"];
+      continue;
+    }
+    EXPECT_EQ(j["pid"], p.pid());
+    EXPECT_EQ(j["runtime"], runtime);
+    seen[j["tid"].get<int64_t>()].push_back(j["event"]);
+  }
+  for (int64_t tid : tids) {
+    if (ends_seen) {
+      EXPECT_EQ(seen[tid], (std::vector<std::string>{"start", "end"})) << tid;
+    } else {
+      ASSERT_FALSE(seen[tid].empty()) << tid;
+      EXPECT_EQ(seen[tid][0], "start") << tid;
+      EXPECT_LE(seen[tid].size(), 2u) << tid;
+    }
+  }
+  // The runtime may start threads of its own (Ruby's timer thread once a second thread runs).
+  EXPECT_GE(summary["started"].get<int64_t>(), 5);
+  EXPECT_EQ(summary["losses"]["ring_full"], 0);  // the kernel dropped no process event
+}
+
+TEST(threads, python_threads_come_from_the_kernel_with_their_native_ids) {
   USCOPE_REQUIRE_ROOT();
-  GatedProcess py({"/usr/bin/python3.11", fixture("runtime/runtime_events.py")});
-  ASSERT_TRUE(py.wait_for_line("ready"));
-  auto r = uscope({"threads", "-p", std::to_string(py.pid())});
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.err.find("Python (CPython)'s probes (python in /usr/bin/python3.11) mark no thread "
-                       "start, thread end"),
-            std::string::npos)
-      << r.err;
+  check_kernel_threads({"/usr/bin/python3.11", fixture("runtime/runtime_events.py")}, "python",
+                       true);
+}
+
+TEST(threads, ruby_threads_come_from_the_kernel_with_their_native_ids) {
+  USCOPE_REQUIRE_ROOT();
+  check_kernel_threads({"/usr/bin/ruby", fixture("runtime/runtime_events.rb")}, "ruby", false);
 }
 
 }  // namespace
