@@ -6,70 +6,42 @@
 #include <signal.h>
 
 #include <map>
-#include <sstream>
 
 #include "e2e_support.h"
+#include "runtime_fixture.h"
 
 namespace uscope::e2e {
 namespace {
 
-// A runtime fixture (the program's argv), ready for commands; `gc` attached to it.
-struct Traced {
-  explicit Traced(std::vector<std::string> argv, std::vector<std::string> gc_args = {}) {
-    program = std::make_unique<GatedProcess>(std::move(argv));
-    if (!program->wait_for_line("ready")) return;
-    gc_args.insert(gc_args.begin(),
-                   {USCOPE_BIN, "gc", "--format", "json", "-p", std::to_string(program->pid())});
-    gc = std::make_unique<RunningCommand>(gc_args);
-    attached = gc->wait_for_stderr("Ctrl-C to stop");
-  }
-  // Sends `command`; the program's answer's words after the first.
-  std::vector<int64_t> ask(const std::string& command) {
-    program->send(command + "\n");
-    std::vector<int64_t> numbers;
-    const std::string word = command.substr(0, command.find(' '));
-    if (!program->wait_for_line(word)) return numbers;
-    std::istringstream in(program->last_line().substr(word.size()));
-    for (int64_t n; in >> n;) numbers.push_back(n);
-    return numbers;
-  }
-  // Ends the program (at once, without an exit's own collections) and then gc: its JSON lines.
-  std::vector<nlohmann::json> finish() {
-    program->send("exit\n");
-    program->wait();
-    CommandResult r = gc->finish();
-    EXPECT_EQ(r.exit_code, 0) << r.err;
-    return json_lines(r.out);
-  }
-  std::unique_ptr<GatedProcess> program;
-  std::unique_ptr<RunningCommand> gc;
-  testing::AssertionResult attached = testing::AssertionFailure();
+// `gc` on `program` while it forces collections with `command`: the program's answer, the
+// collections gc showed by kind, and its summary.
+struct GcRun {
+  std::vector<int64_t> counted;
+  std::map<std::string, int64_t> seen;
+  nlohmann::json summary;
 };
 
-// The collections by kind, and the summary object (the last line).
-std::map<std::string, int64_t> by_kind(const std::vector<nlohmann::json>& lines,
-                                       nlohmann::json* summary) {
-  std::map<std::string, int64_t> n;
+GcRun gc_while(std::vector<std::string> program, const std::string& command) {
+  GcRun run;
+  RuntimeFixture f(std::move(program), {"gc", "--format", "json"});
+  EXPECT_TRUE(f.attached);
+  if (!f.attached) return run;
+  run.counted = f.ask(command);
+  auto lines = f.finish();
+  run.summary = RuntimeFixture::split_summary(lines);
   for (const auto& j : lines) {
-    if (j.contains("summary")) {
-      *summary = j["summary"];
-      continue;
-    }
     EXPECT_GT(j.value("duration_ns", 0), 0) << j.dump();
-    ++n[j.value("kind", "?")];
+    ++run.seen[j.value("kind", "?")];
   }
-  return n;
+  return run;
 }
 
 TEST(gc, python_collections_are_the_ones_gc_get_stats_counted) {
   USCOPE_REQUIRE_ROOT();
-  Traced t({"/usr/bin/python3.11", fixture("runtime/runtime_events.py")});
-  ASSERT_TRUE(t.attached);
-  const auto counted = t.ask("gc 7");  // generations 0, 1, 2
-  ASSERT_EQ(counted.size(), 3u);
+  auto [counted, seen, summary] =
+      gc_while({"/usr/bin/python3.11", fixture("runtime/runtime_events.py")}, "gc 7");
+  ASSERT_EQ(counted.size(), 3u);  // generations 0, 1, 2
   ASSERT_GE(counted[2], 7);
-  nlohmann::json summary;
-  auto seen = by_kind(t.finish(), &summary);
   EXPECT_EQ(seen["generation 0"], counted[0]);
   EXPECT_EQ(seen["generation 1"], counted[1]);
   EXPECT_EQ(seen["generation 2"], counted[2]);
@@ -82,12 +54,9 @@ TEST(gc, python_collections_are_the_ones_gc_get_stats_counted) {
 
 TEST(gc, java_collections_are_the_ones_the_jvm_counted) {
   USCOPE_REQUIRE_ROOT();
-  Traced t({"/usr/bin/java", "-Xmx64m", "-cp", fixture("runtime"), "RuntimeEvents"});
-  ASSERT_TRUE(t.attached);
-  const auto counted = t.ask("gc 5");
+  auto [counted, seen, summary] =
+      gc_while({"/usr/bin/java", "-Xmx64m", "-cp", fixture("runtime"), "RuntimeEvents"}, "gc 5");
   ASSERT_EQ(counted.size(), 1u);
-  nlohmann::json summary;
-  auto seen = by_kind(t.finish(), &summary);
   // System.gc() is a full collection; nothing else ran (the program allocates nothing).
   EXPECT_EQ(seen["full"], 5);
   EXPECT_EQ(summary["collections"], counted[0]);
@@ -96,13 +65,10 @@ TEST(gc, java_collections_are_the_ones_the_jvm_counted) {
 
 TEST(gc, ruby_mark_phases_are_the_collections_gc_stat_counted) {
   USCOPE_REQUIRE_ROOT();
-  Traced t({"/usr/bin/ruby", fixture("runtime/runtime_events.rb")});
-  ASSERT_TRUE(t.attached);
-  const auto counted = t.ask("gc 4");  // count, major, minor
-  ASSERT_EQ(counted.size(), 3u);
+  auto [counted, seen, summary] =
+      gc_while({"/usr/bin/ruby", fixture("runtime/runtime_events.rb")}, "gc 4");
+  ASSERT_EQ(counted.size(), 3u);  // count, major, minor
   ASSERT_EQ(counted[0], 4);
-  nlohmann::json summary;
-  auto seen = by_kind(t.finish(), &summary);
   // One mark phase per collection (GC.start marks at once); sweeping is lazy, in steps.
   EXPECT_EQ(seen["mark"], counted[0]);
   EXPECT_GE(seen["sweep"], counted[0]);

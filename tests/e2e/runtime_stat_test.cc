@@ -5,9 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <numeric>
-#include <sstream>
 
 #include "e2e_support.h"
+#include "runtime_fixture.h"
 
 namespace uscope::e2e {
 namespace {
@@ -22,36 +22,21 @@ struct StatRun {
 
 StatRun stat_while(std::vector<std::string> program, const std::vector<std::string>& commands) {
   StatRun out;
-  GatedProcess p(std::move(program));
-  EXPECT_TRUE(p.wait_for_line("ready"));
-  RunningCommand stat(
-      {USCOPE_BIN, "stat", "-i", "0.2", "--format", "json", "-p", std::to_string(p.pid())});
-  EXPECT_TRUE(stat.wait_for_stderr("Ctrl-C to stop"));
-  for (const auto& c : commands) {
-    p.send(c + "\n");
-    const std::string word = c.substr(0, c.find(' '));
-    EXPECT_TRUE(p.wait_for_line(word));
-    std::istringstream in(p.last_line().substr(word.size()));
-    out.answers.emplace_back();
-    for (int64_t n; in >> n;) out.answers.back().push_back(n);
-  }
-  p.send("exit\n");
-  p.wait();
-  CommandResult r = stat.finish();
-  EXPECT_EQ(r.exit_code, 0) << r.err;
+  RuntimeFixture f(std::move(program), {"stat", "-i", "0.2", "--format", "json"});
+  EXPECT_TRUE(f.attached);
+  if (!f.attached) return out;
+  for (const auto& c : commands) out.answers.push_back(f.ask(c));
+  auto lines = f.finish();
+  const nlohmann::json summary = RuntimeFixture::split_summary(lines);
+  out.totals = summary["totals"];
+  EXPECT_EQ(summary["losses"]["ring_full"], 0);
+  out.intervals = lines.size();
+  EXPECT_EQ(summary["intervals"], out.intervals);
+  // The intervals add up to the totals.
   nlohmann::json sum_of_intervals = nlohmann::json::object();
-  for (const auto& j : json_lines(r.out)) {
-    if (j.contains("summary")) {
-      out.totals = j["summary"]["totals"];
-      EXPECT_EQ(j["summary"]["losses"]["ring_full"], 0);
-      EXPECT_EQ(j["summary"]["intervals"], out.intervals);
-      continue;
-    }
-    ++out.intervals;
+  for (const auto& j : lines)
     for (const auto& [k, v] : j.items())
       if (v.is_number()) sum_of_intervals[k] = sum_of_intervals.value(k, 0) + v.get<int64_t>();
-  }
-  // The intervals add up to the totals.
   for (const auto& [k, v] : out.totals.items()) EXPECT_EQ(sum_of_intervals[k], v) << k;
   return out;
 }
@@ -59,7 +44,7 @@ StatRun stat_while(std::vector<std::string> program, const std::vector<std::stri
 TEST(runtime_stat, java_collections_and_threads_are_the_jvms) {
   USCOPE_REQUIRE_ROOT();
   StatRun r = stat_while({"/usr/bin/java", "-Xmx64m", "-cp", fixture("runtime"), "RuntimeEvents"},
-                     {"gc 3", "threads 4"});
+                         {"gc 3", "threads 4"});
   ASSERT_EQ(r.answers.size(), 2u);
   EXPECT_EQ(r.totals["gc"], r.answers[0][0]);
   EXPECT_EQ(r.totals["threads_started"], 4);
@@ -77,7 +62,8 @@ TEST(runtime_stat, python_collections_are_the_ones_gc_get_stats_counted) {
 
 TEST(runtime_stat, ruby_collections_and_exceptions_are_the_programs) {
   USCOPE_REQUIRE_ROOT();
-  StatRun r = stat_while({"/usr/bin/ruby", fixture("runtime/runtime_events.rb")}, {"gc 3", "raise 9"});
+  StatRun r =
+      stat_while({"/usr/bin/ruby", fixture("runtime/runtime_events.rb")}, {"gc 3", "raise 9"});
   EXPECT_EQ(r.totals["gc"], r.answers[0][0]);
   EXPECT_EQ(r.totals["exceptions"], 9);
 }

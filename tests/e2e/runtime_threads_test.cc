@@ -5,40 +5,27 @@
 #include <gtest/gtest.h>
 
 #include <map>
-#include <sstream>
 
 #include "e2e_support.h"
+#include "runtime_fixture.h"
 
 namespace uscope::e2e {
 namespace {
 
 TEST(threads, java_threads_are_the_ones_the_program_started) {
   USCOPE_REQUIRE_ROOT();
-  GatedProcess java({"/usr/bin/java", "-Xmx64m", "-cp", fixture("runtime"), "RuntimeEvents"});
-  ASSERT_TRUE(java.wait_for_line("ready"));
-  RunningCommand threads(
-      {USCOPE_BIN, "threads", "--format", "json", "-p", std::to_string(java.pid())});
-  ASSERT_TRUE(threads.wait_for_stderr("Ctrl-C to stop"));
-  java.send("threads 6\n");
-  ASSERT_TRUE(java.wait_for_line("threads"));
-  std::vector<int64_t> ids;
-  std::istringstream in(java.last_line().substr(7));
-  for (int64_t id; in >> id;) ids.push_back(id);
+  RuntimeFixture java({"/usr/bin/java", "-Xmx64m", "-cp", fixture("runtime"), "RuntimeEvents"},
+                      {"threads", "--format", "json"});
+  ASSERT_TRUE(java.attached);
+  const auto ids = java.ask("threads 6");
   ASSERT_EQ(ids.size(), 6u);
-  java.send("exit\n");
-  java.wait();
-  CommandResult r = threads.finish();
-  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto lines = java.finish();
   // Each worker: one start and one end, under the program's name, id and daemon flag, on one
   // native thread of the process. The JVM's own threads (started before uscope) may end too.
   std::map<std::string, std::vector<nlohmann::json>> workers;
-  nlohmann::json summary;
-  for (const auto& j : json_lines(r.out)) {
-    if (j.contains("summary")) {
-      summary = j["summary"];
-      continue;
-    }
-    EXPECT_EQ(j["pid"], java.pid());
+  const nlohmann::json summary = RuntimeFixture::split_summary(lines);
+  for (const auto& j : lines) {
+    EXPECT_EQ(j["pid"], java.program->pid());
     if (j["name"].get<std::string>().starts_with("worker-")) workers[j["name"]].push_back(j);
   }
   ASSERT_EQ(workers.size(), 6u);
@@ -64,30 +51,16 @@ TEST(threads, java_threads_are_the_ones_the_program_started) {
 // thread a while for reuse, its thread cache: that one's end comes when the native thread goes).
 void check_kernel_threads(std::vector<std::string> program, const std::string& runtime,
                           bool ends_seen) {
-  GatedProcess p(std::move(program));
-  ASSERT_TRUE(p.wait_for_line("ready"));
-  RunningCommand threads(
-      {USCOPE_BIN, "threads", "--format", "json", "-p", std::to_string(p.pid())});
-  ASSERT_TRUE(threads.wait_for_stderr("Ctrl-C to stop"));
-  p.send("threads 5\n");
-  ASSERT_TRUE(p.wait_for_line("threads"));
-  std::vector<int64_t> tids;
-  std::istringstream in(p.last_line().substr(7));
-  for (int64_t id; in >> id;) tids.push_back(id);
+  RuntimeFixture p(std::move(program), {"threads", "--format", "json"});
+  ASSERT_TRUE(p.attached);
+  const auto tids = p.ask("threads 5");
   ASSERT_EQ(tids.size(), 5u);
-  p.send("exit\n");
-  p.wait();
-  CommandResult r = threads.finish();
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.err.find("as the kernel announces them"), std::string::npos) << r.err;
+  auto lines = p.finish();
+  EXPECT_NE(p.result.err.find("as the kernel announces them"), std::string::npos) << p.result.err;
   std::map<int64_t, std::vector<std::string>> seen;  // tid -> its events in order
-  nlohmann::json summary;
-  for (const auto& j : json_lines(r.out)) {
-    if (j.contains("summary")) {
-      summary = j["summary"];
-      continue;
-    }
-    EXPECT_EQ(j["pid"], p.pid());
+  const nlohmann::json summary = RuntimeFixture::split_summary(lines);
+  for (const auto& j : lines) {
+    EXPECT_EQ(j["pid"], p.program->pid());
     EXPECT_EQ(j["runtime"], runtime);
     seen[j["tid"].get<int64_t>()].push_back(j["event"]);
   }
