@@ -1,7 +1,6 @@
 #include "sink/runtime_gc_output.h"
 
 #include <fmt/core.h>
-#include <time.h>
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
@@ -9,23 +8,9 @@
 #include "sink/http_output.h"
 #include "sink/loss_list.h"
 #include "sink/trace_output.h"
+#include "sink/wall_clock.h"
 
 namespace uscope {
-
-int64_t realtime_minus_monotonic_ns() {
-  timespec rt{}, mono{};
-  clock_gettime(CLOCK_REALTIME, &rt);
-  clock_gettime(CLOCK_MONOTONIC, &mono);
-  return (rt.tv_sec - mono.tv_sec) * 1'000'000'000LL + (rt.tv_nsec - mono.tv_nsec);
-}
-
-std::string local_clock_text(int64_t unix_ns) {
-  const time_t s = static_cast<time_t>(unix_ns / 1'000'000'000);
-  tm local{};
-  localtime_r(&s, &local);
-  return fmt::format("{:02}:{:02}:{:02}.{:03}", local.tm_hour, local.tm_min, local.tm_sec,
-                     (unix_ns / 1'000'000) % 1000);
-}
 
 GcOutput::GcOutput(const RuntimePlan& plan, OutputFormat format, OutputBuffer& out, uint64_t min_ns)
     : plan_(plan), json_(format == OutputFormat::Json), out_(out), min_ns_(min_ns) {}

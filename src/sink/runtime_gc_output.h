@@ -15,12 +15,6 @@
 
 namespace uscope {
 
-// CLOCK_REALTIME minus CLOCK_MONOTONIC now: a probe's time (bpf_ktime_get_ns) plus this is a wall
-// time.
-int64_t realtime_minus_monotonic_ns();
-// HH:MM:SS.mmm, local time, of a wall time in nanoseconds since the epoch.
-std::string local_clock_text(int64_t unix_ns);
-
 class GcOutput : public SummarizingSink {
  public:
   GcOutput(const RuntimePlan& plan, OutputFormat format, OutputBuffer& out, uint64_t min_ns = 0);

@@ -8,7 +8,7 @@
 
 #include "sink/http_output.h"
 #include "sink/loss_list.h"
-#include "sink/runtime_gc_output.h"
+#include "sink/wall_clock.h"
 
 namespace uscope {
 
@@ -44,6 +44,15 @@ RuntimeStatOutput::RuntimeStatOutput(const RuntimePlan& plan, OutputFormat forma
 bool RuntimeStatOutput::has(RuntimeEvent e) const {
   return std::any_of(plan_.probe_of.begin(), plan_.probe_of.end(),
                      [&](const RuntimeProbe* p) { return p->event == e; });
+}
+
+nlohmann::json RuntimeStatOutput::json_of(const Tally& t) const {
+  nlohmann::json j = {{"gc", t.gcs}, {"gc_ns", t.gc_ns}};
+  if (has(RuntimeEvent::ThreadStart)) j["threads_started"] = t.threads_started;
+  if (has(RuntimeEvent::ThreadEnd)) j["threads_ended"] = t.threads_ended;
+  if (has(RuntimeEvent::ClassLoad)) j["classes_loaded"] = t.classes;
+  if (has(RuntimeEvent::Exception)) j["exceptions"] = t.exceptions;
+  return j;
 }
 
 void RuntimeStatOutput::header() {
@@ -104,14 +113,9 @@ void RuntimeStatOutput::interval() {
     return has(e) ? std::to_string(n) : std::string("-");
   };
   if (json_) {
-    nlohmann::json j = {{"time", wall_clock_now()},
-                        {"runtime", plan_.runtime->name},
-                        {"gc", t.gcs},
-                        {"gc_ns", t.gc_ns}};
-    if (has(RuntimeEvent::ThreadStart)) j["threads_started"] = t.threads_started;
-    if (has(RuntimeEvent::ThreadEnd)) j["threads_ended"] = t.threads_ended;
-    if (has(RuntimeEvent::ClassLoad)) j["classes_loaded"] = t.classes;
-    if (has(RuntimeEvent::Exception)) j["exceptions"] = t.exceptions;
+    nlohmann::json j = json_of(t);
+    j["time"] = wall_clock_now();
+    j["runtime"] = plan_.runtime->name;
     out_.append(j.dump() + "\n");
     return;
   }
@@ -124,11 +128,7 @@ void RuntimeStatOutput::interval() {
 
 std::string RuntimeStatOutput::summary(const TraceTotals& t, std::string_view stop) const {
   if (json_) {
-    nlohmann::json totals = {{"gc", total_.gcs}, {"gc_ns", total_.gc_ns}};
-    if (has(RuntimeEvent::ThreadStart)) totals["threads_started"] = total_.threads_started;
-    if (has(RuntimeEvent::ThreadEnd)) totals["threads_ended"] = total_.threads_ended;
-    if (has(RuntimeEvent::ClassLoad)) totals["classes_loaded"] = total_.classes;
-    if (has(RuntimeEvent::Exception)) totals["exceptions"] = total_.exceptions;
+    const nlohmann::json totals = json_of(total_);
     nlohmann::json j = {{"summary",
                          {{"stop", stop},
                           {"runtime", plan_.runtime->name},

@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 
@@ -36,6 +37,8 @@ class RuntimeStatOutput : public SummarizingSink {
     void add(const Tally& o);
   };
   bool has(RuntimeEvent e) const;
+  // A tally's JSON keys: gc and gc_ns, and the columns the runtime has probes for.
+  nlohmann::json json_of(const Tally& t) const;
 
   const RuntimePlan& plan_;
   bool json_;

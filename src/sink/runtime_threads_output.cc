@@ -1,13 +1,12 @@
 #include "sink/runtime_threads_output.h"
 
 #include <fmt/core.h>
-#include <time.h>
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "sink/loss_list.h"
-#include "sink/runtime_gc_output.h"
+#include "sink/wall_clock.h"
 
 namespace uscope {
 

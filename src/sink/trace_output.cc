@@ -9,6 +9,7 @@
 #include "model/unwind_ends.h"
 #include "sink/overhead_output.h"
 #include "sink/text_writer.h"
+#include "sink/wall_clock.h"
 #include "symbolize/symbol_text.h"
 
 namespace uscope {
@@ -106,11 +107,9 @@ TraceOutput::TraceOutput(const TracePlan& plan, OutputFormat format, OutputBuffe
 }
 
 void TraceOutput::read_clocks() {
-  timespec rt{}, mono{};
-  clock_gettime(CLOCK_REALTIME, &rt);
+  realtime_minus_monotonic_ns_ = realtime_minus_monotonic_ns();
+  timespec mono{};
   clock_gettime(CLOCK_MONOTONIC, &mono);
-  realtime_minus_monotonic_ns_ =
-      (rt.tv_sec - mono.tv_sec) * 1'000'000'000LL + (rt.tv_nsec - mono.tv_nsec);
   start_ns_ = static_cast<uint64_t>(mono.tv_sec) * 1'000'000'000ull + mono.tv_nsec;
 }
 
