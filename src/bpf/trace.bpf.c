@@ -31,6 +31,7 @@ _Static_assert(TOP_NUM_OPS <= 64, "trace_ops_used has one bit per opcode");
  *   counters  8 bytes x TRACE_NUM_COUNTERS per recipe, per CPU
  *   events    the ring: 1 MiB unless --buffer-kb
  *   entries   ~100 bytes x 65536 (preallocated) with a return probe that needs its entry, else 1
+ *   call_depth ~40 bytes x 16384 (preallocated) with TRACE_F_DEPTH, else 1
  *   latency   512 bytes per TRACE_F_HISTOGRAM recipe, else 1 row
  *   aggregates ~850 bytes per distinct key, allocated as keys appear (up to --max-keys), else 1
  *   stack_traces 1 KiB per distinct user stack with a `ustack` key, else 1 (preallocated)
@@ -60,6 +61,15 @@ struct {
   __type(key, struct uscope_entry_key);
   __type(value, struct uscope_entry_value);
 } entries SEC(".maps");
+
+/* TRACE_F_DEPTH: each thread's depth of calls entered and not yet returned (only this thread's
+ * runs change it, so no atomics). LRU: a thread that exits mid-call leaves its row to age out. */
+struct {
+  __uint(type, BPF_MAP_TYPE_LRU_HASH);
+  __uint(max_entries, 1); /* resized when a recipe has TRACE_F_DEPTH */
+  __type(key, __u64);
+  __type(value, __u64);
+} call_depth SEC(".maps");
 
 /* Masks an index so that the verifier sees the bound even when clang drops a redundant AND. */
 #define BOUNDED(x, pow2)                                  \
@@ -583,6 +593,34 @@ static __always_inline int goroutine_key(struct scratch* s, __s32 sp_delta, __u3
   return 1;
 }
 
+/* TRACE_F_DEPTH: the key of this thread's call at its depth, one deeper when `entering`, else the
+ * current depth, which the return leaves one shallower. False for a return at depth 0 (its call
+ * began before the probes were in) and for an entry the depth table has no room for. */
+static __always_inline int depth_key(__u64 pid_tgid, int entering, struct uscope_entry_key* key,
+                                     __u32* depth_out) {
+  __u64* d = bpf_map_lookup_elem(&call_depth, &pid_tgid);
+  __u64 depth;
+  if (entering) {
+    if (d) {
+      depth = *d + 1;
+      *d = depth;
+    } else {
+      depth = 1;
+      if (bpf_map_update_elem(&call_depth, &pid_tgid, &depth, BPF_ANY)) return 0;
+    }
+  } else {
+    if (!d || *d == 0) return 0;
+    depth = *d;
+    *d = depth - 1;
+  }
+  key->pid_tgid = pid_tgid;
+  key->sp = TRACE_DEPTH_KEY | depth;
+  key->probe_id = 0;
+  key->tgid = 0;
+  *depth_out = (__u32)depth;
+  return 1;
+}
+
 /* The user stack of this run, walked by CFI. Not in a sleepable program: the unwinder's mappings
  * are an LPM trie, a map type sleepable programs may not use (the loader keeps probes that take
  * stacks non-sleepable; here a walk would count as failed). */
@@ -695,6 +733,7 @@ static __always_inline int run(struct pt_regs* ctx, __u32 slot, int sleepable) {
   s->ev.kstack_len = 0;
   s->ev.stack_end = UNWIND_END_TRUNCATED;
   s->ev.return_address = 0;
+  s->ev.depth = 0;
   /* The thread's name and the time are taken before the ops only when an op or a return probe's
    * timing needs them, so that a hit the predicate drops costs neither helper. */
   const int comm_in_ops =
@@ -703,6 +742,23 @@ static __always_inline int run(struct pt_regs* ctx, __u32 slot, int sleepable) {
 
   /* Bits of features turned off are known zeros to the verifier: their blocks below are dead. */
   __u32 flags = r->flags & trace_flags_used;
+  if ((flags & TRACE_F_DEPTH) && !(flags & TRACE_F_RETURN)) {
+    /* A runtime's call entered: recorded before the ops, whatever its predicate says. */
+    s->ev.ts = bpf_ktime_get_ns();
+    struct uscope_entry_key key;
+    __u32 depth = 0;
+    if (!depth_key(pid_tgid, 1, &key, &depth)) {
+      count(ri, TC_ENTRY_SAVE_FAILED);
+      if (flags & TRACE_F_SAVE_ENTRY) return 0;
+    } else {
+      s->ev.depth = depth;
+      struct uscope_entry_value* v = (struct uscope_entry_value*)s->data; /* scratch space */
+      __builtin_memset(v, 0, sizeof(*v));
+      v->ts = s->ev.ts;
+      if (bpf_map_update_elem(&entries, &key, v, BPF_ANY)) count(ri, TC_ENTRY_SAVE_FAILED);
+    }
+    if (flags & TRACE_F_SAVE_ENTRY) return 0;
+  }
   if (flags & TRACE_F_RETURN) {
     s->ev.ts = bpf_ktime_get_ns();
     /* After `ret`, rsp is the entry rsp + 8 (the return address was popped). A Go return site is
@@ -712,6 +768,12 @@ static __always_inline int run(struct pt_regs* ctx, __u32 slot, int sleepable) {
       if (!(flags & TRACE_F_ABANDON)) count(ri, TC_NO_ENTRY);
       return 0;
     }
+    __u32 depth = 0;
+    if ((flags & TRACE_F_DEPTH) && !depth_key(pid_tgid, 0, &key, &depth)) {
+      count(ri, TC_NO_ENTRY);
+      return 0;
+    }
+    s->ev.depth = depth;
     struct uscope_entry_value* saved = bpf_map_lookup_elem(&entries, &key);
     if (flags & TRACE_F_ABANDON) {
       if (saved && !bpf_map_delete_elem(&entries, &key)) count(ri, TC_ABANDONED);
@@ -748,7 +810,7 @@ static __always_inline int run(struct pt_regs* ctx, __u32 slot, int sleepable) {
     count(ri, TC_MALFORMED);
     return 0;
   }
-  if (!(flags & TRACE_F_RETURN)) s->ev.ts = bpf_ktime_get_ns();
+  if (!(flags & (TRACE_F_RETURN | TRACE_F_DEPTH))) s->ev.ts = bpf_ktime_get_ns();
   if (!comm_in_ops) bpf_get_current_comm(s->ev.comm, sizeof(s->ev.comm));
 
   if (flags & TRACE_F_AGGREGATE) {

@@ -164,6 +164,17 @@ struct uscope_op {
  * hijacked its connection, or the goroutine is past the handler: plan/http_plan.h): its entry is
  * deleted and counted (TC_ABANDONED); nothing is emitted, and no entry is not a loss. */
 #define TRACE_F_ABANDON 0x800
+/* A call is keyed by its thread and its depth there, not by rsp: the calls of a managed runtime,
+ * whose entry and return are two USDT probes at different places of its interpreter (hotspot's
+ * method__entry/return, ruby's, php's). Each thread's depth is kept in `call_depth`: an entry
+ * (TRACE_F_DEPTH without TRACE_F_RETURN) deepens it by one and records its time there before the
+ * ops run, a return reads the call at the depth and makes it one shallower, so that a predicate
+ * never unbalances them. A return at depth 0 is one of a call made before the probes were in
+ * (TC_NO_ENTRY). With TRACE_F_SAVE_ENTRY the entry records the call and emits nothing; without,
+ * it goes on to its ops and emits (flow). Both halves carry the depth in the event. Loaded with
+ * the return probes first, so that no call is recorded whose return could be missed. */
+#define TRACE_F_DEPTH 0x1000
+#define TRACE_DEPTH_KEY (1ull << 63) /* uscope_entry_key.sp of a TRACE_F_DEPTH call: | depth */
 
 #define TRACE_HIST_BUCKETS 64 /* log2 buckets of nanoseconds per histogram */
 
@@ -314,6 +325,8 @@ struct uscope_event {
   __u64 return_address; /* TRACE_F_AT_ENTRY with TRACE_F_STACK: *(entry rsp), else 0 */
   __u32 kstack_len;     /* bytes of kernel stack after the user stack (TRACE_F_KSTACK) */
   __u32 stack_end;      /* how the user stack's walk ended: bpf/unwind.h's enum unwind_end */
+  __u32 depth;          /* TRACE_F_DEPTH: the call's depth on its thread (1: the outermost seen) */
+  __u32 reserved;
   /* followed by data_len bytes: u64 values and (u32 length, bytes) strings in emit order, then
    * stack_len bytes of user stack (TRACE_F_STACK; 0 when the capture failed: TC_STACK_FAILED),
    * then kstack_len bytes of kernel stack (TRACE_F_KSTACK; 0 when that capture failed) */

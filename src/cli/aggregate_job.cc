@@ -1,5 +1,7 @@
 #include "cli/aggregate_job.h"
 
+#include <algorithm>
+
 #include <fmt/core.h>
 
 #include "discover/object_store.h"
@@ -149,7 +151,11 @@ void AggregateJob::emit_table() {
               {"stack_table_full", shown.stack_table_full},
               {"read_errors", shown.read_errors},
               {"malformed", shown.malformed}};
-  if (view_.kind == "latency") {
+  // Returns paired with their entries (latency, calls -L) say what found no entry.
+  const bool paired = std::any_of(plan_.sites.begin(), plan_.sites.end(), [](const PlannedSite& s) {
+    return s.role == SiteRole::LatencyEntry;
+  });
+  if (paired) {
     t.losses.emplace_back("returns_without_entry", shown.no_entry);
     t.losses.emplace_back("entries_not_recorded", shown.entry_save_failed);
   }

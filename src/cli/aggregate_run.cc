@@ -23,7 +23,8 @@ void add_aggregate_options(CLI::App* cmd, MapOptions& o, bool with_by) {
 }
 
 int run_aggregation(Session& session, const SessionOptions& so, const MapOptions& ao,
-                    const AggregationPlan& plan, const AggregateView& view, CommandOutput& output) {
+                    const AggregationPlan& plan, const AggregateView& view, CommandOutput& output,
+                    const MapPrinter& print) {
   bool ustack = false;
   for (const auto& k : view.keys) ustack |= k.kind == AggregateKey::Kind::UserStack;
   if (ustack && session.watch_pid() <= 0)
@@ -33,7 +34,12 @@ int run_aggregation(Session& session, const SessionOptions& so, const MapOptions
   if (plan.sites.empty()) return report_error("no probeable site among the matches");
   TableOutput out(output);
   AggregateJob job(session, so, ao, plan, view, [&](MapTable t) {
-    out.append([&](std::FILE* f) { print_map(std::move(t), out.format(), f); });
+    out.append([&](std::FILE* f) {
+      if (print)
+        print(std::move(t), out.format(), f);
+      else
+        print_map(std::move(t), out.format(), f);
+    });
   });
   return run_job(session, job, out, so.verbose);
 }

@@ -28,6 +28,9 @@ void add_tls_command(CLI::App& app, Run& run);
 void add_stat_command(CLI::App& app, Run& run);
 void add_gc_command(CLI::App& app, Run& run);
 void add_threads_command(CLI::App& app, Run& run);
+void add_calls_command(CLI::App& app, Run& run);
+void add_objnew_command(CLI::App& app, Run& run);
+void add_flow_command(CLI::App& app, Run& run);
 void add_dump_command(CLI::App& app, Run& run);
 void add_agent_command(CLI::App& app, Run& run);
 

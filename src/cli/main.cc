@@ -71,6 +71,9 @@ int main(int argc, char** argv) {
   add_stat_command(app, run);
   add_gc_command(app, run);
   add_threads_command(app, run);
+  add_calls_command(app, run);
+  add_flow_command(app, run);
+  add_objnew_command(app, run);
   add_dump_command(app, run);
   add_agent_command(app, run);
   try {

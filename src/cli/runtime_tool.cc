@@ -4,6 +4,7 @@
 
 #include <chrono>
 
+#include "cli/aggregate_run.h"
 #include "cli/trace_job.h"
 #include "sink/overhead_output.h"
 
@@ -22,7 +23,7 @@ void write_summary(OutputBuffer& out, const CommandOutput& output, const std::st
 
 int run_runtime_tool(const SessionOptions& so, const std::string& runtime,
                      std::span<const RuntimeEvent> events, std::string_view tool,
-                     std::string_view watching, const RuntimeSinkMaker& make_sink) {
+                     std::string_view watching, const RuntimeSinkMaker& make_sink, bool calls) {
   if (!so.pid && so.command.empty())
     return report_error(fmt::format("uscope {} needs a program: -p PID or -c 'COMMAND'", tool),
                         kExitUsage);
@@ -30,16 +31,32 @@ int run_runtime_tool(const SessionOptions& so, const std::string& runtime,
   if (!output) return output.error();
   auto session = Session::open(so);
   if (!session) return report_error(session.error().message);
-  return run_runtime_session(**session, *output, so, runtime, events, tool, watching, make_sink);
+  return run_runtime_session(**session, *output, so, runtime, events, tool, watching, make_sink,
+                             calls);
 }
 
 int run_runtime_session(Session& session, const CommandOutput& output, const SessionOptions& so,
                         const std::string& runtime, std::span<const RuntimeEvent> events,
                         std::string_view tool, std::string_view watching,
-                        const RuntimeSinkMaker& make_sink) {
+                        const RuntimeSinkMaker& make_sink, bool calls) {
   ObjectCache cache(session.context());
-  auto plan = plan_runtime(cache, session.context(), runtime, events, tool, {}, false);
+  auto plan = plan_runtime(cache, session.context(), runtime, events, tool, {}, calls);
   if (!plan) return report_error(plan.error().message);
+  if (calls) {
+    std::vector<std::string_view> per_call;
+    for (const RuntimeProbe* p : plan->probe_of) {
+      if (p->partial)
+        return report_error(fmt::format(
+            "{}'s {}:{} fires for only some calls (in Python 3.11, those entered from C): uscope "
+            "{} cannot show its calls; uscope calls counts them (at their return), uscope top "
+            "shows where the time goes",
+            plan->runtime->title, p->provider, p->name, tool));
+      if (p->per_call) per_call.push_back(p->name);
+    }
+    pair_calls_by_depth(*plan);
+    fmt::print(stderr, "uscope: {}\n", per_call_notice(*plan->runtime, per_call));
+  }
+  announce_plan(session, cache, plan->trace.sites);
   if (so.verbose) print_sites(plan->trace.sites, plan->trace.skipped);
 
   OutputBuffer out(output.fd());
@@ -63,6 +80,36 @@ int run_runtime_session(Session& session, const CommandOutput& output, const Ses
   write_summary(out, output, summary);
   fmt::print(stderr, "uscope: {}\n", overhead_summary(overhead));
   return kExitOk;
+}
+
+int run_runtime_tally(const SessionOptions& so, const MapOptions& ao, const std::string& runtime,
+                      RuntimeTally what, std::string_view tool, TallyView view) {
+  if (!so.pid && so.command.empty())
+    return report_error(fmt::format("uscope {} needs a program: -p PID or -c 'COMMAND'", tool),
+                        kExitUsage);
+  auto output = open_output(so.output);
+  if (!output) return output.error();
+  auto session = Session::open(so);
+  if (!session) return report_error(session.error().message);
+  ObjectCache cache((*session)->context());
+  auto tally = plan_runtime_tally(cache, (*session)->context(), runtime, what, tool);
+  if (!tally) return report_error(tally.error().message);
+  announce_plan(**session, cache, tally->plan.sites);
+  fmt::print(stderr, "uscope: {}\n", per_call_notice(*tally->runtime, tally->probes));
+  view.runtime = tally->runtime;
+  AggregateView agg;
+  agg.kind = std::string(view.kind);
+  agg.keys = tally->keys;
+  agg.verb = fmt::format("{} {} ({}) at", what == RuntimeTally::TimedCalls ? "timing" : "counting",
+                         view.kind, tally->object);
+  if (view.timed) {
+    agg.scale.mode = TRACE_AGG_LOG2;
+    agg.unit = "ns";
+  }
+  return run_aggregation(**session, so, ao, tally->plan, agg, *output,
+                         [&](MapTable t, OutputFormat format, std::FILE* f) {
+                           print_tally(std::move(t), view, format, f);
+                         });
 }
 
 }  // namespace uscope::cli

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
@@ -120,7 +121,8 @@ Result<TraceProgram> TraceProgram::load(std::span<const uscope_recipe> recipes,
   };
   // The entry table is preallocated (megabytes, milliseconds to create): one slot when no recipe
   // uses it.
-  if (!(flags & TRACE_F_SAVE_ENTRY)) sizes.emplace_back("entries", 1);
+  if (!(flags & (TRACE_F_SAVE_ENTRY | TRACE_F_DEPTH))) sizes.emplace_back("entries", 1);
+  sizes.emplace_back("call_depth", flags & TRACE_F_DEPTH ? kCallDepthThreads : 1);
   for (const auto& [map, entries] : sizes)
     if (auto r = obj->set_max_entries(map, entries); !r) return tl::unexpected(r.error());
   // A probe whose recipes read strings or buffers runs sleepable where the kernel can (its first
@@ -175,7 +177,12 @@ Result<void> TraceProgram::attach(const std::vector<AttachSite>& sites, bool ski
   for (const auto& s : sites)
     (s.cookie < sleepable_.size() && sleepable_[s.cookie] ? sleeping : plain).push_back(s);
   refused_.clear();
-  for (auto [p, group] : {std::pair{&plain_, &plain}, std::pair{&sleeping_, &sleeping}}) {
+  // The groups attach in the order of their first site: a plan that needs a probe in before
+  // another (TRACE_F_DEPTH's returns before their entries) lists it first.
+  std::array order = {std::pair{&plain_, &plain}, std::pair{&sleeping_, &sleeping}};
+  if (!sleeping.empty() && sleeping.front().cookie == sites.front().cookie)
+    std::swap(order[0], order[1]);
+  for (auto [p, group] : order) {
     if (group->empty()) continue;
     if (!*p) return fail("no program loaded for {} sites", group->size());
     if (auto r = (*p)->attach(*group, skip_refused); !r) return r;

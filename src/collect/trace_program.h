@@ -55,6 +55,8 @@ class TraceProgram {
   static constexpr uint32_t kDefaultAggregateKeys = 10240;
   // 4096 stacks of up to TRACE_MAX_FRAMES frames: 4 MiB, preallocated by the kernel.
   static constexpr uint32_t kStackTraceSlots = 4096;
+  // Threads whose call depth TRACE_F_DEPTH keeps at once (an LRU: the least recent ages out).
+  static constexpr uint32_t kCallDepthThreads = 16384;
   TraceProgram(TraceProgram&&) noexcept;
   TraceProgram& operator=(TraceProgram&&) noexcept;
   ~TraceProgram();

@@ -404,6 +404,12 @@ void aggregate(const uscope_recipe& r, const RecipeInput& in, const Machine& m, 
 
 RecipeRun interpret_recipe(const uscope_recipe& recipe, const RecipeInput& in) {
   RecipeRun out;
+  // A runtime call's entry that only records the call (TRACE_F_DEPTH): before any op.
+  if ((recipe.flags & TRACE_F_DEPTH) && (recipe.flags & TRACE_F_SAVE_ENTRY) &&
+      !(recipe.flags & TRACE_F_RETURN)) {
+    out.outcome = RecipeOutcome::SavedEntry;
+    return out;
+  }
   if (recipe.flags & TRACE_F_RETURN) {
     if (recipe.flags & TRACE_F_ABANDON) {
       out.outcome = in.entry ? RecipeOutcome::Abandoned : RecipeOutcome::NothingToDrop;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "model/decoded_event.h"
+#include "plan/keyed_plan.h"
 #include "plan/planner.h"
 #include "util/result.h"
 
@@ -50,6 +51,12 @@ struct RuntimeProbe {
   std::string_view phase{};
   // What the values read say, for a person ("generation 2", "full"); null: the message as is.
   std::string (*says)(std::span<const DecodedValue> values) = nullptr;
+  // MethodEntry/MethodReturn/ObjectNew: the keys (count --by) that name the method or type, in
+  // the order the runtime's `name_joiner` joins them ("str(arg2, arg3),str(arg4, arg5)").
+  std::string_view key{};
+  // It fires for only some of the events it marks (python 3.11's function__entry: only calls
+  // entered from C): never used to count or time them.
+  bool partial = false;
 };
 
 struct Runtime {
@@ -66,6 +73,12 @@ struct Runtime {
   // What the per-call probes need in the program to fire ("-XX:+ExtendedDTraceProbes"); "" when
   // they fire whenever attached.
   std::string_view per_call_needs;
+  // What joins a method's key parts into its name: "." (Java: class.method), "#" (Ruby), ""
+  // (PHP: class, "::", function), ":" (Python: file:function). Empty parts are left out.
+  std::string_view name_joiner;
+  // What the per-call probes cost each call, measured here (docs/BENCHMARKS.md, table P): said
+  // when a tool turns them on.
+  std::string_view per_call_cost;
 };
 
 // Every runtime uscope knows, in the order detection tries them.
@@ -105,6 +118,34 @@ Result<RuntimePlan> plan_runtime(ObjectCache& cache, const TargetContext& ctx,
                                  const std::string& forced, std::span<const RuntimeEvent> events,
                                  std::string_view tool, const TraceOptions& opts = {},
                                  bool per_call = false);
+
+// What calls, objnew and flow read: every call of a method (counted, or timed by pairing each
+// return with its entry on the thread: TRACE_F_DEPTH), every object created.
+enum class RuntimeTally { Calls, TimedCalls, Objects };
+
+// A runtime tally planned as in-kernel aggregation (keyed_plan.h): one slot, keyed by the method
+// or type name (`keys`).
+struct RuntimeAggregation {
+  const Runtime* runtime = nullptr;
+  std::string object;
+  AggregationPlan plan;
+  std::vector<AggregateKey> keys;
+  std::vector<std::string_view> probes;  // the probes used, for the line said at start
+};
+Result<RuntimeAggregation> plan_runtime_tally(ObjectCache& cache, const TargetContext& ctx,
+                                              const std::string& forced, RuntimeTally what,
+                                              std::string_view tool);
+
+// A method's name from its key parts, joined as the runtime does (Runtime::name_joiner).
+std::string runtime_name(const Runtime& r, std::span<const std::string> parts);
+
+// What a tool that turns on per-call probes says at start: which, what they cost, what the
+// runtime needs for them to fire.
+std::string per_call_notice(const Runtime& r, std::span<const std::string_view> probes);
+
+// flow: the calls of `plan` (its MethodEntry and MethodReturn probes) paired by their depth on the
+// thread (TRACE_F_DEPTH), each event carrying it, and the returns attached first.
+void pair_calls_by_depth(RuntimePlan& plan);
 
 // The files among `paths` (a process's mapped objects, or a command's program and its libraries)
 // named as `r`'s probes' carrier, in their order.

@@ -8,6 +8,7 @@
 
 #include "discover/library_names.h"
 #include "discover/process.h"
+#include "plan/aggregate_plan.h"
 #include "plan/probe_spec.h"
 #include "plan/runtime.h"
 #include "util/names.h"
@@ -147,33 +148,82 @@ Result<FoundRuntime> find_runtime(const TargetContext& ctx, const std::string& f
       tool == "stat" ? ", and Go" : "; for a Go program, uscope stat");
 }
 
-Result<RuntimePlan> plan_runtime(ObjectCache& cache, const TargetContext& ctx,
-                                 const std::string& forced, std::span<const RuntimeEvent> events,
-                                 std::string_view tool, const TraceOptions& opts, bool per_call) {
+namespace {
+
+// The runtime of the target, the file with its probes and which of them it has.
+struct LocatedRuntime {
+  const Runtime* runtime = nullptr;
+  std::string object;
+  std::string who;
+  std::set<std::string_view> present;
+};
+
+Result<LocatedRuntime> locate_runtime(ObjectCache& cache, const TargetContext& ctx,
+                                      const std::string& forced, std::string_view tool) {
   auto found = find_runtime(ctx, forced, tool);
   if (!found) return tl::unexpected(found.error());
-  const std::vector<std::string>& carriers = found->carriers;
-  const std::string& who = found->who;
-  RuntimePlan plan;
-  plan.runtime = found->runtime;
-  const Runtime& rt = *plan.runtime;
+  LocatedRuntime out;
+  out.runtime = found->runtime;
+  out.who = found->who;
+  const Runtime& rt = *out.runtime;
   // The first of the runtime's files with its probes (ruby3.1 links libruby-3.1.so, which has
   // them).
-  std::set<std::string_view> present;
-  for (const std::string& path : carriers) {
+  for (const std::string& path : found->carriers) {
     auto object = cache.get(path);
     if (!object) return tl::unexpected(object.error());
     auto usdt = cache.usdt(**object);
     if (!usdt) return tl::unexpected(usdt.error());
     for (const auto& p : **usdt)
-      if (p.provider == rt.provider) present.insert(p.name);
-    if (present.empty()) continue;
-    plan.object = path;
+      if (p.provider == rt.provider) out.present.insert(p.name);
+    if (out.present.empty()) continue;
+    out.object = path;
     break;
   }
-  if (present.empty())
-    return fail("{} has no {} USDT probes: {}", fmt::join(carriers, " nor "), rt.provider,
-                rt.without_probes);
+  if (out.present.empty())
+    return fail("{}{} {} USDT probes: {}", found->carriers.size() > 1 ? "neither " : "",
+                fmt::join(found->carriers, " nor "),
+                found->carriers.size() > 1 ? "has" : "has no", rt.provider, rt.without_probes);
+  return out;
+}
+
+Result<ProbeSpec> runtime_spec(const LocatedRuntime& at, const RuntimeProbe& p,
+                               std::string_view message, std::string_view tool) {
+  const std::string text = fmt::format("u:{}:{}:{} {}", at.object, p.provider, p.name, message);
+  auto spec = parse_probe_spec(text);
+  if (!spec) return fail("uscope {}: {}: {}", tool, text, spec.error().message);
+  return spec;
+}
+
+// The probes of `e` in the process, and how many the runtime has but the process lacks.
+std::vector<const RuntimeProbe*> present_probes(const LocatedRuntime& at, RuntimeEvent e) {
+  std::vector<const RuntimeProbe*> out;
+  for (const RuntimeProbe& p : at.runtime->probes)
+    if (p.event == e && at.present.contains(p.name)) out.push_back(&p);
+  return out;
+}
+
+// Every site of `plan` one slot (the tally's one table), its recipes reporting as probe 0.
+void one_slot(AggregationPlan& plan, const std::string& label) {
+  for (auto& r : plan.recipes) {
+    r.agg_slot = 0;
+    r.probe_id = 0;
+  }
+  for (auto& s : plan.sites) s.probe = 0;  // its label stays the probe's (probe_notes.h)
+  if (plan.slots.size() > 1) plan.slots.resize(1);
+  if (!plan.slots.empty()) plan.slots[0].label = label;
+}
+
+}  // namespace
+
+Result<RuntimePlan> plan_runtime(ObjectCache& cache, const TargetContext& ctx,
+                                 const std::string& forced, std::span<const RuntimeEvent> events,
+                                 std::string_view tool, const TraceOptions& opts, bool per_call) {
+  auto at = locate_runtime(cache, ctx, forced, tool);
+  if (!at) return tl::unexpected(at.error());
+  RuntimePlan plan;
+  plan.runtime = at->runtime;
+  plan.object = at->object;
+  const Runtime& rt = *plan.runtime;
 
   std::vector<ProbeSpec> specs;
   std::vector<const RuntimeProbe*> wanted;
@@ -184,11 +234,9 @@ Result<RuntimePlan> plan_runtime(ObjectCache& cache, const TargetContext& ctx,
       skipped_per_call.emplace_back(p.name);
       continue;
     }
-    if (!present.contains(p.name)) continue;  // another version's probe
-    const std::string text =
-        fmt::format("u:{}:{}:{} {}", plan.object, p.provider, p.name, p.message);
-    auto spec = parse_probe_spec(text);
-    if (!spec) return fail("uscope {}: {}: {}", tool, text, spec.error().message);
+    if (!at->present.contains(p.name)) continue;  // another version's probe
+    auto spec = runtime_spec(*at, p, p.message, tool);
+    if (!spec) return tl::unexpected(spec.error());
     specs.push_back(std::move(*spec));
     wanted.push_back(&p);
   }
@@ -200,7 +248,7 @@ Result<RuntimePlan> plan_runtime(ObjectCache& cache, const TargetContext& ctx,
         rt.per_call_needs.empty() ? "a flag" : rt.per_call_needs, tool);
   if (specs.empty())
     return fail("{}'s probes ({} in {}) mark no {}: uscope {} has nothing to read in {}", rt.title,
-                rt.provider, plan.object, event_names(events), tool, who);
+                rt.provider, plan.object, event_names(events), tool, at->who);
   auto trace = plan_trace(cache, specs, opts);
   if (!trace) return tl::unexpected(trace.error());
   plan.trace = std::move(*trace);
@@ -214,6 +262,129 @@ Result<RuntimePlan> plan_runtime(ObjectCache& cache, const TargetContext& ctx,
     plan.probe_of.push_back(*it);
   }
   return plan;
+}
+
+void pair_calls_by_depth(RuntimePlan& plan) {
+  TracePlan& t = plan.trace;
+  auto is = [&](const PlannedSite& s, RuntimeEvent e) {
+    return s.probe < plan.probe_of.size() && plan.probe_of[s.probe]->event == e;
+  };
+  std::vector<size_t> order;
+  for (size_t i = 0; i < t.sites.size(); ++i)
+    if (is(t.sites[i], RuntimeEvent::MethodReturn)) order.push_back(i);
+  for (size_t i = 0; i < t.sites.size(); ++i)
+    if (!is(t.sites[i], RuntimeEvent::MethodReturn)) order.push_back(i);
+  std::vector<uscope_recipe> recipes;
+  std::vector<PlannedSite> sites;
+  for (size_t i : order) {
+    uscope_recipe r = t.recipes[i];
+    PlannedSite s = t.sites[i];
+    if (is(s, RuntimeEvent::MethodReturn)) r.flags |= TRACE_F_RETURN | TRACE_F_DEPTH;
+    if (is(s, RuntimeEvent::MethodEntry)) r.flags |= TRACE_F_DEPTH;
+    s.attach.cookie = recipes.size();
+    recipes.push_back(r);
+    sites.push_back(std::move(s));
+  }
+  t.recipes = std::move(recipes);
+  t.sites = std::move(sites);
+}
+
+Result<RuntimeAggregation> plan_runtime_tally(ObjectCache& cache, const TargetContext& ctx,
+                                              const std::string& forced, RuntimeTally what,
+                                              std::string_view tool) {
+  auto at = locate_runtime(cache, ctx, forced, tool);
+  if (!at) return tl::unexpected(at.error());
+  const Runtime& rt = *at->runtime;
+  RuntimeAggregation out;
+  out.runtime = &rt;
+  out.object = at->object;
+
+  const RuntimeEvent counted =
+      what == RuntimeTally::Objects ? RuntimeEvent::ObjectNew : RuntimeEvent::MethodEntry;
+  std::vector<const RuntimeProbe*> entries = present_probes(*at, counted);
+  std::vector<const RuntimeProbe*> returns = present_probes(*at, RuntimeEvent::MethodReturn);
+  const bool partial_entries = std::any_of(entries.begin(), entries.end(),
+                                           [](const RuntimeProbe* p) { return p->partial; });
+  if (entries.empty() && (what == RuntimeTally::Objects || returns.empty()))
+    return fail("{}'s probes ({} in {}) mark no {}: uscope {} has nothing to count in {}{}",
+                rt.title, rt.provider, at->object, runtime_event_name(counted), tool, at->who,
+                what == RuntimeTally::Objects ? "" : "; where its time goes: uscope top -p PID");
+  if (what == RuntimeTally::TimedCalls && (partial_entries || returns.empty()))
+    return fail(
+        "{}'s {} fires for only some calls ({}), so its calls cannot be paired with their "
+        "returns to time them: uscope calls without -L counts every call (at {}); where its "
+        "time goes: uscope top -p PID",
+        rt.title, entries.empty() ? "call probe" : entries.front()->name,
+        entries.empty() ? "none" : "in Python 3.11, those entered from C",
+        returns.empty() ? "none" : returns.front()->name);
+  // A call is counted where it is entered, or where it returns when its entry probe is partial.
+  std::vector<const RuntimeProbe*> keyed =
+      what == RuntimeTally::TimedCalls || (what == RuntimeTally::Calls && partial_entries)
+          ? returns
+          : entries;
+
+  AggregateSpec agg;
+  std::vector<ProbeSpec> specs;
+  for (const RuntimeProbe* p : keyed) {
+    auto spec = runtime_spec(*at, *p, "", tool);
+    if (!spec) return tl::unexpected(spec.error());
+    specs.push_back(std::move(*spec));
+    out.probes.push_back(p->name);
+  }
+  auto keys = parse_aggregate_keys(keyed.front()->key, ProbeKind::Usdt);
+  if (!keys) return fail("uscope {}: {}: {}", tool, keyed.front()->key, keys.error().message);
+  agg.keys = std::move(*keys);
+  out.keys = agg.keys;
+  auto plan = plan_aggregation(cache, specs, agg, false);
+  if (!plan) return tl::unexpected(plan.error());
+  const std::string label = what == RuntimeTally::Objects ? "objects" : "calls";
+  one_slot(*plan, label);
+  if (what == RuntimeTally::TimedCalls) {
+    // Each return takes the call its thread entered last (TRACE_F_DEPTH), and its duration.
+    for (auto& r : plan->recipes) {
+      r.flags |= TRACE_F_RETURN | TRACE_F_DEPTH | TRACE_F_NEEDS_ENTRY | TRACE_F_HISTOGRAM;
+      r.agg_mode = TRACE_AGG_LOG2;
+    }
+    // The entries after the returns: attached last (trace.h's TRACE_F_DEPTH).
+    std::vector<ProbeSpec> entry_specs;
+    for (const RuntimeProbe* p : entries) {
+      auto spec = runtime_spec(*at, *p, "", tool);
+      if (!spec) return tl::unexpected(spec.error());
+      entry_specs.push_back(std::move(*spec));
+      out.probes.push_back(p->name);
+    }
+    auto entry_plan = plan_count(cache, entry_specs, {.move_sites = false});
+    if (!entry_plan) return tl::unexpected(entry_plan.error());
+    for (PlannedSite s : entry_plan->sites) {
+      uscope_recipe r{};
+      r.flags = TRACE_F_SAVE_ENTRY | TRACE_F_DEPTH;
+      s.attach.cookie = plan->recipes.size();
+      s.probe = 0;
+      s.role = SiteRole::LatencyEntry;
+      plan->recipes.push_back(r);
+      plan->sites.push_back(std::move(s));
+    }
+  }
+  out.plan = std::move(*plan);
+  return out;
+}
+
+std::string runtime_name(const Runtime& r, std::span<const std::string> parts) {
+  std::string out;
+  for (const std::string& p : parts) {
+    if (p.empty()) continue;
+    if (!out.empty()) out += r.name_joiner;
+    out += p;
+  }
+  return out;
+}
+
+std::string per_call_notice(const Runtime& r, std::span<const std::string_view> probes) {
+  std::string s = fmt::format("{}'s per-call probes ({}) are on: {}", r.title,
+                              fmt::join(probes, ", "), r.per_call_cost);
+  if (!r.per_call_needs.empty())
+    s += fmt::format("; they fire only with {}", r.per_call_needs);
+  return s;
 }
 
 }  // namespace uscope

@@ -8,9 +8,12 @@
 #include <chrono>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <map>
 #include <set>
 
+#include "bpf/trace.h"
 #include "model/runtime_gc.h"
+#include "plan/keyed_plan.h"
 #include "plan/runtime.h"
 #include "sink/runtime_stat_output.h"
 #include "util/output_buffer.h"
@@ -18,8 +21,10 @@
 namespace uscope {
 namespace {
 
-// "provider:name" of every stapsdt note readelf -n prints for `path`.
-std::set<std::string> readelf_probes(const std::string& path) {
+// "provider:name" of every stapsdt note readelf -n prints for `path` (each location once in
+// `locations`, when given).
+std::set<std::string> readelf_probes(const std::string& path,
+                                     std::map<std::string, int>* locations = nullptr) {
   std::set<std::string> out;
   std::string cmd = "readelf -n --wide '" + path + "' 2>/dev/null";
   FILE* p = popen(cmd.c_str(), "r");
@@ -35,6 +40,7 @@ std::set<std::string> readelf_probes(const std::string& path) {
       std::string name = l.substr(n + 6);
       name.erase(name.find_last_not_of(" \n") + 1);
       out.insert(provider + ":" + name);
+      if (locations) ++(*locations)[provider + ":" + name];
       provider.clear();
     }
   }
@@ -101,6 +107,81 @@ TEST(runtime_probes, only_the_probes_that_slow_every_call_are_per_call) {
         EXPECT_FALSE(p.per_call) << r->name << " " << p.name;
       }
     }
+}
+
+TEST(runtime_probes, every_call_and_object_probe_names_what_it_counts) {
+  for (const Runtime* r : runtimes())
+    for (const RuntimeProbe& p : r->probes) {
+      if (p.event != RuntimeEvent::MethodEntry && p.event != RuntimeEvent::MethodReturn &&
+          p.event != RuntimeEvent::ObjectNew)
+        continue;
+      auto keys = parse_aggregate_keys(p.key, ProbeKind::Usdt);
+      ASSERT_TRUE(keys) << r->name << " " << p.name << ": " << keys.error().message;
+      for (const AggregateKey& k : *keys)
+        EXPECT_EQ(k.kind, AggregateKey::Kind::String) << r->name << " " << p.name << " " << k.name;
+    }
+  const std::vector<std::string> java{"java/lang/String", "hashCode"};
+  EXPECT_EQ(runtime_name(java_runtime(), java), "java/lang/String.hashCode");
+  const std::vector<std::string> php_method{"Widget", "::", "work"}, php_function{"", "", "f"};
+  EXPECT_EQ(runtime_name(php_runtime(), php_method), "Widget::work");
+  EXPECT_EQ(runtime_name(php_runtime(), php_function), "f");
+  const std::vector<std::string> ruby{"Integer", "times"};
+  EXPECT_EQ(runtime_name(ruby_runtime(), ruby), "Integer#times");
+}
+
+// calls -L on Ruby: a site per location of its method and C-method return probes (readelf -n
+// counts them), each taking the call its thread entered last and timing it into one table, then
+// a site per entry location that records the call: the returns first, so that they are in
+// before any call is recorded.
+TEST(runtime_tally, timed_calls_pair_returns_by_depth_and_attach_them_first) {
+  const std::string libruby = "/usr/lib/x86_64-linux-gnu/libruby-3.1.so.3.1";
+  std::map<std::string, int> locations;
+  readelf_probes(libruby, &locations);
+  TargetContext ctx{nullptr, libruby, 0};
+  ObjectCache cache(ctx);
+  auto plan = plan_runtime_tally(cache, ctx, "ruby", RuntimeTally::TimedCalls, "calls");
+  ASSERT_TRUE(plan) << plan.error().message;
+  const int returns = locations["ruby:method__return"] + locations["ruby:cmethod__return"];
+  const int entries = locations["ruby:method__entry"] + locations["ruby:cmethod__entry"];
+  ASSERT_GT(returns, 0);
+  ASSERT_EQ(plan->plan.sites.size(), static_cast<size_t>(returns + entries));
+  ASSERT_EQ(plan->plan.slots.size(), 1u);
+  for (size_t i = 0; i < plan->plan.sites.size(); ++i) {
+    const PlannedSite& s = plan->plan.sites[i];
+    const uscope_recipe& r = plan->plan.recipes[i];
+    EXPECT_EQ(s.attach.cookie, i);
+    EXPECT_TRUE(r.flags & TRACE_F_DEPTH) << i;
+    if (i < static_cast<size_t>(returns)) {
+      EXPECT_TRUE(s.label.ends_with("method__return")) << s.label;
+      EXPECT_EQ(r.flags & (TRACE_F_RETURN | TRACE_F_AGGREGATE | TRACE_F_HISTOGRAM),
+                TRACE_F_RETURN | TRACE_F_AGGREGATE | TRACE_F_HISTOGRAM);
+      EXPECT_EQ(r.agg_slot, 0u);
+    } else {
+      EXPECT_TRUE(s.label.ends_with("method__entry")) << s.label;
+      EXPECT_EQ(r.flags, static_cast<uint32_t>(TRACE_F_SAVE_ENTRY | TRACE_F_DEPTH));
+      EXPECT_EQ(s.role, SiteRole::LatencyEntry);
+    }
+  }
+}
+
+// Python 3.11's function__entry fires for almost no call: calls are counted where they return,
+// and timing them is refused with what would work.
+TEST(runtime_tally, python_calls_are_counted_at_their_returns) {
+  TargetContext ctx{nullptr, "/usr/bin/python3.11", 0};
+  ObjectCache cache(ctx);
+  auto counted = plan_runtime_tally(cache, ctx, "", RuntimeTally::Calls, "calls");
+  ASSERT_TRUE(counted) << counted.error().message;
+  ASSERT_EQ(counted->probes.size(), 1u);
+  EXPECT_EQ(counted->probes[0], "function__return");
+  auto timed = plan_runtime_tally(cache, ctx, "", RuntimeTally::TimedCalls, "calls");
+  ASSERT_FALSE(timed);
+  EXPECT_NE(timed.error().message.find("uscope calls without -L counts every call (at "
+                                       "function__return)"),
+            std::string::npos)
+      << timed.error().message;
+  auto objects = plan_runtime_tally(cache, ctx, "", RuntimeTally::Objects, "objnew");
+  ASSERT_FALSE(objects);
+  EXPECT_NE(objects.error().message.find("mark no object creation"), std::string::npos);
 }
 
 TEST(runtime_gc, collections_pair_per_thread_and_phase) {

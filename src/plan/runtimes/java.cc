@@ -15,6 +15,13 @@ std::string gc_kind(std::span<const DecodedValue> v) {
 // thread__start/stop: name (pointer, length), Java thread id, native thread id, daemon.
 constexpr std::string_view kThreadMessage = R"("%s %d %d %d", str(arg1, arg2), arg3, arg4, arg5)";
 
+// method__entry/return: thread id, class (pointer, length), method (pointer, length), signature
+// (pointer, length).
+constexpr std::string_view kCallMessage = R"("%s.%s", str(arg2, arg3), str(arg4, arg5))";
+constexpr std::string_view kCallKey = "str(arg2, arg3),str(arg4, arg5)";
+
+constexpr std::string_view kPerCallCost = "TODO-MEASURE";
+
 constexpr RuntimeProbe kProbes[] = {
     {RuntimeEvent::GcBegin, "hotspot", "gc__begin", R"("%d", arg1)", false, "", gc_kind},
     {RuntimeEvent::GcEnd, "hotspot", "gc__end", ""},
@@ -22,13 +29,14 @@ constexpr RuntimeProbe kProbes[] = {
     {RuntimeEvent::ThreadEnd, "hotspot", "thread__stop", kThreadMessage},
     {RuntimeEvent::ClassLoad, "hotspot", "class__loaded", R"("%s", str(arg1, arg2))"},
     // thread id, class (pointer, length), method (pointer, length), signature (pointer, length)
-    {RuntimeEvent::MethodEntry, "hotspot", "method__entry",
-     R"("%s.%s", str(arg2, arg3), str(arg4, arg5))", true},
-    {RuntimeEvent::MethodReturn, "hotspot", "method__return",
-     R"("%s.%s", str(arg2, arg3), str(arg4, arg5))", true},
-    // thread id, class (pointer, length), size in bytes
-    {RuntimeEvent::ObjectNew, "hotspot", "object__alloc", R"("%s %d", str(arg2, arg3), arg4)",
-     true},
+    {RuntimeEvent::MethodEntry, "hotspot", "method__entry", kCallMessage, true, "", nullptr,
+     kCallKey},
+    {RuntimeEvent::MethodReturn, "hotspot", "method__return", kCallMessage, true, "", nullptr,
+     kCallKey},
+    // thread id, class (pointer, length), size in bytes. The size is not used: OpenJDK 17's is 0
+    // or junk for most allocations (its -4@%ebx is not set on every path; bpftrace reads the same).
+    {RuntimeEvent::ObjectNew, "hotspot", "object__alloc", R"("%s", str(arg2, arg3))", true, "",
+     nullptr, "str(arg2, arg3)"},
 };
 
 bool is_libjvm(std::string_view file) {
@@ -50,6 +58,8 @@ const Runtime& java_runtime() {
           "this JDK was built without DTrace probes (configure --enable-dtrace); Debian's "
           "openjdk-17 has them",
       .per_call_needs = "the JVM started with -XX:+ExtendedDTraceProbes",
+      .name_joiner = ".",
+      .per_call_cost = kPerCallCost,
   };
   return r;
 }

@@ -9,10 +9,14 @@ namespace php_runtime_probes {
 
 // function__entry/return: function name, file, line, class name, scope ("::" or "->").
 constexpr std::string_view kCall = R"("%s%s%s %s:%d", arg4, arg5, arg1, arg2, arg3)";
+// class, scope, function: "Widget::work", "strlen"
+constexpr std::string_view kCallKey = "str(arg4),str(arg5),str(arg1)";
+
+constexpr std::string_view kPerCallCost = "TODO-MEASURE";
 
 constexpr RuntimeProbe kProbes[] = {
-    {RuntimeEvent::MethodEntry, "php", "function__entry", kCall, true},
-    {RuntimeEvent::MethodReturn, "php", "function__return", kCall, true},
+    {RuntimeEvent::MethodEntry, "php", "function__entry", kCall, true, "", nullptr, kCallKey},
+    {RuntimeEvent::MethodReturn, "php", "function__return", kCall, true, "", nullptr, kCallKey},
     {RuntimeEvent::Exception, "php", "exception__thrown", R"("%s", arg1)", true},
 };
 
@@ -36,6 +40,8 @@ const Runtime& php_runtime() {
       .without_probes =
           "this PHP was built without --enable-dtrace; Debian's php8.2 has the probes",
       .per_call_needs = "PHP started with USE_ZEND_DTRACE=1 in its environment",
+      .name_joiner = "",
+      .per_call_cost = kPerCallCost,
   };
   return r;
 }

@@ -17,13 +17,19 @@ std::string collected(std::span<const DecodedValue> v) {
   return v.empty() ? "" : fmt::format("{} collected", static_cast<int64_t>(v[0].number));
 }
 
+constexpr std::string_view kCallMessage = R"("%s:%s:%d", arg1, arg2, arg3)";
+constexpr std::string_view kCallKey = "str(arg1),str(arg2)";
+
+constexpr std::string_view kPerCallCost = "TODO-MEASURE";
+
 constexpr RuntimeProbe kProbes[] = {
     {RuntimeEvent::GcBegin, "python", "gc__start", R"("%d", arg1)", false, "", generation},
     {RuntimeEvent::GcEnd, "python", "gc__done", R"("%d", arg1)", false, "", collected},
-    {RuntimeEvent::MethodEntry, "python", "function__entry", R"("%s:%s:%d", arg1, arg2, arg3)",
-     true},
-    {RuntimeEvent::MethodReturn, "python", "function__return", R"("%s:%s:%d", arg1, arg2, arg3)",
-     true},
+    // file, function, line
+    {RuntimeEvent::MethodEntry, "python", "function__entry", kCallMessage, true, "", nullptr,
+     kCallKey, true},
+    {RuntimeEvent::MethodReturn, "python", "function__return", kCallMessage, true, "", nullptr,
+     kCallKey},
 };
 
 // python3.11, python3.11d, libpython3.11.so.1.0, libpython3.11d.so.1.0
@@ -54,6 +60,8 @@ const Runtime& python_runtime() {
           "this Python was built without --with-dtrace (pyenv's and most self-built ones are); "
           "Debian's /usr/bin/python3.11 has the probes",
       .per_call_needs = "",
+      .name_joiner = ":",
+      .per_call_cost = kPerCallCost,
   };
   return r;
 }
