@@ -13,8 +13,9 @@ gated (it prints "ready", waits for a line, runs, and prints its own CPU time an
 its runtime counted), then run in four configurations, interleaved in each round:
 
   none      no probe
-  empty     bpftrace with an empty action on the runtime's GC begin and end USDT probes (the
-            seed's "probes enabled, empty handler" row: what the traps alone cost)
+  empty     bpftrace with the least action (`@hits = count()`: bpftrace 0.17 leaves a probe
+            with an empty action unattached) on the runtime's GC begin and end USDT probes (the
+            seed's "probes enabled, empty handler" row: what the traps cost)
   gc        `uscope gc -p PID -o /dev/null` (uscope's handler: an event per begin and end)
   stat      `uscope stat -p PID -o /dev/null` (the GC probes and every other cheap one)
 
@@ -115,47 +116,59 @@ def runtimes(work: Path) -> list[dict]:
     ]
 
 
-def one(rt: dict, mode: str, uscope: str, work: Path) -> tuple[int, int, dict | None]:
-    """The workload's CPU ns and its runtime's collection count under `mode`; gc's summary."""
-    target = subprocess.Popen(rt["cmd"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    assert target.stdout.readline().strip() == "ready", rt["name"]
-    tool = None
-    out = work / "gc.json"
-    if mode == "empty":
-        script = " ".join(f"usdt:{path}:{p} /pid == {target.pid}/ {{ }}" for path, p in rt["probes"])
-        tool = subprocess.Popen(["bpftrace", "-p", str(target.pid), "-e", script],
+def gated_run(cmd: list[str], probes: list[tuple[str, str]], tool: list[str] | str | None,
+              work: Path, env: dict | None = None) -> tuple[list[str], list[dict]]:
+    """Runs a gated workload (it prints "ready", waits for a line, works, prints "done ...", waits
+    for its stdin to close) under `tool`: None (no probe), "empty" (bpftrace with an empty action
+    on `probes`, (path, provider:name) pairs), or uscope's argv, run with `-p PID --format json -o
+    FILE`. The words after "done" and uscope's JSON lines."""
+    target = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+    assert target.stdout.readline().strip() == "ready", cmd
+    proc = None
+    out = work / "tool.json"
+    if tool == "empty":
+        # The least action that keeps the probe: bpftrace 0.17 attaches nothing for an empty one
+        # (`{ }` on the JVM's method__entry/return cost its calls nothing; `count()` ~2 µs each).
+        script = " ".join(f"usdt:{path}:{p} /pid == {target.pid}/ {{ @hits = count(); }}"
+                          for path, p in probes)
+        proc = subprocess.Popen(["bpftrace", "-p", str(target.pid), "-e", script],
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         while True:  # past its warnings (RLIMIT_MEMLOCK), to "Attaching N probes..."
-            line = tool.stdout.readline()
+            line = proc.stdout.readline()
             assert line, "bpftrace ended before attaching"
             if line.startswith("Attaching"):
                 break
-    elif mode in ("gc", "stat"):
-        args = [uscope, mode, "-p", str(target.pid), "--format", "json", "-o", str(out)]
-        tool = subprocess.Popen(args, stderr=subprocess.PIPE, text=True)
+    elif tool:
+        args = tool + ["-p", str(target.pid), "--format", "json", "-o", str(out)]
+        proc = subprocess.Popen(args, stderr=subprocess.PIPE, text=True)
         while True:
-            line = tool.stderr.readline()
+            line = proc.stderr.readline()
             assert line, f"{args}: ended before attaching"
             if "Ctrl-C to stop" in line:
                 break
     target.stdin.write("go\n")
     target.stdin.flush()
     words = target.stdout.readline().split()
-    assert words[0] == "done", words
+    assert words and words[0] == "done", words
     target.stdin.close()
     target.wait()
-    summary = None
-    if tool:
-        if mode == "empty":
-            tool.terminate()
-        tool.wait(timeout=60)
-        if mode in ("gc", "stat"):
-            assert tool.returncode == 0, tool.stderr.read()
-            for line in out.read_text().splitlines():
-                j = json.loads(line)
-                if "summary" in j:
-                    summary = j["summary"]
-    return int(words[1]), int(words[2]), summary
+    lines = []
+    if proc:
+        if tool == "empty":
+            proc.terminate()
+        proc.wait(timeout=60)
+        if tool != "empty":
+            assert proc.returncode == 0, proc.stderr.read()
+            lines = [json.loads(line) for line in out.read_text().splitlines()]
+    return words[1:], lines
+
+
+def one(rt: dict, mode: str, uscope: str, work: Path) -> tuple[int, int, dict | None]:
+    """The workload's CPU ns and its runtime's collection count under `mode`; gc's summary."""
+    tool = {"none": None, "empty": "empty"}.get(mode, [uscope, mode])
+    words, lines = gated_run(rt["cmd"], rt["probes"], tool, work)
+    summary = next((j["summary"] for j in lines if "summary" in j), None)
+    return int(words[0]), int(words[1]), summary
 
 
 def main() -> int:

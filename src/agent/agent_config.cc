@@ -157,7 +157,7 @@ Result<AgentConfig> parse_agent_config(const std::string& yaml, const std::strin
     }
   }
   if (auto m = root["metrics"]) {
-    if (auto ok = known_keys(p, m, "metrics", {"http", "go_runtime", "functions"}); !ok)
+    if (auto ok = known_keys(p, m, "metrics", {"http", "go_runtime", "runtime", "functions"}); !ok)
       return tl::unexpected(ok.error());
     if (auto n = m["http"]) {
       auto b = boolean(p, n, "http");
@@ -168,6 +168,11 @@ Result<AgentConfig> parse_agent_config(const std::string& yaml, const std::strin
       auto b = boolean(p, n, "go_runtime");
       if (!b) return tl::unexpected(b.error());
       c.go_runtime_metrics = *b;
+    }
+    if (auto n = m["runtime"]) {
+      auto b = boolean(p, n, "runtime");
+      if (!b) return tl::unexpected(b.error());
+      c.runtime_metrics = *b;
     }
     if (auto n = m["functions"]) {
       if (!n.IsSequence()) return p.at(n, "'functions' must be a list of FILE:FUNCTION");

@@ -13,6 +13,7 @@
 //   metrics:
 //     http: true                     # RED metrics of Go HTTP servers and clients
 //     go_runtime: true               # stat's Go runtime metrics
+//     runtime: true                  # stat's Java, Python and Ruby metrics (their GC probes)
 //     functions:                     # latency histograms, as `uscope latency`
 //       - /usr/bin/redis-server:processCommand
 //   profiles:
@@ -51,6 +52,7 @@ struct AgentConfig {
   std::vector<ProcessSelector> select;
   bool http_metrics = true;
   bool go_runtime_metrics = false;
+  bool runtime_metrics = false;  // managed runtimes (Java, Python, Ruby): uscope stat's counts
   std::vector<std::string> functions;
   bool profiles = false;
   int profile_hz = 19;

@@ -14,7 +14,7 @@ namespace {
 struct CallsOptions {
   SessionOptions session;
   MapOptions aggregate;
-  std::string runtime;  // -l
+  std::string runtime;   // -l
   bool latency = false;  // -L
   std::string sort = "count";
 };
@@ -53,8 +53,9 @@ void add_calls_command(CLI::App& app, Run& run) {
       "calls", "A Java, Ruby, PHP or Python program's method calls by name: counts and time");
   add_session_options(cmd, opts->session, true, false);
   add_aggregate_options(cmd, opts->aggregate, false);
-  cmd->add_option("-l,--language", opts->runtime,
-                  "The runtime: java, python, ruby, php (detected from the process when not given)");
+  cmd->add_option(
+      "-l,--language", opts->runtime,
+      "The runtime: java, python, ruby, php (detected from the process when not given)");
   cmd->add_flag("-L,--latency", opts->latency,
                 "Time each call too: its total and average (pairs every return with its entry)");
   cmd->add_option("--sort", opts->sort, "Order rows by count or by time (-L)")

@@ -1,6 +1,7 @@
 #include "cli/node_agent.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <fmt/core.h>
 #include <poll.h>
 #include <sys/resource.h>
@@ -9,6 +10,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -118,6 +120,7 @@ Result<std::unique_ptr<NodeAgent>> NodeAgent::create(AgentConfig config, ConfigR
 Result<void> NodeAgent::listen() {
   std::map<std::string, HttpRoute> routes;
   routes["/metrics"] = [this] {
+    drain_runtime_events();
     return HttpReply{200, kPrometheusTextType, prometheus_text(snapshot())};
   };
   routes["/healthz"] = [] { return HttpReply{200, "text/plain; charset=utf-8", "ok\n"}; };
@@ -150,6 +153,8 @@ const NodeAgent::ExeVerdict* NodeAgent::judge(pid_t pid) {
       v.go = true;
       auto sides = http_sides(cache, "");
       v.go_http = sides && sides->server;
+    } else if (auto rt = find_runtime(ctx, "", "agent")) {
+      v.runtime = rt->runtime;  // its program, its libraries, a java launcher's libjvm.so
     }
     // Bounded: a node that keeps building new binaries judges them again after a while.
     if (verdicts_.size() >= kVerdicts) verdicts_.clear();
@@ -161,11 +166,12 @@ const NodeAgent::ExeVerdict* NodeAgent::judge(pid_t pid) {
 Result<void> NodeAgent::start_jobs(pid_t pid, Watched& w, const ExeVerdict& v) {
   const bool http = config_.http_metrics && v.go_http;
   const bool go = config_.go_runtime_metrics && v.go;
+  const bool runtime = config_.runtime_metrics && v.runtime;
   // The functions the config names in this process's executable (by its path or its name).
   std::vector<ProbeSpec> functions;
   for (const auto& f : functions_)
     if (f.target == w.facts.exe || f.target == file_name(w.facts.exe)) functions.push_back(f);
-  if (!http && !go && functions.empty()) return {};
+  if (!http && !go && !runtime && functions.empty()) return {};
   SessionOptions so;
   so.pid = pid;
   auto session = Session::open(so, runner_.get());
@@ -189,6 +195,23 @@ Result<void> NodeAgent::start_jobs(pid_t pid, Watched& w, const ExeVerdict& v) {
     if (!job) return tl::unexpected(job.error());
     w.go = std::move(*job);
     w.go->begin();
+  }
+  if (runtime) {
+    auto rw = std::make_unique<RuntimeWatch>();
+    rw->options.pid = pid;
+    auto plan = plan_runtime(*w.cache, w.session->context(), std::string(v.runtime->name),
+                             runtime_stat_events(), "agent");
+    if (!plan) return tl::unexpected(plan.error());
+    rw->plan = std::move(*plan);
+    rw->metrics = std::make_unique<RuntimeMetrics>(rw->plan);
+    rw->null.reset(open("/dev/null", O_WRONLY | O_CLOEXEC));
+    if (!rw->null.valid()) return fail_errno(errno, "cannot open /dev/null");
+    rw->out = std::make_unique<OutputBuffer>(rw->null.get());
+    rw->job = std::make_unique<TraceJob>(*w.session, rw->options, rw->plan.trace,
+                                         TraceJobOptions{}, *rw->metrics, *rw->out);
+    if (auto r = rw->job->start(); !r) return tl::unexpected(r.error());
+    rw->callbacks = rw->job->callbacks();
+    w.runtime = std::move(rw);
   }
   if (!functions.empty()) {
     for (auto& f : functions) f.target = "";  // the process's own executable
@@ -257,6 +280,7 @@ void NodeAgent::consider(pid_t pid) {
     w.http.reset();
     w.go.reset();
     w.latency.reset();
+    w.runtime.reset();
   }
   if (verbose_) {
     std::string what;
@@ -265,6 +289,8 @@ void NodeAgent::consider(pid_t pid) {
     if (w.latency)
       what += fmt::format("{}{} function(s) timed", what.empty() ? ": " : ", ",
                           w.latency->plan.functions.size());
+    if (w.runtime)
+      what += fmt::format("{}{} runtime", what.empty() ? ": " : ", ", w.runtime->plan.runtime->title);
     fmt::print(stderr, "uscope: watching process {} ({}){}\n", pid, w.service, what);
   }
   attach_retries_.erase(pid);
@@ -281,6 +307,10 @@ void NodeAgent::drop(pid_t pid) {
     add_losses(gone_losses_, w.http->losses());
   }
   if (w.latency) (void)w.latency->job->stop(StopReason::TargetExited);
+  if (w.runtime) {
+    (void)w.runtime->job->stop(StopReason::TargetExited);
+    gone_runtime_lost_ += w.runtime->job->totals().lost;
+  }
   if (w.go) {
     w.go->detach();
     if (auto l = w.go->losses()) {
@@ -312,7 +342,15 @@ void NodeAgent::rescan() {
   for (pid_t pid : alive) consider(pid);
 }
 
+void NodeAgent::drain_runtime_events() {
+  for (auto& [pid, w] : watched_)
+    if (w.runtime)
+      for (int i = 0; i < kBatchesPerTick; ++i)
+        if (!w.runtime->callbacks.drain()) break;
+}
+
 void NodeAgent::tick() {
+  drain_runtime_events();
   for (auto& [pid, w] : watched_) {
     if (w.go)
       for (int i = 0; i < kBatchesPerTick; ++i) {
@@ -406,6 +444,7 @@ MetricsSnapshot NodeAgent::snapshot() const {
     if (w.http) w.http_metrics->snapshot(out, resource(pid, w));
     if (w.go) w.go->snapshot(out, resource(pid, w));
     if (w.latency) add_latency_metrics(out, resource(pid, w), *w.latency);
+    if (w.runtime) w.runtime->metrics->snapshot(out, resource(pid, w));
   }
   add_own_metrics(out);
   return out;
@@ -442,11 +481,17 @@ void NodeAgent::add_own_metrics(MetricsSnapshot& out) const {
       }
       for (int fd : w.go->program_fds()) fds.push_back(fd);
     }
+    if (w.runtime) {
+      ++jobs;
+      links += w.runtime->job->links();
+      for (int fd : w.runtime->job->program_fds()) fds.push_back(fd);
+    }
   }
-  losses.ring_lost += go_lost;
+  losses.ring_lost += go_lost + gone_runtime_lost_;
   gauge("uscope.processes", "{process}", "Processes the agent's selectors picked.",
         static_cast<double>(watched_.size()));
-  gauge("uscope.jobs", "{job}", "Jobs running: a process's HTTP RED, a process's Go runtime.",
+  gauge("uscope.jobs", "{job}",
+        "Jobs running: a process's HTTP RED, its Go runtime, its managed runtime's counts.",
         static_cast<double>(jobs));
   gauge("uscope.probe.links", "{link}", "uprobe links attached.", static_cast<double>(links));
   const std::pair<const char*, uint64_t> causes[] = {{"ring_full", losses.ring_lost},
@@ -543,6 +588,7 @@ void NodeAgent::push_otlp() {
     req.url += "/v1/metrics";
   }
   req.content_type = kOtlpProtobufType;
+  drain_runtime_events();
   req.body = otlp_metrics_request(snapshot(), {{"host.name", host_}, {"service.name", "uscope"}},
                                   kUscopeVersion);
   pusher_->push(std::move(req));

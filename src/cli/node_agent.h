@@ -17,10 +17,12 @@
 #include "agent/agent_config.h"
 #include "agent/http_metrics.h"
 #include "agent/process_match.h"
+#include "agent/runtime_metrics.h"
 #include "cli/go_stat_job.h"
 #include "cli/http_job.h"
 #include "cli/latency_job.h"
 #include "cli/profile_session.h"
+#include "cli/trace_job.h"
 #include "discover/object_store.h"
 #include "discover/process_events.h"
 #include "export/http_listener.h"
@@ -28,6 +30,7 @@
 #include "export/profile_export.h"
 #include "model/metrics.h"
 #include "util/runner.h"
+#include "util/unique_fd.h"
 
 namespace uscope::cli {
 
@@ -59,6 +62,17 @@ class NodeAgent {
     EventLoop::Callbacks callbacks;
     std::vector<LatencyRow> rows;  // as last read
   };
+  // A managed runtime's counts (`metrics.runtime`): stat's probes on the trace job, its events
+  // counted by RuntimeMetrics; it writes nothing (its output is /dev/null).
+  struct RuntimeWatch {
+    SessionOptions options;
+    RuntimePlan plan;
+    std::unique_ptr<RuntimeMetrics> metrics;
+    UniqueFd null;
+    std::unique_ptr<OutputBuffer> out;
+    std::unique_ptr<TraceJob> job;
+    EventLoop::Callbacks callbacks;
+  };
   struct Watched {
     Runner::Clock::time_point seen;  // when /proc was read for it: an exec before is in its facts
     ProcessFacts facts;
@@ -69,11 +83,13 @@ class NodeAgent {
     std::unique_ptr<HttpJob> http;
     std::unique_ptr<GoStatJob> go;
     std::unique_ptr<FunctionLatency> latency;
+    std::unique_ptr<RuntimeWatch> runtime;
   };
   // What an executable is, read once per file (dev, inode) however many processes run it.
   struct ExeVerdict {
     bool go = false;
     bool go_http = false;  // serves HTTP with net/http
+    const Runtime* runtime = nullptr;  // a managed runtime uscope's runtime tools read
   };
 
   NodeAgent(AgentConfig config, ConfigReader reread, bool verbose);
@@ -82,6 +98,9 @@ class NodeAgent {
   void drop(pid_t pid);
   void rescan();
   void tick();
+  // Every runtime job's events read (bounded), so that what /metrics and OTLP show holds what the
+  // runtimes did up to then.
+  void drain_runtime_events();
   void read_intervals();
   void add_latency_metrics(MetricsSnapshot& out, const MetricAttributes& resource,
                            const FunctionLatency& l) const;
@@ -119,7 +138,7 @@ class NodeAgent {
   std::shared_ptr<ObjectStore> judged_;
   // Losses and exchanges of jobs already gone, so that counters never go down.
   HttpLosses gone_losses_;
-  uint64_t gone_go_lost_ = 0, gone_census_failures_ = 0;
+  uint64_t gone_go_lost_ = 0, gone_census_failures_ = 0, gone_runtime_lost_ = 0;
   uint64_t attach_failures_ = 0, process_event_overflows_ = 0, reloads_ = 0, reload_failures_ = 0;
   uint64_t start_unix_ns_ = 0;
   std::string host_;

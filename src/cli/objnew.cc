@@ -39,8 +39,8 @@ Reference: docs/objnew.md)";
 
 void add_objnew_command(CLI::App& app, Run& run) {
   auto opts = std::make_shared<ObjnewOptions>();
-  auto* cmd = app.add_subcommand(
-      "objnew", "A Java or Ruby program's new objects, counted by class");
+  auto* cmd =
+      app.add_subcommand("objnew", "A Java or Ruby program's new objects, counted by class");
   add_session_options(cmd, opts->session, true, false);
   add_aggregate_options(cmd, opts->aggregate, false);
   cmd->add_option("-l,--language", opts->runtime,
@@ -48,7 +48,8 @@ void add_objnew_command(CLI::App& app, Run& run) {
   cmd->footer(
       "Probes (they fire at every allocation and slow each; what they cost is said at start): "
       "Java hotspot:object__alloc (the JVM needs -XX:+ExtendedDTraceProbes or "
-      "-XX:+DTraceAllocProbes; its sizes are not reliable and not shown), Ruby ruby:object__create. "
+      "-XX:+DTraceAllocProbes; its sizes are not reliable and not shown), Ruby "
+      "ruby:object__create. "
       "Python and PHP have no allocation probe.");
   add_examples(cmd, kObjnewExamples);
   cmd->callback([&run, opts] { run = [opts] { return run_objnew(*opts); }; });

@@ -1,17 +1,17 @@
 #pragma once
-// What the runtime tools (gc, threads, stat, calls, objnew) share: the runtime's probes of their events planned
-// (plan/runtime.h), run by the trace job into the tool's sink, and the sink's summary written
-// once the session ends.
+// What the runtime tools (gc, threads, stat, calls, objnew) share: the runtime's probes of their
+// events planned (plan/runtime.h), run by the trace job into the tool's sink, and the sink's
+// summary written once the session ends.
 #include <functional>
 #include <memory>
 #include <span>
 #include <string>
 #include <string_view>
 
+#include "cli/aggregate_job.h"
 #include "cli/output_options.h"
 #include "cli/session.h"
 #include "plan/runtime.h"
-#include "cli/aggregate_job.h"
 #include "sink/event_sink.h"
 #include "sink/runtime_tally_output.h"
 #include "util/output_buffer.h"

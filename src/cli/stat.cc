@@ -28,11 +28,6 @@ struct StatOptions {
   std::string runtime;  // -l: a managed runtime's stat
 };
 
-// What stat reads of a managed runtime: its cheap probes (none that fires at every call).
-constexpr RuntimeEvent kRuntimeStatEvents[] = {RuntimeEvent::GcBegin,     RuntimeEvent::GcEnd,
-                                               RuntimeEvent::ThreadStart, RuntimeEvent::ThreadEnd,
-                                               RuntimeEvent::ClassLoad,   RuntimeEvent::Exception};
-
 std::string clock_now() {
   std::time_t t = std::time(nullptr);
   std::tm tm{};
@@ -51,7 +46,8 @@ int run_stat(const StatOptions& o) {
   // A program that is no Go: its runtime's own probes (Java, Python, Ruby), as bcc's ustat.
   auto main_object = cache.get("");
   if (!o.runtime.empty() || (main_object && !(*main_object)->is_go))
-    return run_runtime_session(**session, *output, o.session, o.runtime, kRuntimeStatEvents, "stat",
+    return run_runtime_session(**session, *output, o.session, o.runtime, runtime_stat_events(),
+                               "stat",
                                "the collections, threads, classes and exceptions",
                                [](const RuntimePlan& plan, OutputFormat format, OutputBuffer& out) {
                                  return std::make_unique<RuntimeStatOutput>(plan, format, out);

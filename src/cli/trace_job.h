@@ -40,6 +40,11 @@ class TraceJob : public Job {
   std::optional<Overhead> overhead() override { return overhead_; }
   // After stop.
   const TraceTotals& totals() const { return totals_; }
+  // After start (the agent's own metrics).
+  size_t links() const { return program_ ? program_->link_count() : 0; }
+  std::vector<int> program_fds() const {
+    return program_ ? program_->program_fds() : std::vector<int>{};
+  }
 
  private:
   bool limit_reached() const { return so_.max_events && sink_.events() >= so_.max_events; }

@@ -106,6 +106,10 @@ struct FoundRuntime {
 Result<FoundRuntime> find_runtime(const TargetContext& ctx, const std::string& forced,
                                   std::string_view tool);
 
+// What `uscope stat` and the agent read of a managed runtime: its cheap probes (none that fires
+// at every call).
+std::span<const RuntimeEvent> runtime_stat_events();
+
 // Whether `r` has a probe of `e`.
 bool runtime_marks(const Runtime& r, RuntimeEvent e);
 

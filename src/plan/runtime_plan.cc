@@ -98,6 +98,13 @@ std::span<const Runtime* const> runtimes() {
   return all;
 }
 
+std::span<const RuntimeEvent> runtime_stat_events() {
+  static constexpr RuntimeEvent kEvents[] = {RuntimeEvent::GcBegin,     RuntimeEvent::GcEnd,
+                                             RuntimeEvent::ThreadStart, RuntimeEvent::ThreadEnd,
+                                             RuntimeEvent::ClassLoad,   RuntimeEvent::Exception};
+  return kEvents;
+}
+
 bool runtime_marks(const Runtime& r, RuntimeEvent e) {
   return std::any_of(r.probes.begin(), r.probes.end(),
                      [&](const RuntimeProbe& p) { return p.event == e; });
@@ -181,8 +188,8 @@ Result<LocatedRuntime> locate_runtime(ObjectCache& cache, const TargetContext& c
   }
   if (out.present.empty())
     return fail("{}{} {} USDT probes: {}", found->carriers.size() > 1 ? "neither " : "",
-                fmt::join(found->carriers, " nor "),
-                found->carriers.size() > 1 ? "has" : "has no", rt.provider, rt.without_probes);
+                fmt::join(found->carriers, " nor "), found->carriers.size() > 1 ? "has" : "has no",
+                rt.provider, rt.without_probes);
   return out;
 }
 
@@ -303,8 +310,8 @@ Result<RuntimeAggregation> plan_runtime_tally(ObjectCache& cache, const TargetCo
       what == RuntimeTally::Objects ? RuntimeEvent::ObjectNew : RuntimeEvent::MethodEntry;
   std::vector<const RuntimeProbe*> entries = present_probes(*at, counted);
   std::vector<const RuntimeProbe*> returns = present_probes(*at, RuntimeEvent::MethodReturn);
-  const bool partial_entries = std::any_of(entries.begin(), entries.end(),
-                                           [](const RuntimeProbe* p) { return p->partial; });
+  const bool partial_entries =
+      std::any_of(entries.begin(), entries.end(), [](const RuntimeProbe* p) { return p->partial; });
   if (entries.empty() && (what == RuntimeTally::Objects || returns.empty()))
     return fail("{}'s probes ({} in {}) mark no {}: uscope {} has nothing to count in {}{}",
                 rt.title, rt.provider, at->object, runtime_event_name(counted), tool, at->who,
@@ -382,8 +389,7 @@ std::string runtime_name(const Runtime& r, std::span<const std::string> parts) {
 std::string per_call_notice(const Runtime& r, std::span<const std::string_view> probes) {
   std::string s = fmt::format("{}'s per-call probes ({}) are on: {}", r.title,
                               fmt::join(probes, ", "), r.per_call_cost);
-  if (!r.per_call_needs.empty())
-    s += fmt::format("; they fire only with {}", r.per_call_needs);
+  if (!r.per_call_needs.empty()) s += fmt::format("; they fire only with {}", r.per_call_needs);
   return s;
 }
 

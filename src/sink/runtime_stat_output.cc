@@ -22,31 +22,19 @@ std::string wall_clock_now() {
 
 }  // namespace
 
-void RuntimeStatOutput::Tally::add(const Tally& o) {
-  gcs += o.gcs;
-  gc_ns += o.gc_ns;
-  threads_started += o.threads_started;
-  threads_ended += o.threads_ended;
-  classes += o.classes;
-  exceptions += o.exceptions;
-}
-
 RuntimeStatOutput::RuntimeStatOutput(const RuntimePlan& plan, OutputFormat format,
                                      OutputBuffer& out)
-    : plan_(plan), json_(format == OutputFormat::Json), out_(out) {
-  // A runtime that marks phases counts a collection at its mark phase (Ruby marks once per
-  // collection, and sweeps lazily in several steps).
-  for (const RuntimeProbe* p : plan.probe_of)
-    if (p->event == RuntimeEvent::GcEnd && !p->phase.empty() && gc_unit_.empty())
-      gc_unit_ = std::string(p->phase);
-}
+    : plan_(plan),
+      json_(format == OutputFormat::Json),
+      out_(out),
+      counter_(RuntimeCounter::gc_unit_of(plan)) {}
 
 bool RuntimeStatOutput::has(RuntimeEvent e) const {
   return std::any_of(plan_.probe_of.begin(), plan_.probe_of.end(),
                      [&](const RuntimeProbe* p) { return p->event == e; });
 }
 
-nlohmann::json RuntimeStatOutput::json_of(const Tally& t) const {
+nlohmann::json RuntimeStatOutput::json_of(const RuntimeCounts& t) const {
   nlohmann::json j = {{"gc", t.gcs}, {"gc_ns", t.gc_ns}};
   if (has(RuntimeEvent::ThreadStart)) j["threads_started"] = t.threads_started;
   if (has(RuntimeEvent::ThreadEnd)) j["threads_ended"] = t.threads_ended;
@@ -66,49 +54,13 @@ bool RuntimeStatOutput::event(const DecodedEvent& ev, const EventStacks&) {
   if (id >= plan_.probe_of.size()) return false;
   ++events_;
   const RuntimeProbe& p = *plan_.probe_of[id];
-  const std::string phase(p.phase);
-  switch (p.event) {
-    case RuntimeEvent::GcBegin: {
-      const uint64_t replaced = gc_.unmatched_begins();
-      gc_.begin(ev.header.tgid, ev.header.tid, phase, ev.header.ts, "");
-      if (gc_.unmatched_begins() != replaced) break;  // the same phase again: one open, not two
-      Open& o = open_[uint64_t{ev.header.tgid} << 32 | ev.header.tid];
-      if (o.depth++ == 0) o.since = ev.header.ts;
-      break;
-    }
-    case RuntimeEvent::GcEnd:
-      if (gc_.end(ev.header.tgid, ev.header.tid, phase, ev.header.ts, "")) {
-        if (phase == gc_unit_) ++now_.gcs;
-        auto it = open_.find(uint64_t{ev.header.tgid} << 32 | ev.header.tid);
-        if (it != open_.end() && --it->second.depth == 0) {
-          if (ev.header.ts > it->second.since) now_.gc_ns += ev.header.ts - it->second.since;
-          open_.erase(it);
-        }
-      }
-      break;
-    case RuntimeEvent::ThreadStart:
-      ++now_.threads_started;
-      break;
-    case RuntimeEvent::ThreadEnd:
-      ++now_.threads_ended;
-      break;
-    case RuntimeEvent::ClassLoad:
-      ++now_.classes;
-      break;
-    case RuntimeEvent::Exception:
-      ++now_.exceptions;
-      break;
-    default:
-      break;
-  }
+  counter_.add(p.event, p.phase, ev.header.tgid, ev.header.tid, ev.header.ts);
   return true;
 }
 
 void RuntimeStatOutput::interval() {
   ++intervals_;
-  const Tally t = now_;
-  total_.add(t);
-  now_ = {};
+  const RuntimeCounts t = counter_.take();
   auto column = [&](RuntimeEvent e, uint64_t n) {
     return has(e) ? std::to_string(n) : std::string("-");
   };
@@ -128,7 +80,7 @@ void RuntimeStatOutput::interval() {
 
 std::string RuntimeStatOutput::summary(const TraceTotals& t, std::string_view stop) const {
   if (json_) {
-    const nlohmann::json totals = json_of(total_);
+    const nlohmann::json totals = json_of(counter_.total());
     nlohmann::json j = {{"summary",
                          {{"stop", stop},
                           {"runtime", plan_.runtime->name},
@@ -138,25 +90,26 @@ std::string RuntimeStatOutput::summary(const TraceTotals& t, std::string_view st
                            {{"ring_full", t.lost},
                             {"malformed", t.malformed},
                             {"unreadable", t.read_errors},
-                            {"gc_ends_without_begin", gc_.unmatched_ends()},
-                            {"gc_open_at_stop", gc_.open()}}}}}};
+                            {"gc_ends_without_begin", counter_.gc().unmatched_ends()},
+                            {"gc_open_at_stop", counter_.gc().open()}}}}}};
     return j.dump() + "\n";
   }
+  const RuntimeCounts total = counter_.total();
   std::string s =
       fmt::format("uscope stat: {}; {} over {} interval(s): {} collection(s) taking {}", stop,
-                  plan_.runtime->title, intervals_, total_.gcs, duration_text(total_.gc_ns));
+                  plan_.runtime->title, intervals_, total.gcs, duration_text(total.gc_ns));
   if (has(RuntimeEvent::ThreadStart))
-    s += fmt::format(", {} thread(s) started, {} ended", total_.threads_started,
-                     total_.threads_ended);
-  if (has(RuntimeEvent::ClassLoad)) s += fmt::format(", {} class(es) loaded", total_.classes);
-  if (has(RuntimeEvent::Exception)) s += fmt::format(", {} exception(s)", total_.exceptions);
+    s += fmt::format(", {} thread(s) started, {} ended", total.threads_started,
+                     total.threads_ended);
+  if (has(RuntimeEvent::ClassLoad)) s += fmt::format(", {} class(es) loaded", total.classes);
+  if (has(RuntimeEvent::Exception)) s += fmt::format(", {} exception(s)", total.exceptions);
   s += "\n";
   LossList lost;
   lost.add(t.lost, "events lost (ring buffer full)");
   lost.add(t.malformed, "events malformed");
   lost.add(t.read_errors, "events with unreadable memory");
-  lost.add(gc_.unmatched_ends(), "collections begun before the probes (not counted)");
-  lost.add(gc_.open(), "collections running at the stop (not counted)");
+  lost.add(counter_.gc().unmatched_ends(), "collections begun before the probes (not counted)");
+  lost.add(counter_.gc().open(), "collections running at the stop (not counted)");
   if (!lost.empty()) s += "uscope stat: incomplete: " + lost.text() + "\n";
   return s;
 }

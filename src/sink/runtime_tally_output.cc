@@ -86,8 +86,7 @@ void print_tally(MapTable t, const TallyView& v, OutputFormat format, std::FILE*
                  : fmt::format("{} {}", total_keys, v.kind);
   fmt::print(out, "{}\n", heading);
   if (v.timed)
-    fmt::print(out, "{:<{}} {:>12} {:>14} {:>12}\n", v.heading, w, v.counted, "TOTAL ms",
-               "AVG us");
+    fmt::print(out, "{:<{}} {:>12} {:>14} {:>12}\n", v.heading, w, v.counted, "TOTAL ms", "AVG us");
   else
     fmt::print(out, "{:<{}} {:>12}\n", v.heading, w, v.counted);
   for (const Named& n : rows) {
@@ -98,8 +97,7 @@ void print_tally(MapTable t, const TallyView& v, OutputFormat format, std::FILE*
     else
       fmt::print(out, "{:<{}} {:>12}\n", n.name, w, r.count);
   }
-  if (rows.size() < total_keys)
-    fmt::print(out, "({} more; --all)\n", total_keys - rows.size());
+  if (rows.size() < total_keys) fmt::print(out, "({} more; --all)\n", total_keys - rows.size());
   if (t.not_counted)
     fmt::print(out, "({} not counted: the map of {} names was full; --max-keys raises it)\n",
                t.not_counted, t.max_keys);

@@ -442,6 +442,89 @@ TEST(agent, go_runtime_metrics_equal_what_the_runtime_counted) {
   EXPECT_TRUE(links_released("count_hit", agent.command->pid()));
 }
 
+// A config that selects the program at `exe` as service `service`, and then `more`.
+std::string config_selecting_exe(const std::string& exe, const std::string& service,
+                                 const std::string& more) {
+  std::string dir = ::testing::TempDir() + "/agent_config.XXXXXX";
+  if (!mkdtemp(dir.data())) return "";
+  const std::string path = dir + "/agent.yaml";
+  std::ofstream(path) << "select:\n  - exe: " << exe << "\n    service: " << service << "\n"
+                      << more;
+  return path;
+}
+
+// metrics.runtime: a Ruby and a Java process's counters move by what the programs themselves
+// counted while they worked (GC.stat's collections and the exceptions raised; the JVM's MXBeans'
+// collections and the threads started).
+TEST(agent, managed_runtime_counters_move_by_what_the_runtimes_counted) {
+  USCOPE_REQUIRE_ROOT();
+  const std::string java_exe = std::filesystem::canonical("/usr/bin/java").string();
+  std::string config = config_selecting_exe("/usr/bin/ruby3.1", "rb", "");
+  std::ofstream(config, std::ios::app) << "  - exe: " << java_exe << "\n    service: jvm\n"
+                                       << "metrics:\n  http: false\n  runtime: true\n";
+  Agent agent({"--config", config});
+  ASSERT_TRUE(agent.command->wait_for_stderr("agent serving"));
+  GatedProcess ruby({"/usr/bin/ruby", fixture("runtime/runtime_events.rb")});
+  // No compiler thread started on the JVM's own account while the fixture works.
+  GatedProcess java({"/usr/bin/java", "-Xmx64m", "-XX:-UseDynamicNumberOfCompilerThreads", "-cp",
+                     fixture("runtime"), "RuntimeEvents"});
+  ASSERT_TRUE(ruby.wait_for_line("ready"));
+  ASSERT_TRUE(java.wait_for_line("ready"));
+  ASSERT_TRUE(agent.command->wait_for_stderr(
+      fmt::format("watching process {} (rb): Ruby (CRuby) runtime", ruby.pid())));
+  ASSERT_TRUE(agent.command->wait_for_stderr(
+      fmt::format("watching process {} (jvm): Java (HotSpot) runtime", java.pid())));
+  auto series = [](const std::string& name, const std::string& service, pid_t pid,
+                   const std::string& runtime) {
+    return fmt::format("{}{{service_name=\"{}\",process_pid=\"{}\",process_runtime_name=\"{}\"}}",
+                       name, service, pid, runtime);
+  };
+  const std::string rb_gc = series("uscope_runtime_gc_collections_total", "rb", ruby.pid(), "ruby");
+  const std::string rb_raised = series("uscope_runtime_exceptions_total", "rb", ruby.pid(), "ruby");
+  const std::string jvm_gc =
+      series("uscope_runtime_gc_collections_total", "jvm", java.pid(), "java");
+  const std::string jvm_threads =
+      series("uscope_runtime_threads_started_total", "jvm", java.pid(), "java");
+  // Every counter is there from the attach; what the JVM did while it started is in it already.
+  std::string before;
+  ASSERT_TRUE(wait_until("the agent shows both processes' counters", [&] {
+    before = metrics(agent.port);
+    return metric_value(before, rb_gc) >= 0 && metric_value(before, jvm_threads) >= 0;
+  }));
+  auto ask = [](GatedProcess& p, const std::string& command) {
+    p.send(command + "\n");
+    const std::string word = command.substr(0, command.find(' '));
+    EXPECT_TRUE(p.wait_for_line(word));
+    return std::stoll(p.last_line().substr(word.size()));
+  };
+  const int64_t rb_collections = ask(ruby, "gc 3");
+  ask(ruby, "raise 5");
+  const int64_t jvm_collections = ask(java, "gc 2");
+  ask(java, "threads 4");
+  ASSERT_TRUE(wait_until("the agent has counted what the programs did", [&] {
+    const std::string m = metrics(agent.port);
+    return metric_value(m, rb_gc) - metric_value(before, rb_gc) == rb_collections &&
+           metric_value(m, rb_raised) - metric_value(before, rb_raised) == 5 &&
+           metric_value(m, jvm_gc) - metric_value(before, jvm_gc) == jvm_collections &&
+           metric_value(m, jvm_threads) - metric_value(before, jvm_threads) == 4;
+  })) << metrics(agent.port);
+  const std::string m = metrics(agent.port);
+  EXPECT_GT(metric_value(m, series("uscope_runtime_gc_duration_seconds_total", "rb", ruby.pid(),
+                                   "ruby")),
+            0);
+  EXPECT_EQ(metric_value(m, "uscope_jobs"), 2);
+  EXPECT_EQ(metric_value(m, "uscope_events_lost_total{cause=\"ring_full\"}"), 0);
+  ruby.send("exit\n");
+  java.send("exit\n");
+  ruby.wait();
+  java.wait();
+  ASSERT_TRUE(agent.command->wait_for_stderr(fmt::format("process {} (rb) dropped", ruby.pid())));
+  ASSERT_TRUE(agent.command->wait_for_stderr(fmt::format("process {} (jvm) dropped", java.pid())));
+  agent.command->signal(SIGTERM);
+  EXPECT_EQ(agent.command->finish().exit_code, 0);
+  EXPECT_TRUE(links_released("trace_", agent.command->pid()));
+}
+
 // Profiles reach a Pyroscope stand-in every period: one push per selected process, labelled with
 // it, whose pprof names the function the fixture spends its time in; no other process's samples.
 TEST(agent, profiles_of_the_selected_processes_are_pushed_each_period) {

@@ -1,0 +1,52 @@
+#include "agent/runtime_metrics.h"
+
+#include <algorithm>
+#include <string>
+
+namespace uscope {
+
+RuntimeMetrics::RuntimeMetrics(const RuntimePlan& plan)
+    : plan_(plan), counter_(RuntimeCounter::gc_unit_of(plan)) {}
+
+bool RuntimeMetrics::event(const DecodedEvent& ev, const EventStacks&) {
+  const uint32_t id = ev.header.probe_id;
+  if (id >= plan_.probe_of.size()) return false;
+  ++events_;
+  const RuntimeProbe& p = *plan_.probe_of[id];
+  counter_.add(p.event, p.phase, ev.header.tgid, ev.header.tid, ev.header.ts);
+  return true;
+}
+
+void RuntimeMetrics::snapshot(MetricsSnapshot& out, const MetricAttributes& resource) const {
+  const RuntimeCounts t = counter_.total();
+  MetricAttributes attrs = resource;
+  attrs.emplace_back("process.runtime.name", std::string(plan_.runtime->name));
+  auto has = [&](RuntimeEvent e) {
+    return std::any_of(plan_.probe_of.begin(), plan_.probe_of.end(),
+                       [&](const RuntimeProbe* p) { return p->event == e; });
+  };
+  auto counter = [&](const char* name, const char* unit, const char* what, double v) {
+    out.add_value(name, MetricKind::Counter, unit, what, v, attrs);
+  };
+  counter("uscope.runtime.gc.collections", "{collection}",
+          "Garbage collections that ended since the agent attached (Ruby: its mark phases).",
+          static_cast<double>(t.gcs));
+  counter("uscope.runtime.gc.duration", "s",
+          "Time the runtime's threads spent collecting (any phase open), since the agent "
+          "attached.",
+          static_cast<double>(t.gc_ns) / 1e9);
+  if (has(RuntimeEvent::ThreadStart))
+    counter("uscope.runtime.threads.started", "{thread}", "Threads the runtime started.",
+            static_cast<double>(t.threads_started));
+  if (has(RuntimeEvent::ThreadEnd))
+    counter("uscope.runtime.threads.ended", "{thread}", "Threads the runtime saw end.",
+            static_cast<double>(t.threads_ended));
+  if (has(RuntimeEvent::ClassLoad))
+    counter("uscope.runtime.classes.loaded", "{class}", "Classes the runtime loaded.",
+            static_cast<double>(t.classes));
+  if (has(RuntimeEvent::Exception))
+    counter("uscope.runtime.exceptions", "{exception}", "Exceptions the program raised.",
+            static_cast<double>(t.exceptions));
+}
+
+}  // namespace uscope
