@@ -9,11 +9,8 @@ RuntimeMetrics::RuntimeMetrics(const RuntimePlan& plan)
     : plan_(plan), counter_(RuntimeCounter::gc_unit_of(plan)) {}
 
 bool RuntimeMetrics::event(const DecodedEvent& ev, const EventStacks&) {
-  const uint32_t id = ev.header.probe_id;
-  if (id >= plan_.probe_of.size()) return false;
+  if (!counter_.add(plan_, ev)) return false;
   ++events_;
-  const RuntimeProbe& p = *plan_.probe_of[id];
-  counter_.add(p.event, p.phase, ev.header.tgid, ev.header.tid, ev.header.ts);
   return true;
 }
 

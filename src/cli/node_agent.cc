@@ -9,8 +9,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -207,8 +207,8 @@ Result<void> NodeAgent::start_jobs(pid_t pid, Watched& w, const ExeVerdict& v) {
     rw->null.reset(open("/dev/null", O_WRONLY | O_CLOEXEC));
     if (!rw->null.valid()) return fail_errno(errno, "cannot open /dev/null");
     rw->out = std::make_unique<OutputBuffer>(rw->null.get());
-    rw->job = std::make_unique<TraceJob>(*w.session, rw->options, rw->plan.trace,
-                                         TraceJobOptions{}, *rw->metrics, *rw->out);
+    rw->job = std::make_unique<TraceJob>(*w.session, rw->options, rw->plan.trace, TraceJobOptions{},
+                                         *rw->metrics, *rw->out);
     if (auto r = rw->job->start(); !r) return tl::unexpected(r.error());
     rw->callbacks = rw->job->callbacks();
     w.runtime = std::move(rw);
@@ -290,7 +290,8 @@ void NodeAgent::consider(pid_t pid) {
       what += fmt::format("{}{} function(s) timed", what.empty() ? ": " : ", ",
                           w.latency->plan.functions.size());
     if (w.runtime)
-      what += fmt::format("{}{} runtime", what.empty() ? ": " : ", ", w.runtime->plan.runtime->title);
+      what +=
+          fmt::format("{}{} runtime", what.empty() ? ": " : ", ", w.runtime->plan.runtime->title);
     fmt::print(stderr, "uscope: watching process {} ({}){}\n", pid, w.service, what);
   }
   attach_retries_.erase(pid);

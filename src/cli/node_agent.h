@@ -88,7 +88,7 @@ class NodeAgent {
   // What an executable is, read once per file (dev, inode) however many processes run it.
   struct ExeVerdict {
     bool go = false;
-    bool go_http = false;  // serves HTTP with net/http
+    bool go_http = false;              // serves HTTP with net/http
     const Runtime* runtime = nullptr;  // a managed runtime uscope's runtime tools read
   };
 

@@ -3,6 +3,8 @@
 #include <fmt/core.h>
 
 #include <chrono>
+#include <memory>
+#include <optional>
 
 #include "cli/aggregate_run.h"
 #include "cli/trace_job.h"
@@ -21,17 +23,44 @@ void write_summary(OutputBuffer& out, const CommandOutput& output, const std::st
   if (!output.json()) fmt::print(stderr, "{}", summary);
 }
 
+namespace {
+
+// The output and the session of a runtime tool, or its exit code.
+struct Opened {
+  std::optional<CommandOutput> output;
+  std::unique_ptr<Session> session;
+  int exit_code = kExitOk;
+};
+Opened open_runtime_tool(const SessionOptions& so, std::string_view tool) {
+  Opened o;
+  if (!so.pid && so.command.empty()) {
+    o.exit_code = report_error(
+        fmt::format("uscope {} needs a program: -p PID or -c 'COMMAND'", tool), kExitUsage);
+    return o;
+  }
+  auto output = open_output(so.output);
+  if (!output) {
+    o.exit_code = output.error();
+    return o;
+  }
+  auto session = Session::open(so);
+  if (!session) {
+    o.exit_code = report_error(session.error().message);
+    return o;
+  }
+  o.output.emplace(std::move(*output));
+  o.session = std::move(*session);
+  return o;
+}
+
+}  // namespace
+
 int run_runtime_tool(const SessionOptions& so, const std::string& runtime,
                      std::span<const RuntimeEvent> events, std::string_view tool,
                      std::string_view watching, const RuntimeSinkMaker& make_sink, bool calls) {
-  if (!so.pid && so.command.empty())
-    return report_error(fmt::format("uscope {} needs a program: -p PID or -c 'COMMAND'", tool),
-                        kExitUsage);
-  auto output = open_output(so.output);
-  if (!output) return output.error();
-  auto session = Session::open(so);
-  if (!session) return report_error(session.error().message);
-  return run_runtime_session(**session, *output, so, runtime, events, tool, watching, make_sink,
+  Opened o = open_runtime_tool(so, tool);
+  if (!o.session) return o.exit_code;
+  return run_runtime_session(*o.session, *o.output, so, runtime, events, tool, watching, make_sink,
                              calls);
 }
 
@@ -84,17 +113,13 @@ int run_runtime_session(Session& session, const CommandOutput& output, const Ses
 
 int run_runtime_tally(const SessionOptions& so, const MapOptions& ao, const std::string& runtime,
                       RuntimeTally what, std::string_view tool, TallyView view) {
-  if (!so.pid && so.command.empty())
-    return report_error(fmt::format("uscope {} needs a program: -p PID or -c 'COMMAND'", tool),
-                        kExitUsage);
-  auto output = open_output(so.output);
-  if (!output) return output.error();
-  auto session = Session::open(so);
-  if (!session) return report_error(session.error().message);
-  ObjectCache cache((*session)->context());
-  auto tally = plan_runtime_tally(cache, (*session)->context(), runtime, what, tool);
+  Opened o = open_runtime_tool(so, tool);
+  if (!o.session) return o.exit_code;
+  Session& session = *o.session;
+  ObjectCache cache(session.context());
+  auto tally = plan_runtime_tally(cache, session.context(), runtime, what, tool);
   if (!tally) return report_error(tally.error().message);
-  announce_plan(**session, cache, tally->plan.sites);
+  announce_plan(session, cache, tally->plan.sites);
   fmt::print(stderr, "uscope: {}\n", per_call_notice(*tally->runtime, tally->probes));
   view.runtime = tally->runtime;
   AggregateView agg;
@@ -106,7 +131,7 @@ int run_runtime_tally(const SessionOptions& so, const MapOptions& ao, const std:
     agg.scale.mode = TRACE_AGG_LOG2;
     agg.unit = "ns";
   }
-  return run_aggregation(**session, so, ao, tally->plan, agg, *output,
+  return run_aggregation(session, so, ao, tally->plan, agg, *o.output,
                          [&](MapTable t, OutputFormat format, std::FILE* f) {
                            print_tally(std::move(t), view, format, f);
                          });

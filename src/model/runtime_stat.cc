@@ -57,6 +57,14 @@ void RuntimeCounter::add(RuntimeEvent event, std::string_view phase_view, uint32
   }
 }
 
+bool RuntimeCounter::add(const RuntimePlan& plan, const DecodedEvent& ev) {
+  const uint32_t id = ev.header.probe_id;
+  if (id >= plan.probe_of.size()) return false;
+  const RuntimeProbe& p = *plan.probe_of[id];
+  add(p.event, p.phase, ev.header.tgid, ev.header.tid, ev.header.ts);
+  return true;
+}
+
 RuntimeCounts RuntimeCounter::take() {
   const RuntimeCounts t = now_;
   taken_.add(t);

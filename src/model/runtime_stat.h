@@ -15,8 +15,7 @@
 namespace uscope {
 
 struct RuntimeCounts {
-  uint64_t gcs = 0, gc_ns = 0, threads_started = 0, threads_ended = 0, classes = 0,
-           exceptions = 0;
+  uint64_t gcs = 0, gc_ns = 0, threads_started = 0, threads_ended = 0, classes = 0, exceptions = 0;
   void add(const RuntimeCounts& o);
 };
 
@@ -30,6 +29,8 @@ class RuntimeCounter {
 
   // A probe of `event` (its phase) fired on thread (pid, tid) at `ns` (CLOCK_MONOTONIC).
   void add(RuntimeEvent event, std::string_view phase, uint32_t pid, uint32_t tid, uint64_t ns);
+  // An event of `plan`'s probes; false for one of no probe of it (left out).
+  bool add(const RuntimePlan& plan, const DecodedEvent& ev);
   // What was counted since the last take(), and from then on the next interval.
   RuntimeCounts take();
   // Everything counted, this interval included.

@@ -187,7 +187,7 @@ Result<LocatedRuntime> locate_runtime(ObjectCache& cache, const TargetContext& c
     break;
   }
   if (out.present.empty())
-    return fail("{}{} {} USDT probes: {}", found->carriers.size() > 1 ? "neither " : "",
+    return fail("{}{} {} {} USDT probes: {}", found->carriers.size() > 1 ? "neither " : "",
                 fmt::join(found->carriers, " nor "), found->carriers.size() > 1 ? "has" : "has no",
                 rt.provider, rt.without_probes);
   return out;

@@ -96,14 +96,7 @@ void print_json(const MapTable& t, const std::vector<const MapRow*>& shown, size
     }
     fmt::print(out, "{}\n", j.dump());
   }
-  nlohmann::json s = {{"kind", "keys"},
-                      {"of", t.kind},
-                      {"keys", total_keys},
-                      {"shown", shown.size()},
-                      {"not_counted_map_full", t.not_counted}};
-  for (const auto& [name, n] : t.losses) s[name] = n;
-  if (t.interval) s["interval"] = *t.interval;
-  fmt::print(out, "{}\n", s.dump());
+  print_map_keys_line(t, t.kind, shown.size(), total_keys, out);
 }
 
 void print_hist(const MapTable& t, const MapRow& r, std::FILE* out) {
@@ -183,9 +176,13 @@ void print_map(MapTable t, OutputFormat format, std::FILE* out) {
       print_hist(t, *r, out);
     }
   }
-  if (rows.size() < total_keys)
-    fmt::print(out, "({} more key{}; --all)\n", total_keys - rows.size(),
-               total_keys - rows.size() == 1 ? "" : "s");
+  print_map_end(t, rows.size(), total_keys, out);
+  std::fflush(out);
+}
+
+void print_map_end(const MapTable& t, size_t shown, size_t total, std::FILE* out) {
+  if (shown < total)
+    fmt::print(out, "({} more key{}; --all)\n", total - shown, total - shown == 1 ? "" : "s");
   if (t.not_counted)
     fmt::print(out, "({} hits not counted: the map of {} keys was full; --max-keys raises it)\n",
                t.not_counted, t.max_keys);
@@ -193,7 +190,18 @@ void print_map(MapTable t, OutputFormat format, std::FILE* out) {
   for (const auto& [name, n] : t.losses)
     if (n) losses += fmt::format("{}{}: {}", losses.empty() ? "" : ", ", name, n);
   if (!losses.empty()) fmt::print(out, "({})\n", losses);
-  std::fflush(out);
+}
+
+void print_map_keys_line(const MapTable& t, std::string_view of, size_t shown, size_t total,
+                         std::FILE* out) {
+  nlohmann::json s = {{"kind", "keys"},
+                      {"of", of},
+                      {"keys", total},
+                      {"shown", shown},
+                      {"not_counted_map_full", t.not_counted}};
+  for (const auto& [name, n] : t.losses) s[name] = n;
+  if (t.interval) s["interval"] = *t.interval;
+  fmt::print(out, "{}\n", s.dump());
 }
 
 }  // namespace uscope

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "model/map_table.h"
@@ -22,5 +23,11 @@ std::pair<std::optional<int64_t>, std::optional<int64_t>> bucket_bounds(const Ma
 
 // Aligned text, or JSON Lines for OutputFormat::Json.
 void print_map(MapTable table, OutputFormat format, std::FILE* out = stdout);
+
+// What every table of keys ends with, `shown` of `total` keys printed: in text, the keys left out
+// and each loss not zero; in JSON, the `keys` line (`of` the table's kind) with every loss.
+void print_map_end(const MapTable& t, size_t shown, size_t total, std::FILE* out);
+void print_map_keys_line(const MapTable& t, std::string_view of, size_t shown, size_t total,
+                         std::FILE* out);
 
 }  // namespace uscope

@@ -50,11 +50,8 @@ void RuntimeStatOutput::header() {
 }
 
 bool RuntimeStatOutput::event(const DecodedEvent& ev, const EventStacks&) {
-  const uint32_t id = ev.header.probe_id;
-  if (id >= plan_.probe_of.size()) return false;
+  if (!counter_.add(plan_, ev)) return false;
   ++events_;
-  const RuntimeProbe& p = *plan_.probe_of[id];
-  counter_.add(p.event, p.phase, ev.header.tgid, ev.header.tid, ev.header.ts);
   return true;
 }
 
@@ -99,8 +96,8 @@ std::string RuntimeStatOutput::summary(const TraceTotals& t, std::string_view st
       fmt::format("uscope stat: {}; {} over {} interval(s): {} collection(s) taking {}", stop,
                   plan_.runtime->title, intervals_, total.gcs, duration_text(total.gc_ns));
   if (has(RuntimeEvent::ThreadStart))
-    s += fmt::format(", {} thread(s) started, {} ended", total.threads_started,
-                     total.threads_ended);
+    s +=
+        fmt::format(", {} thread(s) started, {} ended", total.threads_started, total.threads_ended);
   if (has(RuntimeEvent::ClassLoad)) s += fmt::format(", {} class(es) loaded", total.classes);
   if (has(RuntimeEvent::Exception)) s += fmt::format(", {} exception(s)", total.exceptions);
   s += "\n";

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "sink/map_output.h"
+
 namespace uscope {
 
 namespace {
@@ -65,14 +67,7 @@ void print_tally(MapTable t, const TallyView& v, OutputFormat format, std::FILE*
       if (t.interval) j["interval"] = *t.interval;
       fmt::print(out, "{}\n", j.dump());
     }
-    nlohmann::json s = {{"kind", "keys"},
-                        {"of", v.kind},
-                        {"keys", total_keys},
-                        {"shown", rows.size()},
-                        {"not_counted_map_full", t.not_counted}};
-    for (const auto& [name, n] : t.losses) s[name] = n;
-    if (t.interval) s["interval"] = *t.interval;
-    fmt::print(out, "{}\n", s.dump());
+    print_map_keys_line(t, v.kind, rows.size(), total_keys, out);
     std::fflush(out);
     return;
   }
@@ -97,14 +92,7 @@ void print_tally(MapTable t, const TallyView& v, OutputFormat format, std::FILE*
     else
       fmt::print(out, "{:<{}} {:>12}\n", n.name, w, r.count);
   }
-  if (rows.size() < total_keys) fmt::print(out, "({} more; --all)\n", total_keys - rows.size());
-  if (t.not_counted)
-    fmt::print(out, "({} not counted: the map of {} names was full; --max-keys raises it)\n",
-               t.not_counted, t.max_keys);
-  std::string losses;
-  for (const auto& [name, n] : t.losses)
-    if (n) losses += fmt::format("{}{}: {}", losses.empty() ? "" : ", ", name, n);
-  if (!losses.empty()) fmt::print(out, "({})\n", losses);
+  print_map_end(t, rows.size(), total_keys, out);
   std::fflush(out);
 }
 

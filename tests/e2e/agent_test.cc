@@ -509,9 +509,9 @@ TEST(agent, managed_runtime_counters_move_by_what_the_runtimes_counted) {
            metric_value(m, jvm_threads) - metric_value(before, jvm_threads) == 4;
   })) << metrics(agent.port);
   const std::string m = metrics(agent.port);
-  EXPECT_GT(metric_value(m, series("uscope_runtime_gc_duration_seconds_total", "rb", ruby.pid(),
-                                   "ruby")),
-            0);
+  EXPECT_GT(
+      metric_value(m, series("uscope_runtime_gc_duration_seconds_total", "rb", ruby.pid(), "ruby")),
+      0);
   EXPECT_EQ(metric_value(m, "uscope_jobs"), 2);
   EXPECT_EQ(metric_value(m, "uscope_events_lost_total{cause=\"ring_full\"}"), 0);
   ruby.send("exit\n");
