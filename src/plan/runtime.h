@@ -57,6 +57,11 @@ struct RuntimeProbe {
   // It fires for only some of the events it marks (python 3.11's function__entry: only calls
   // entered from C): never used to count or time them.
   bool partial = false;
+  // A flag of the carrier (a one-byte global in its symbol table) that is 0 while the probe
+  // cannot fire, and the option that sets it ("DTraceMethodProbes", "-XX:+DTraceMethodProbes"):
+  // a running process whose flag is off is refused, not watched for nothing.
+  std::string_view flag_symbol{};
+  std::string_view flag_option{};
 };
 
 struct Runtime {
@@ -73,6 +78,9 @@ struct Runtime {
   // What the per-call probes need in the program to fire ("-XX:+ExtendedDTraceProbes"); "" when
   // they fire whenever attached.
   std::string_view per_call_needs;
+  // An environment variable the per-call probes need set in the process (PHP's USE_ZEND_DTRACE,
+  // read once at its start): a running process without it is refused.
+  std::string_view per_call_env{};
   // What joins a method's key parts into its name: "." (Java: class.method), "#" (Ruby), ""
   // (PHP: class, "::", function), ":" (Python: file:function). Empty parts are left out.
   std::string_view name_joiner;

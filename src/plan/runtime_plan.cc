@@ -1,7 +1,10 @@
 #include <gelf.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <optional>
 #include <set>
 
 #include <fmt/format.h>
@@ -209,6 +212,74 @@ std::vector<const RuntimeProbe*> present_probes(const LocatedRuntime& at, Runtim
   return out;
 }
 
+// Whether the environment process `pid` started with holds `name` (/proc/PID/environ); nullopt
+// when it cannot be read.
+std::optional<bool> started_with_env(pid_t pid, std::string_view name) {
+  std::ifstream in(fmt::format("/proc/{}/environ", pid), std::ios::binary);
+  if (!in) return std::nullopt;
+  const std::string prefix = std::string(name) + "=";
+  for (std::string entry; std::getline(in, entry, '\0');)
+    if (entry.starts_with(prefix)) return true;
+  return in.eof() ? std::optional<bool>(false) : std::nullopt;
+}
+
+// The one-byte global `symbol` of `object` in the running process; nullopt when it cannot be
+// found or read (then nothing is refused: the probe notes say what the probes need).
+std::optional<uint8_t> read_flag(ObjectCache& cache, const Process& process,
+                                 const std::string& object, std::string_view symbol) {
+  auto planned = cache.get(object);
+  if (!planned) return std::nullopt;
+  const ElfFile& elf = (*planned)->elf;
+  auto syms = elf.symbols();
+  if (!syms) return std::nullopt;
+  auto sym = std::find_if(syms->begin(), syms->end(),
+                          [&](const ElfSymbol& s) { return s.name == symbol; });
+  if (sym == syms->end()) return std::nullopt;
+  for (const MappedObject& o : process.objects()) {
+    if (o.path != object) continue;
+    auto bias = load_bias(o, elf);
+    if (!bias) return std::nullopt;
+    uint8_t byte = 0;
+    auto n = read_process_memory(process.pid(), *bias + sym->addr, {&byte, 1});
+    if (!n || *n != 1) return std::nullopt;
+    return byte;
+  }
+  return std::nullopt;
+}
+
+// Per-call probes that cannot fire in the target are refused with what would make them fire: a
+// flag of the runtime that is off in the running process (HotSpot's DTraceMethodProbes, set only
+// at its start), an environment variable the process was started without (PHP's
+// USE_ZEND_DTRACE), or, for -c, not in uscope's environment, which the command inherits.
+Result<void> check_per_call(ObjectCache& cache, const TargetContext& ctx, const LocatedRuntime& at,
+                            std::span<const RuntimeProbe* const> probes, std::string_view tool) {
+  const Runtime& rt = *at.runtime;
+  if (!rt.per_call_env.empty()) {
+    const std::string env(rt.per_call_env);
+    if (!ctx.process && !std::getenv(env.c_str()))
+      return fail(
+          "{}'s per-call probes fire only in {}: a -c command inherits uscope's environment, so "
+          "run `{}=1 uscope {} -c ...`",
+          rt.title, rt.per_call_needs, env, tool);
+    if (ctx.process && started_with_env(ctx.process->pid(), env) == false)
+      return fail(
+          "{} was started without {} in its environment, so {}'s per-call probes never fire in "
+          "it (PHP reads it once, at its start): start it with {}=1",
+          at.who, env, rt.title, env);
+  }
+  if (!ctx.process) return {};
+  std::set<std::string_view> checked;
+  for (const RuntimeProbe* p : probes) {
+    if (p->flag_symbol.empty() || !checked.insert(p->flag_symbol).second) continue;
+    if (read_flag(cache, *ctx.process, at.object, p->flag_symbol) == uint8_t{0})
+      return fail(
+          "{} runs with {} off, so {}:{} never fires in it ({} reads its flags only at its start): "
+          "start it with -XX:+ExtendedDTraceProbes or {}",
+          at.who, p->flag_symbol, p->provider, p->name, rt.title, p->flag_option);
+  }
+  return {};
+}
+
 // Every site of `plan` one slot (the tally's one table), its recipes reporting as probe 0.
 void one_slot(AggregationPlan& plan, const std::string& label) {
   for (auto& r : plan.recipes) {
@@ -247,6 +318,9 @@ Result<RuntimePlan> plan_runtime(ObjectCache& cache, const TargetContext& ctx,
     specs.push_back(std::move(*spec));
     wanted.push_back(&p);
   }
+  if (per_call)
+    if (auto ok = check_per_call(cache, ctx, *at, wanted, tool); !ok)
+      return tl::unexpected(ok.error());
   if (specs.empty() && !skipped_per_call.empty())
     return fail(
         "{}'s probes ({} in {}) that uscope {} would read ({}) fire only with {}, and slow every "
@@ -329,6 +403,11 @@ Result<RuntimeAggregation> plan_runtime_tally(ObjectCache& cache, const TargetCo
       what == RuntimeTally::TimedCalls || (what == RuntimeTally::Calls && partial_entries)
           ? returns
           : entries;
+
+  std::vector<const RuntimeProbe*> used = keyed;
+  if (what == RuntimeTally::TimedCalls) used.insert(used.end(), entries.begin(), entries.end());
+  if (auto ok = check_per_call(cache, ctx, *at, used, tool); !ok)
+    return tl::unexpected(ok.error());
 
   AggregateSpec agg;
   std::vector<ProbeSpec> specs;

@@ -87,14 +87,44 @@ TEST(runtime_calls, java_timed_calls_fit_in_the_time_the_fixture_measured) {
   EXPECT_EQ(r.keys["read_errors"], 0);
 }
 
-TEST(runtime_calls, a_jvm_without_the_flag_is_told_what_it_needs) {
+// `tool` on `program`, which is refused: its exit code and stderr.
+CommandResult refused(std::vector<std::string> program, std::vector<std::string> tool) {
+  GatedProcess p(std::move(program));
+  EXPECT_TRUE(p.wait_for_line("ready"));
+  tool.insert(tool.begin(), USCOPE_BIN);
+  tool.insert(tool.end(), {"-p", std::to_string(p.pid())});
+  CommandResult r = run(tool);
+  p.send("exit\n");
+  p.wait();
+  return r;
+}
+
+// The JVM's own flags say whether its method and allocation probes can fire (HotSpot reads them
+// only at its start), and PHP's environment whether its call probes can: a process where they
+// cannot is refused with what would work, not watched for nothing.
+TEST(runtime_calls, a_runtime_whose_probes_cannot_fire_is_refused_with_what_would_work) {
   USCOPE_REQUIRE_ROOT();
-  TallyRun r = tally(java(false), {"calls"}, "calls 100");
-  EXPECT_EQ(count_of(r, "RuntimeEvents$Widget.work"), 0);
-  EXPECT_NE(r.err.find("hotspot:method__entry fires only in a JVM started with "
-                       "-XX:+ExtendedDTraceProbes or -XX:+DTraceMethodProbes"),
+  for (const char* tool : {"calls", "flow"}) {
+    CommandResult r = refused(java(false), {tool});
+    EXPECT_EQ(r.exit_code, 1) << tool;
+    EXPECT_NE(r.err.find("runs with DTraceMethodProbes off, so hotspot:method__"),
+              std::string::npos)
+        << r.err;
+    EXPECT_NE(r.err.find("start it with -XX:+ExtendedDTraceProbes or -XX:+DTraceMethodProbes"),
+              std::string::npos)
+        << r.err;
+  }
+  CommandResult alloc = refused(java(false), {"objnew"});
+  EXPECT_EQ(alloc.exit_code, 1);
+  EXPECT_NE(alloc.err.find("runs with DTraceAllocProbes off, so hotspot:object__alloc never fires"),
             std::string::npos)
-      << r.err;
+      << alloc.err;
+  CommandResult php = refused({"/usr/bin/php", fixture("runtime/runtime_events.php")}, {"calls"});
+  EXPECT_EQ(php.exit_code, 1);
+  EXPECT_NE(php.err.find("was started without USE_ZEND_DTRACE in its environment"),
+            std::string::npos)
+      << php.err;
+  EXPECT_NE(php.err.find("start it with USE_ZEND_DTRACE=1"), std::string::npos);
 }
 
 TEST(runtime_calls, ruby_calls_and_timed_calls_are_the_ones_the_method_counted) {

@@ -33,13 +33,13 @@ constexpr RuntimeProbe kProbes[] = {
     {RuntimeEvent::ClassLoad, "hotspot", "class__loaded", R"("%s", str(arg1, arg2))"},
     // thread id, class (pointer, length), method (pointer, length), signature (pointer, length)
     {RuntimeEvent::MethodEntry, "hotspot", "method__entry", kCallMessage, true, "", nullptr,
-     kCallKey},
+     kCallKey, false, "DTraceMethodProbes", "-XX:+DTraceMethodProbes"},
     {RuntimeEvent::MethodReturn, "hotspot", "method__return", kCallMessage, true, "", nullptr,
-     kCallKey},
+     kCallKey, false, "DTraceMethodProbes", "-XX:+DTraceMethodProbes"},
     // thread id, class (pointer, length), size in bytes. The size is not used: OpenJDK 17's is 0
     // or junk for most allocations (its -4@%ebx is not set on every path; bpftrace reads the same).
     {RuntimeEvent::ObjectNew, "hotspot", "object__alloc", R"("%s", str(arg2, arg3))", true, "",
-     nullptr, "str(arg2, arg3)"},
+     nullptr, "str(arg2, arg3)", false, "DTraceAllocProbes", "-XX:+DTraceAllocProbes"},
 };
 
 bool is_libjvm(std::string_view file) {

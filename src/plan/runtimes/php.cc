@@ -43,6 +43,7 @@ const Runtime& php_runtime() {
       .without_probes =
           "this PHP was built without --enable-dtrace; Debian's php8.2 has the probes",
       .per_call_needs = "PHP started with USE_ZEND_DTRACE=1 in its environment",
+      .per_call_env = "USE_ZEND_DTRACE",
       .name_joiner = "",
       .per_call_cost = kPerCallCost,
   };
