@@ -390,7 +390,7 @@ Result<RuntimeAggregation> plan_runtime_tally(ObjectCache& cache, const TargetCo
     return fail("{}'s probes ({} in {}) mark no {}: uscope {} has nothing to count in {}{}",
                 rt.title, rt.provider, at->object, runtime_event_name(counted), tool, at->who,
                 what == RuntimeTally::Objects ? "" : "; where its time goes: uscope top -p PID");
-  if (what == RuntimeTally::TimedCalls && (partial_entries || returns.empty()))
+  if (what == RuntimeTally::TimedCalls && (entries.empty() || partial_entries || returns.empty()))
     return fail(
         "{}'s {} fires for only some calls ({}), so its calls cannot be paired with their "
         "returns to time them: uscope calls without -L counts every call (at {}); where its "
@@ -398,16 +398,17 @@ Result<RuntimeAggregation> plan_runtime_tally(ObjectCache& cache, const TargetCo
         rt.title, entries.empty() ? "call probe" : entries.front()->name,
         entries.empty() ? "none" : "in Python 3.11, those entered from C",
         returns.empty() ? "none" : returns.front()->name);
-  // A call is counted where it is entered, or where it returns when its entry probe is partial.
+  // A call is counted where it is entered, or where it returns when its entry probe is partial
+  // (or missing).
   std::vector<const RuntimeProbe*> keyed =
-      what == RuntimeTally::TimedCalls || (what == RuntimeTally::Calls && partial_entries)
+      what == RuntimeTally::TimedCalls ||
+              (what == RuntimeTally::Calls && (partial_entries || entries.empty()))
           ? returns
           : entries;
 
   std::vector<const RuntimeProbe*> used = keyed;
   if (what == RuntimeTally::TimedCalls) used.insert(used.end(), entries.begin(), entries.end());
-  if (auto ok = check_per_call(cache, ctx, *at, used, tool); !ok)
-    return tl::unexpected(ok.error());
+  if (auto ok = check_per_call(cache, ctx, *at, used, tool); !ok) return tl::unexpected(ok.error());
 
   AggregateSpec agg;
   std::vector<ProbeSpec> specs;
