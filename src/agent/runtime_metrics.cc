@@ -1,6 +1,5 @@
 #include "agent/runtime_metrics.h"
 
-#include <algorithm>
 #include <string>
 
 namespace uscope {
@@ -18,10 +17,6 @@ void RuntimeMetrics::snapshot(MetricsSnapshot& out, const MetricAttributes& reso
   const RuntimeCounts t = counter_.total();
   MetricAttributes attrs = resource;
   attrs.emplace_back("process.runtime.name", std::string(plan_.runtime->name));
-  auto has = [&](RuntimeEvent e) {
-    return std::any_of(plan_.probe_of.begin(), plan_.probe_of.end(),
-                       [&](const RuntimeProbe* p) { return p->event == e; });
-  };
   auto counter = [&](const char* name, const char* unit, const char* what, double v) {
     out.add_value(name, MetricKind::Counter, unit, what, v, attrs);
   };
@@ -32,16 +27,16 @@ void RuntimeMetrics::snapshot(MetricsSnapshot& out, const MetricAttributes& reso
           "Time the runtime's threads spent collecting (any phase open), since the agent "
           "attached.",
           static_cast<double>(t.gc_ns) / 1e9);
-  if (has(RuntimeEvent::ThreadStart))
+  if (plan_.marks(RuntimeEvent::ThreadStart))
     counter("uscope.runtime.threads.started", "{thread}", "Threads the runtime started.",
             static_cast<double>(t.threads_started));
-  if (has(RuntimeEvent::ThreadEnd))
+  if (plan_.marks(RuntimeEvent::ThreadEnd))
     counter("uscope.runtime.threads.ended", "{thread}", "Threads the runtime saw end.",
             static_cast<double>(t.threads_ended));
-  if (has(RuntimeEvent::ClassLoad))
+  if (plan_.marks(RuntimeEvent::ClassLoad))
     counter("uscope.runtime.classes.loaded", "{class}", "Classes the runtime loaded.",
             static_cast<double>(t.classes));
-  if (has(RuntimeEvent::Exception))
+  if (plan_.marks(RuntimeEvent::Exception))
     counter("uscope.runtime.exceptions", "{exception}", "Exceptions the program raised.",
             static_cast<double>(t.exceptions));
 }

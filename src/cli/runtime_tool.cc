@@ -73,15 +73,8 @@ int run_runtime_session(Session& session, const CommandOutput& output, const Ses
   if (!plan) return report_error(plan.error().message);
   if (calls) {
     std::vector<std::string_view> per_call;
-    for (const RuntimeProbe* p : plan->probe_of) {
-      if (p->partial)
-        return report_error(fmt::format(
-            "{}'s {}:{} fires for only some calls (in Python 3.11, those entered from C): uscope "
-            "{} cannot show its calls; uscope calls counts them (at their return), uscope top "
-            "shows where the time goes",
-            plan->runtime->title, p->provider, p->name, tool));
+    for (const RuntimeProbe* p : plan->probe_of)
       if (p->per_call) per_call.push_back(p->name);
-    }
     pair_calls_by_depth(*plan);
     fmt::print(stderr, "uscope: {}\n", per_call_notice(*plan->runtime, per_call));
   }

@@ -102,6 +102,8 @@ struct RuntimePlan {
   TracePlan trace;
   // trace.probes[i] is probe_of[i]'s.
   std::vector<const RuntimeProbe*> probe_of;
+  // Whether a probe of `e` is among them (a runtime version may lack one its description has).
+  bool marks(RuntimeEvent e) const;
 };
 
 struct FoundRuntime {
@@ -125,7 +127,8 @@ bool runtime_marks(const Runtime& r, RuntimeEvent e);
 // launcher's libjvm.so), or the one `forced` names (-l), and the probes of `events` in it, planned
 // with `opts`. Errors name what was wrong and what would work: no runtime uscope knows (and the
 // ones it does), a runtime built without probes, a runtime whose probes mark none of `events`
-// (`tool` names the command). Per-call probes (RuntimeProbe::per_call) only with `per_call`.
+// (`tool` names the command). Per-call probes (RuntimeProbe::per_call) only with `per_call`;
+// a partial one (it fires for only some calls) is refused, as a flow of calls it would miss.
 Result<RuntimePlan> plan_runtime(ObjectCache& cache, const TargetContext& ctx,
                                  const std::string& forced, std::span<const RuntimeEvent> events,
                                  std::string_view tool, const TraceOptions& opts = {},

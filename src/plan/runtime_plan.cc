@@ -113,6 +113,11 @@ bool runtime_marks(const Runtime& r, RuntimeEvent e) {
                      [&](const RuntimeProbe& p) { return p.event == e; });
 }
 
+bool RuntimePlan::marks(RuntimeEvent e) const {
+  return std::any_of(probe_of.begin(), probe_of.end(),
+                     [&](const RuntimeProbe* p) { return p->event == e; });
+}
+
 std::vector<std::string> runtime_carriers(const Runtime& r, std::span<const std::string> paths) {
   std::vector<std::string> out;
   for (const auto& p : paths)
@@ -313,6 +318,12 @@ Result<RuntimePlan> plan_runtime(ObjectCache& cache, const TargetContext& ctx,
       continue;
     }
     if (!at->present.contains(p.name)) continue;  // another version's probe
+    if (p.partial)
+      return fail(
+          "{}'s {}:{} fires for only some calls (in Python 3.11, those entered from C): uscope {} "
+          "cannot show its calls; uscope calls counts them (at their return), uscope top shows "
+          "where the time goes",
+          rt.title, p.provider, p.name, tool);
     auto spec = runtime_spec(*at, p, p.message, tool);
     if (!spec) return tl::unexpected(spec.error());
     specs.push_back(std::move(*spec));

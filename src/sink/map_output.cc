@@ -20,12 +20,6 @@ std::string power_label(uint64_t v) {
   return fmt::format("{}{}", v, kSuffix[s]);
 }
 
-std::string key_text(const MapKeyPart& k) {
-  if (!k.is_string) return fmt::format("{}", k.number);
-  if (k.unreadable) return "<unreadable>";
-  return k.truncated ? k.text + "…" : k.text;
-}
-
 // "@[worker-1, 10]"; a ustack key puts its frames on lines of their own, as bpftrace does.
 std::string row_label(const MapTable& t, const MapRow& r) {
   std::vector<std::string> parts;
@@ -107,6 +101,12 @@ void print_hist(const MapTable& t, const MapRow& r, std::FILE* out) {
 }
 
 }  // namespace
+
+std::string key_text(const MapKeyPart& k) {
+  if (!k.is_string) return fmt::format("{}", k.number);
+  if (k.unreadable) return "<unreadable>";
+  return k.truncated ? k.text + "…" : k.text;
+}
 
 std::pair<std::optional<int64_t>, std::optional<int64_t>> bucket_bounds(const MapScale& s,
                                                                         size_t b) {

@@ -21,6 +21,9 @@ std::string bucket_label(const MapScale& scale, size_t bucket);
 std::pair<std::optional<int64_t>, std::optional<int64_t>> bucket_bounds(const MapScale& scale,
                                                                         size_t bucket);
 
+// A key part as the tables show it: a number, a string ("…" when cut), "<unreadable>".
+std::string key_text(const MapKeyPart& k);
+
 // Aligned text, or JSON Lines for OutputFormat::Json.
 void print_map(MapTable table, OutputFormat format, std::FILE* out = stdout);
 

@@ -29,17 +29,12 @@ RuntimeStatOutput::RuntimeStatOutput(const RuntimePlan& plan, OutputFormat forma
       out_(out),
       counter_(RuntimeCounter::gc_unit_of(plan)) {}
 
-bool RuntimeStatOutput::has(RuntimeEvent e) const {
-  return std::any_of(plan_.probe_of.begin(), plan_.probe_of.end(),
-                     [&](const RuntimeProbe* p) { return p->event == e; });
-}
-
 nlohmann::json RuntimeStatOutput::json_of(const RuntimeCounts& t) const {
   nlohmann::json j = {{"gc", t.gcs}, {"gc_ns", t.gc_ns}};
-  if (has(RuntimeEvent::ThreadStart)) j["threads_started"] = t.threads_started;
-  if (has(RuntimeEvent::ThreadEnd)) j["threads_ended"] = t.threads_ended;
-  if (has(RuntimeEvent::ClassLoad)) j["classes_loaded"] = t.classes;
-  if (has(RuntimeEvent::Exception)) j["exceptions"] = t.exceptions;
+  if (plan_.marks(RuntimeEvent::ThreadStart)) j["threads_started"] = t.threads_started;
+  if (plan_.marks(RuntimeEvent::ThreadEnd)) j["threads_ended"] = t.threads_ended;
+  if (plan_.marks(RuntimeEvent::ClassLoad)) j["classes_loaded"] = t.classes;
+  if (plan_.marks(RuntimeEvent::Exception)) j["exceptions"] = t.exceptions;
   return j;
 }
 
@@ -59,7 +54,7 @@ void RuntimeStatOutput::interval() {
   ++intervals_;
   const RuntimeCounts t = counter_.take();
   auto column = [&](RuntimeEvent e, uint64_t n) {
-    return has(e) ? std::to_string(n) : std::string("-");
+    return plan_.marks(e) ? std::to_string(n) : std::string("-");
   };
   if (json_) {
     nlohmann::json j = json_of(t);
@@ -95,11 +90,12 @@ std::string RuntimeStatOutput::summary(const TraceTotals& t, std::string_view st
   std::string s =
       fmt::format("uscope stat: {}; {} over {} interval(s): {} collection(s) taking {}", stop,
                   plan_.runtime->title, intervals_, total.gcs, duration_text(total.gc_ns));
-  if (has(RuntimeEvent::ThreadStart))
+  if (plan_.marks(RuntimeEvent::ThreadStart))
     s +=
         fmt::format(", {} thread(s) started, {} ended", total.threads_started, total.threads_ended);
-  if (has(RuntimeEvent::ClassLoad)) s += fmt::format(", {} class(es) loaded", total.classes);
-  if (has(RuntimeEvent::Exception)) s += fmt::format(", {} exception(s)", total.exceptions);
+  if (plan_.marks(RuntimeEvent::ClassLoad))
+    s += fmt::format(", {} class(es) loaded", total.classes);
+  if (plan_.marks(RuntimeEvent::Exception)) s += fmt::format(", {} exception(s)", total.exceptions);
   s += "\n";
   LossList lost;
   lost.add(t.lost, "events lost (ring buffer full)");

@@ -28,7 +28,6 @@ class RuntimeStatOutput : public SummarizingSink {
   std::string summary(const TraceTotals& t, std::string_view stop) const override;
 
  private:
-  bool has(RuntimeEvent e) const;
   // A tally's JSON keys: gc and gc_ns, and the columns the runtime has probes for.
   nlohmann::json json_of(const RuntimeCounts& t) const;
 

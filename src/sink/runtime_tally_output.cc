@@ -23,14 +23,8 @@ Named named(const Runtime& rt, const MapRow& r) {
   Named n;
   std::vector<std::string> parts;
   for (const MapKeyPart& k : r.key) {
-    if (!k.is_string) {
-      parts.push_back(fmt::format("{}", k.number));
-    } else if (k.unreadable) {
-      parts.emplace_back("<unreadable>");
-    } else {
-      parts.push_back(k.truncated ? k.text + "…" : k.text);
-      n.truncated |= k.truncated;
-    }
+    parts.push_back(key_text(k));
+    n.truncated |= k.is_string && !k.unreadable && k.truncated;
   }
   n.name = runtime_name(rt, parts);
   if (n.name.empty()) n.name = "<unnamed>";
