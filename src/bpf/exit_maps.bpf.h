@@ -102,6 +102,138 @@ static __always_inline void file_path(struct exit_mapping* r, struct file* file,
   bpf_loop(EXIT_MAPS_DEPTH * 2, path_step, &w, 0);
 }
 
+/* What a walk counted, in a map rather than on the stack: the verifier proves an iterator's loop
+ * by finding its states equal, and a stack counter that is compared later is a new state at every
+ * turn. Per CPU; the program runs with migration off. */
+struct exit_counts {
+  __u32 sent; /* records sent by this walk */
+  __u32 vmas; /* mappings this walk met, executable or not */
+};
+
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, struct exit_counts);
+} exit_counts SEC(".maps");
+
+/* The walks of the exiting process's mappings (exit_walk_once). */
+struct exit_walk {
+  __u32 tgid;
+  __u32 lost;   /* a record did not fit in the ring */
+  __u32 done;   /* a walk met every mapping, and sent them all */
+  __u32 failed; /* why no walk did: enum exit_unread */
+  __u64 vdso;
+  struct mm_struct* mm;
+  struct path root;
+};
+
+static __always_inline void exit_send_end(struct exit_walk* w, __u32 sent, __u32 unread) {
+  struct exit_mapping* end = bpf_ringbuf_reserve(&exit_records, sizeof(*end), 0);
+  if (!end) {
+    exit_record_lost();
+    return;
+  }
+  end->tgid = w->tgid;
+  end->kind = EXIT_MAPPING_END;
+  end->start = end->end = end->offset = end->ino = 0;
+  end->dev = end->cut = 0;
+  end->unread = unread;
+  end->count = sent; /* names[] stays unwritten: user space reads no names of an END */
+  bpf_ringbuf_submit(end, 0);
+}
+
+/* One walk of the mappings: counts them all, and with `send`, sends the executable ones. -1 when
+ * the iterator could not start. */
+static __always_inline int exit_walk_vmas(struct exit_walk* w, struct exit_counts* c, int send) {
+  /* The exiting task is the current one: bpf_get_current_task_btf()'s pointer is trusted here,
+   * where a pointer handed through bpf_loop's context would not be. */
+  struct task_struct* p = bpf_get_current_task_btf();
+  struct bpf_iter_task_vma it;
+  c->sent = c->vmas = 0;
+  if (bpf_iter_task_vma_new(&it, p, 0) != 0) {
+    bpf_iter_task_vma_destroy(&it);
+    return -1;
+  }
+  /* No counter: the verifier proves an iterator's loop by convergence, not by unrolling it. */
+  struct vm_area_struct* vma;
+  while ((vma = bpf_iter_task_vma_next(&it))) {
+    c->vmas++;
+    if (!send || !(vma->vm_flags & VM_EXEC_FLAG)) continue;
+    struct file* file = BPF_CORE_READ(vma, vm_file);
+    __u64 start = vma->vm_start;
+    if (!file && start != w->vdso) continue; /* JIT code: named by perf maps, read while alive */
+    struct exit_mapping* r = bpf_ringbuf_reserve(&exit_records, sizeof(*r), 0);
+    if (!r) {
+      w->lost = 1;
+      break;
+    }
+    r->tgid = w->tgid;
+    r->start = start;
+    r->end = vma->vm_end;
+    r->cut = 0;
+    r->unread = 0;
+    r->count = 0;
+    if (file) {
+      r->kind = EXIT_MAPPING_FILE;
+      r->offset = vma->vm_pgoff << 12;
+      r->ino = BPF_CORE_READ(file, f_inode, i_ino);
+      r->dev = BPF_CORE_READ(file, f_inode, i_sb, s_dev);
+      file_path(r, file, &w->root);
+    } else {
+      r->kind = EXIT_MAPPING_VDSO;
+      r->offset = 0;
+      r->ino = 0;
+      r->dev = 0;
+    }
+    bpf_ringbuf_submit(r, 0);
+    c->sent++;
+  }
+  bpf_iter_task_vma_destroy(&it);
+  return 0;
+}
+
+/* One attempt, through bpf_loop. The walk cannot wait for locks (a tracepoint cannot sleep):
+ * depending on the kernel, the iterator try-locks the mm, or the task and then each mapping, and
+ * silently passes over a mapping that someone is changing (its lock taken for writing: an mmap by
+ * another thread, a uprobe being installed in it). So a walk counts every mapping it meets, and
+ * counts as whole only if it met all of mm->map_count; a cheap walk that only counts goes first.
+ * Locks are held briefly, and a later attempt gets them. A walk found short after it sent its
+ * records is closed by an END that tells user space to drop them. */
+static long exit_walk_once(__u64 attempt, void* ctx) {
+  struct exit_walk* w = ctx;
+  __u32 zero = 0;
+  struct exit_counts* c = bpf_map_lookup_elem(&exit_counts, &zero);
+  if (!c) return 1;
+  struct mm_struct* mm = w->mm; /* a local: CO-RE relocates kernel types only */
+  __u32 expected = BPF_CORE_READ(mm, map_count);
+  if (exit_walk_vmas(w, c, 0) != 0) {
+    w->failed = EXIT_UNREAD_LOCKED;
+    return 0;
+  }
+  if (c->vmas != expected) {
+    w->failed = EXIT_UNREAD_SKIPPED;
+    return 0;
+  }
+  if (exit_walk_vmas(w, c, 1) != 0) {
+    w->failed = EXIT_UNREAD_LOCKED;
+    return 0;
+  }
+  if (w->lost) { /* a full ring does not empty while this program runs */
+    exit_record_lost();
+    exit_send_end(w, c->sent, EXIT_UNREAD_RING_FULL);
+    return 1;
+  }
+  if (c->vmas != expected || BPF_CORE_READ(mm, map_count) != expected) {
+    exit_send_end(w, c->sent, EXIT_UNREAD_SKIPPED);
+    w->failed = EXIT_UNREAD_SKIPPED;
+    return 0;
+  }
+  exit_send_end(w, c->sent, EXIT_UNREAD_NONE);
+  w->done = 1;
+  return 1;
+}
+
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(exit_maps, struct task_struct* p) {
   __u32 tgid = p->tgid;
@@ -116,65 +248,17 @@ int BPF_PROG(exit_maps, struct task_struct* p) {
    * every visit, which made this program's BPF_PROG_LOAD ~35 ms. Only the vma is used trusted. */
   struct mm_struct* mm = BPF_CORE_READ(p, mm);
   if (!mm) return 0; /* a kernel thread, or a kernel without the early tracepoint */
-  __u64 vdso = (__u64)BPF_CORE_READ(mm, context.vdso);
+  struct exit_walk w = {.tgid = tgid, .mm = mm, .vdso = (__u64)BPF_CORE_READ(mm, context.vdso)};
 
   /* uscope's root, where each path's walk ends (path_walk). */
-  struct path root = {};
   struct task_struct* self = bpf_task_from_pid(exit_reader_tgid);
   if (self) {
-    root.dentry = BPF_CORE_READ(self, fs, root.dentry);
-    root.mnt = BPF_CORE_READ(self, fs, root.mnt);
+    w.root.dentry = BPF_CORE_READ(self, fs, root.dentry);
+    w.root.mnt = BPF_CORE_READ(self, fs, root.mnt);
     bpf_task_release(self);
   }
-
-  struct bpf_iter_task_vma it;
-  __u32 sent = 0;
-  bpf_iter_task_vma_new(&it, p, 0);
-  /* No counter: the verifier proves an iterator's loop by convergence, not by unrolling it. */
-  struct vm_area_struct* vma;
-  while ((vma = bpf_iter_task_vma_next(&it))) {
-    if (!(vma->vm_flags & VM_EXEC_FLAG)) continue;
-    struct file* file = BPF_CORE_READ(vma, vm_file);
-    __u64 start = vma->vm_start;
-    if (!file && start != vdso) continue; /* JIT code: named by perf maps, read while alive */
-    struct exit_mapping* r = bpf_ringbuf_reserve(&exit_records, sizeof(*r), 0);
-    if (!r) {
-      exit_record_lost();
-      break;
-    }
-    r->tgid = tgid;
-    r->start = start;
-    r->end = vma->vm_end;
-    r->cut = 0;
-    r->reserved = 0;
-    r->count = 0;
-    if (file) {
-      r->kind = EXIT_MAPPING_FILE;
-      r->offset = vma->vm_pgoff << 12;
-      r->ino = BPF_CORE_READ(file, f_inode, i_ino);
-      r->dev = BPF_CORE_READ(file, f_inode, i_sb, s_dev);
-      file_path(r, file, &root);
-    } else {
-      r->kind = EXIT_MAPPING_VDSO;
-      r->offset = 0;
-      r->ino = 0;
-      r->dev = 0;
-    }
-    bpf_ringbuf_submit(r, 0);
-    sent++;
-  }
-  bpf_iter_task_vma_destroy(&it);
-
-  struct exit_mapping* end = bpf_ringbuf_reserve(&exit_records, sizeof(*end), 0);
-  if (!end) {
-    exit_record_lost();
-    return 0;
-  }
-  end->tgid = tgid;
-  end->kind = EXIT_MAPPING_END;
-  end->start = end->end = end->offset = end->ino = 0;
-  end->dev = end->cut = end->reserved = 0;
-  end->count = sent; /* names[] stays unwritten: user space reads no names of an END */
-  bpf_ringbuf_submit(end, 0);
+  bpf_loop(EXIT_MAPS_ATTEMPTS, exit_walk_once, &w, 0);
+  if (!w.done && !w.lost)
+    exit_send_end(&w, 0, w.failed); /* no attempt got a whole walk: user space counts it */
   return 0;
 }

@@ -93,8 +93,11 @@ void ExitMaps::on_record(const void* data, size_t size) {
     auto node = pending_.extract(tgid);
     std::vector<Mapping> mappings =
         node.empty() ? std::vector<Mapping>{} : std::move(node.mapped());
-    if (mappings.size() != r->count) {
-      ++incomplete_;  // records lost on the way: a partial picture would misname, none does not
+    // Records lost on the way, a walk the kernel could not make (its mm stayed locked) or cut
+    // short, or no executable mapping at all (never a real process): a partial picture would
+    // misname its addresses, none says "process gone".
+    if (r->unread != EXIT_UNREAD_NONE || mappings.empty() || mappings.size() != r->count) {
+      ++incomplete_;
       return;
     }
     handler_(Process::from_mappings(tgid, std::move(mappings)));

@@ -57,7 +57,7 @@ class ExitMaps {
   std::optional<RingReader> ring_;
   bpf_link* link_ = nullptr;
   std::map<pid_t, std::vector<Mapping>> pending_;  // by tgid, until its END record
-  uint64_t incomplete_ = 0;  // END records whose count did not match what arrived
+  uint64_t incomplete_ = 0;  // END records of no usable snapshot (on_record says which)
 };
 
 }  // namespace uscope
