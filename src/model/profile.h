@@ -51,9 +51,13 @@ struct ProfileLocation {
   std::vector<ProfileLine> lines;
 };
 
+// What a profile's counts measure: CPU samples (`profile`), nanoseconds threads spent off their
+// CPU (--off-cpu), or nanoseconds of either (--wall: samples count 1/frequency s each).
+enum class ProfileMeasure : uint8_t { CpuSamples, OffCpuTime, WallTime };
+
 struct ProfileSample {
   std::vector<uint32_t> locations;  // indices into Profile::locations, leaf (innermost) first
-  uint64_t count = 0;               // samples with exactly this stack
+  uint64_t count = 0;  // samples with exactly this stack; nanoseconds when the profile is of time
   pid_t pid = 0;
   pid_t tid = 0;     // 0 unless the profile is split by thread (--threads)
   std::string comm;  // the process's name (the thread's with --threads)
@@ -70,7 +74,8 @@ struct Profile {
   std::vector<ProfileLocation> locations;
   std::vector<ProfileSample> samples;
 
-  uint64_t frequency_hz = 0;  // sampling frequency asked for (-F)
+  ProfileMeasure measure = ProfileMeasure::CpuSamples;
+  uint64_t frequency_hz = 0;  // sampling frequency asked for (-F); 0 without CPU samples
   int64_t start_unix_ns = 0;  // when sampling began (wall clock)
   int64_t duration_ns = 0;    // how long it sampled
   bool user_frames = true;    // -K leaves them out
@@ -82,6 +87,8 @@ struct Profile {
 
   // Sum of the samples' counts.
   uint64_t total_samples() const;
+  // Counts are nanoseconds (off-CPU, wall), not samples.
+  bool counts_time() const { return measure != ProfileMeasure::CpuSamples; }
   // Distinct processes among the samples.
   size_t process_count() const;
   // Samples whose stack is complete (ProfileSample::complete), summed.

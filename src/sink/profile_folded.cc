@@ -1,5 +1,7 @@
 // Folded stacks, one line per distinct stack: "comm;outer;...;inner COUNT", the input of
 // FlameGraph's flamegraph.pl, inferno and speedscope. Lines are sorted so that two profiles diff.
+// A profile of time (off-CPU, wall) counts microseconds, as bcc's offcputime -f writes them
+// (flamegraph.pl --countname=us); a stack of under half a microsecond in all is left out.
 #include <fmt/core.h>
 
 #include <map>
@@ -21,7 +23,10 @@ Result<void> write_folded(const Profile& profile, std::FILE* out) {
     }
     lines[stack] += sample.count;
   }
-  for (const auto& [stack, count] : lines) fmt::print(out, "{} {}\n", stack, count);
+  for (const auto& [stack, count] : lines) {
+    const uint64_t shown = profile.counts_time() ? (count + 500) / 1000 : count;
+    if (shown > 0) fmt::print(out, "{} {}\n", stack, shown);
+  }
   return {};
 }
 

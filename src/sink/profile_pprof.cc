@@ -55,11 +55,19 @@ pp::Profile to_proto(const Profile& profile) {
     t->set_type(strings.index(type));
     t->set_unit(strings.index(unit));
   };
-  add_type(out.add_sample_type(), "samples", "count");
-  add_type(out.add_sample_type(), "cpu", "nanoseconds");
-  add_type(out.mutable_period_type(), "cpu", "nanoseconds");
+  // A profile of time has one value, its nanoseconds (as Go's block profile has delay).
+  const char* time_type = profile.measure == ProfileMeasure::OffCpuTime ? "off_cpu" : "wall";
   int64_t period =
       profile.frequency_hz == 0 ? 0 : static_cast<int64_t>(1'000'000'000 / profile.frequency_hz);
+  if (profile.counts_time()) {
+    add_type(out.add_sample_type(), time_type, "nanoseconds");
+    add_type(out.mutable_period_type(), time_type, "nanoseconds");
+    period = 1;
+  } else {
+    add_type(out.add_sample_type(), "samples", "count");
+    add_type(out.add_sample_type(), "cpu", "nanoseconds");
+    add_type(out.mutable_period_type(), "cpu", "nanoseconds");
+  }
   out.set_period(period);
   out.set_time_nanos(profile.start_unix_ns);
   out.set_duration_nanos(profile.duration_ns);
@@ -109,7 +117,7 @@ pp::Profile to_proto(const Profile& profile) {
     for (uint32_t loc : s.locations)
       if (loc < profile.locations.size()) ps->add_location_id(loc + 1);
     ps->add_value(static_cast<int64_t>(s.count));
-    ps->add_value(static_cast<int64_t>(s.count) * period);
+    if (!profile.counts_time()) ps->add_value(static_cast<int64_t>(s.count) * period);
     add_label(*ps, strings, "pid", s.pid);
     if (s.tid != 0) add_label(*ps, strings, "tid", s.tid);
     if (!s.comm.empty()) add_label(*ps, strings, "comm", s.comm);

@@ -2,6 +2,7 @@
 // all profiles, one "sampled" profile per process (per thread with --threads) named
 // "comm (PID)", the busiest first so that speedscope opens it; speedscope switches between them.
 // Weights are sample counts (unit "none"): times derived from the frequency would be estimates.
+// A profile of time (off-CPU, wall) weighs nanoseconds.
 // The format has no place for losses: they go under a key of uscope's own, "uscope" (the summary
 // line and every cause), which speedscope ignores, so that the file never reads as complete.
 #include <fmt/core.h>
@@ -64,7 +65,7 @@ Result<void> write_speedscope(const Profile& profile, std::FILE* out,
   for (SpeedscopeProfile* p : order)
     profiles.push_back({{"type", "sampled"},
                         {"name", p->name},
-                        {"unit", "none"},
+                        {"unit", profile.counts_time() ? "nanoseconds" : "none"},
                         {"startValue", 0},
                         {"endValue", p->total},
                         {"samples", std::move(p->samples)},

@@ -48,7 +48,19 @@ std::string loss_text(std::string_view cause, uint64_t n) {
       {"java_method_reused", "Java method", "Java methods",
        "their memory reused by another after their class was unloaded: interpreted frames "
        "unnamed"},
+      {"off_cpu_threads_full", "wait", "waits", "thread table full: not counted"},
+      {"off_cpu_unseen", "wait", "waits", "began before the profile: not counted"},
+      {"off_cpu_short", "wait", "waits", "shorter than --min-block: left out"},
   };
+  // A time lost, in nanoseconds: "off_cpu_unseen_ns".
+  if (cause.ends_with("_ns")) {
+    Profile time;
+    time.measure = ProfileMeasure::OffCpuTime;
+    std::string what(cause.substr(0, cause.size() - 3));
+    for (char& c : what)
+      if (c == '_') c = ' ';
+    return fmt::format("{} ({})", count_text(time, n), what);
+  }
   // How user-stack walks that did not reach the thread's entry stopped (unwind.bpf.h).
   if (cause.starts_with("walk_"))
     if (const char* why = unwind_end_text(cause.substr(5)))
@@ -73,11 +85,25 @@ std::string grouped(uint64_t n) {
   return out;
 }
 
+std::string count_text(const Profile& profile, uint64_t count) {
+  if (!profile.counts_time()) return grouped(count);
+  const double ns = static_cast<double>(count);
+  if (ns >= 1e9) return fmt::format("{:.2f} s", ns / 1e9);
+  if (ns >= 1e6) return fmt::format("{:.1f} ms", ns / 1e6);
+  if (ns >= 1e3) return fmt::format("{:.1f} us", ns / 1e3);
+  return fmt::format("{} ns", count);
+}
+
 std::string profile_summary(const Profile& profile) {
   uint64_t total = profile.total_samples();
   size_t processes = profile.process_count();
-  std::string line = fmt::format("{} sample{} from {} process{}", grouped(total),
-                                 total == 1 ? "" : "s", processes, processes == 1 ? "" : "es");
+  std::string line =
+      profile.measure == ProfileMeasure::CpuSamples
+          ? fmt::format("{} sample{}", grouped(total), total == 1 ? "" : "s")
+          : fmt::format(
+                "{} {}", count_text(profile, total),
+                profile.measure == ProfileMeasure::OffCpuTime ? "off-CPU" : "of wall-clock time");
+  line += fmt::format(" from {} process{}", processes, processes == 1 ? "" : "es");
   if (profile.duration_ns > 0)
     line += fmt::format(" in {:.1f} s", static_cast<double>(profile.duration_ns) / 1e9);
   if (profile.frequency_hz > 0) line += fmt::format(" at {} Hz", profile.frequency_hz);
@@ -94,7 +120,8 @@ std::string profile_summary(const Profile& profile) {
   if (!profile.user_frames) {
     line += "n/a (-K: no user frames)";
   } else if (total == 0) {
-    line += "n/a (no samples)";
+    line += profile.measure == ProfileMeasure::OffCpuTime ? "n/a (no thread waited)"
+                                                          : "n/a (no samples)";
   } else {
     uint64_t permille = profile.complete_samples() * 1000 / total;
     line +=

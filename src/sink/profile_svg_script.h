@@ -1,9 +1,9 @@
 #pragma once
 // The style and script inlined into the SVG flame graph (profile_svg.cc). The script expects
 // PAD, FULL (px of the frames' row), ROW (px from one row of frames to the next), TOTAL
-// (samples), CHARW (px per character) and DROPPED (frames left out) defined before it; frames as
-// <g data-s data-n [data-self]> holding a <title> whose first line is the frame's name; and the
-// #unzoom, #search, #details and #matched texts.
+// (samples, or with TIME nanoseconds), CHARW (px per character) and DROPPED (frames left out)
+// defined before it; frames as <g data-s data-n [data-self]> holding a <title> whose first line
+// is the frame's name; and the #unzoom, #search, #details and #matched texts.
 
 namespace uscope {
 
@@ -36,10 +36,15 @@ function rectOf(g) { return g.querySelector("rect"); }
 function nameOf(g) { return g.querySelector("title").textContent.split("\n")[0]; }
 function grouped(n) { return n.toLocaleString("en-US"); }
 
-// "8,123 samples (41.20%), self 12 (0.06%)", and the share of the zoomed frame when zoomed.
+// A count: samples, or with TIME (an off-CPU or wall-clock profile) nanoseconds, shown in ms.
+function amount(n) {
+  return TIME ? (n / 1e6).toLocaleString("en-US", {maximumFractionDigits: 3}) + " ms"
+              : grouped(n) + " samples";
+}
+// "8,123 samples (41.20%), self 12 samples (0.06%)", and the zoomed frame's share when zoomed.
 function countsOf(g) {
   var n = attr(g, "data-n"), self = attr(g, "data-self");
-  var text = grouped(n) + " samples (" + pct(n) + "), self " + grouped(self) + " (" + pct(self) + ")";
+  var text = amount(n) + " (" + pct(n) + "), self " + amount(self) + " (" + pct(self) + ")";
   if (zoomed && zoomed !== g && !g.classList.contains("parent"))
     text += ", " + share(n, attr(zoomed, "data-n")) + " of " + nameOf(zoomed);
   return text;

@@ -1,4 +1,5 @@
-// The Text format: the functions that hold the most samples (sink/function_shares.h), as a table.
+// The Text format: the functions that hold the most samples (sink/function_shares.h), as a table;
+// in a profile of time, the most time, with its unit.
 #include <fmt/core.h>
 
 #include <algorithm>
@@ -14,7 +15,11 @@ namespace uscope {
 Result<void> write_top(const Profile& profile, std::FILE* out, const ProfileSinkOptions& options) {
   uint64_t total = profile.total_samples();
   if (total == 0) {
-    fmt::print(out, "no samples\n");
+    fmt::print(out, "{}\n",
+               profile.measure == ProfileMeasure::OffCpuTime
+                   ? "no off-CPU time: no thread of the target waited (each ran "
+                     "whenever it could), or none for longer than --min-block"
+                   : "no samples");
     return {};
   }
   std::vector<FunctionShare> sorted = function_shares(profile);
@@ -32,8 +37,8 @@ Result<void> write_top(const Profile& profile, std::FILE* out, const ProfileSink
   for (size_t i = 0; i < shown; ++i) {
     const FunctionShare& r = sorted[i];
     fmt::print(out, "{:>5.1f}% {:>6.1f}% {:>9} {:>9}  {:<{}}  {}\n", share_percent(r.self, total),
-               share_percent(r.total, total), grouped(r.self), grouped(r.total), r.function, width,
-               r.module);
+               share_percent(r.total, total), count_text(profile, r.self),
+               count_text(profile, r.total), r.function, width, r.module);
   }
   if (shown < sorted.size())
     fmt::print(out, "({} more functions; --top N shows more, -o FILE.svg a flame graph)\n",

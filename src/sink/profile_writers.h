@@ -22,5 +22,8 @@ Result<void> write_top(const Profile& profile, std::FILE* out, const ProfileSink
 std::string profile_summary(const Profile& profile);
 // "4,913": digits grouped by thousands.
 std::string grouped(uint64_t n);
+// A count of `profile` as a person reads it: samples grouped ("4,913"), or a time with its unit
+// ("12.3 ms") when the profile's counts are nanoseconds.
+std::string count_text(const Profile& profile, uint64_t count);
 
 }  // namespace uscope

@@ -90,6 +90,18 @@ TEST(profile_pprof, decodes_to_mappings_locations_functions_and_labelled_samples
   EXPECT_THAT(comments, HasSubstr("lost stack_collided: 0\n"));
 }
 
+TEST(profile_pprof, an_off_cpu_profile_has_one_value_in_nanoseconds) {
+  Profile p = sample_profile();
+  p.measure = ProfileMeasure::OffCpuTime;
+  p.frequency_hz = 0;
+  pp::Profile out = decoded(p);
+  ASSERT_EQ(out.sample_type_size(), 1);
+  EXPECT_EQ(out.string_table(out.sample_type(0).type()), "off_cpu");
+  EXPECT_EQ(out.string_table(out.sample_type(0).unit()), "nanoseconds");
+  EXPECT_EQ(out.string_table(out.period_type().type()), "off_cpu");
+  for (const auto& s : out.sample()) EXPECT_EQ(s.value_size(), 1);
+}
+
 TEST(profile_pprof, writes_a_valid_profile_without_samples) {
   pp::Profile out = decoded(Profile{});
   EXPECT_EQ(out.sample_size(), 0);

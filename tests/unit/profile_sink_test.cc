@@ -310,6 +310,37 @@ TEST(profile_formats, write_something_valid_for_an_empty_profile) {
             "0 samples from 0 processes; lost: 0; complete stacks: n/a (no samples)");
 }
 
+// An off-CPU profile counts nanoseconds: each format says so in its own way.
+TEST(profile_formats, a_profile_of_time_is_written_in_time_units) {
+  Profile p = sample_profile();
+  p.measure = ProfileMeasure::OffCpuTime;
+  p.frequency_hz = 0;
+  for (auto& s : p.samples) s.count *= 1'500'000;  // 1.5 ms per former sample
+  // Folded: microseconds, as offcputime -f writes them.
+  EXPECT_THAT(written(p, OutputFormat::Folded), HasSubstr("app;_start;main;outer;inner 4500\n"));
+  // The table: times with their unit.
+  EXPECT_THAT(written(p, OutputFormat::Text), HasSubstr("7.5 ms"));
+  EXPECT_THAT(written(p, OutputFormat::Speedscope), HasSubstr("\"unit\":\"nanoseconds\""));
+  EXPECT_THAT(written(p, OutputFormat::Svg), HasSubstr("TIME = true"));
+  EXPECT_THAT(written_summary(p), HasSubstr("18.0 ms off-CPU from 2 processes in 10.0 s; lost:"));
+  p.measure = ProfileMeasure::WallTime;
+  EXPECT_THAT(written_summary(p), HasSubstr("18.0 ms of wall-clock time from 2 processes"));
+  Profile empty;
+  empty.measure = ProfileMeasure::OffCpuTime;
+  EXPECT_THAT(written(empty, OutputFormat::Text),
+              HasSubstr("no off-CPU time: no thread of the target waited"));
+}
+
+TEST(profile_summary, says_off_cpu_waits_it_could_not_count_and_their_time) {
+  Profile p = sample_profile();
+  p.measure = ProfileMeasure::OffCpuTime;
+  p.losses = {{"off_cpu_unseen", 3}, {"off_cpu_unseen_ns", 2'500'000'000}, {"off_cpu_short", 7}};
+  const std::string line = written_summary(p);
+  EXPECT_THAT(line, HasSubstr("3 waits (began before the profile: not counted)"));
+  EXPECT_THAT(line, HasSubstr("2.50 s (off cpu unseen)"));
+  EXPECT_THAT(line, HasSubstr("7 waits (shorter than --min-block: left out)"));
+}
+
 TEST(profile_formats, refuses_json) {
   EXPECT_THAT(written(sample_profile(), OutputFormat::Json),
               HasSubstr("error: a profile cannot be written as json"));
