@@ -34,9 +34,9 @@ struct exit_mapping {
   __u64 end;
   __u64 offset; /* file offset of start */
   __u64 ino;
-  __u32 dev;   /* the kernel's dev_t: major << 20 | minor */
-  __u32 count; /* END: mappings sent before it; otherwise path components in `names` */
-  __u32 cut;   /* the path had more than EXIT_MAPS_DEPTH components */
+  __u32 dev;    /* the kernel's dev_t: major << 20 | minor */
+  __u32 count;  /* END: mappings sent before it; otherwise path components in `names` */
+  __u32 cut;    /* the path had more than EXIT_MAPS_DEPTH components */
   __u32 unread; /* END: enum exit_unread; otherwise 0 */
   char names[EXIT_MAPS_DEPTH][EXIT_MAPS_NAME]; /* the file's path, innermost component first */
 };

@@ -2,6 +2,9 @@
 // The CPU profiler: run by one cpu-clock perf event per CPU (attach/perf_events.h), it counts
 // samples in the kernel per (process, thread, comm, user stack, kernel stack), as bcc's profile
 // does, so user space reads a table of stacks instead of an event per sample.
+// The off-CPU profiler (--off-cpu, --wall), on the scheduler's switch tracepoint: a covered thread
+// that leaves its CPU has its stacks taken there and then, and the time until it runs again is
+// added to their row, as bcc's offcputime does.
 #include "vmlinux.h"
 
 #include <bpf/bpf_core_read.h>
@@ -24,6 +27,9 @@ const volatile __u32 include_idle =
 const volatile __u32 per_thread = 0;  /* --threads: key by thread, with the thread's comm */
 const volatile __u32 user_stacks = 1; /* 0 with -K */
 const volatile __u32 kernel_stacks = 1; /* 0 with -U */
+const volatile __u64 offcpu_min_ns = 0; /* --min-block: shorter blocks are only counted */
+/* When off-CPU profiling started (bpf_ktime_get_ns), set by user space as it attaches. */
+__u64 offcpu_since_ns = 0;
 
 #define EFAULT 14 /* no errno.h in BPF */
 #define EEXIST 17
@@ -111,6 +117,24 @@ struct {
   __uint(max_entries, 64 << 10);
 } events SEC(".maps");
 
+/* Threads off their CPU now (struct profile_offcpu_start): ~90 bytes each, allocated as threads
+ * block. A full map is counted (PC_OFFCPU_START_FULL). */
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 1); /* resized before load with --off-cpu */
+  __uint(map_flags, BPF_F_NO_PREALLOC);
+  __type(key, __u32);
+  __type(value, struct profile_offcpu_start);
+} offcpu_start SEC(".maps");
+
+/* The record being built at a switch (too big for the BPF stack beside the unwinder's frames). */
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, struct profile_offcpu_start);
+} offcpu_scratch SEC(".maps");
+
 static __always_inline void bump(__u32 counter) {
   __u64* n = bpf_map_lookup_elem(&counters, &counter);
   if (n) *n += 1;
@@ -148,30 +172,11 @@ static __always_inline __s32 stack_or_loss(long id, __u32 failed, __u32 collided
 }
 
 /* The one place user stacks are taken: walked by CFI and frame pointers (unwind.bpf.h) from the
- * registers user space was interrupted at; the stack is stored by its hash, which goes in the key.
- * A walk that ends early keeps the frames it found and says why (its end reason is counted). */
-static __always_inline __s32 collect_user_stack(struct bpf_perf_event_data* ctx,
-                                                struct task_struct* task, __u32 tgid, __u64* hash) {
-  if (!user_stacks) return PROFILE_STACK_NONE;
-  if (!BPF_CORE_READ(task, mm)) return PROFILE_STACK_NONE; /* a kernel thread */
-  __u64 pc, sp, bp, r13;
-  if (*(volatile __u64*)&ctx->regs.cs & 3) {
-    pc = ctx->regs.ip;
-    sp = ctx->regs.sp;
-    bp = ctx->regs.bp;
-    r13 = ctx->regs.r13;
-  } else {
-    /* In the kernel: where user space entered it, saved at the top of the task's stack. */
-    struct pt_regs* regs = (struct pt_regs*)bpf_task_pt_regs(task);
-    if (!regs) {
-      bump(PC_USER_FAILED);
-      return PROFILE_STACK_FAILED;
-    }
-    pc = BPF_CORE_READ(regs, ip);
-    sp = BPF_CORE_READ(regs, sp);
-    bp = BPF_CORE_READ(regs, bp);
-    r13 = BPF_CORE_READ(regs, r13);
-  }
+ * registers user space was interrupted at (or entered the kernel with); the stack is stored by its
+ * hash, which goes in the key. A walk that ends early keeps the frames it found and says why (its
+ * end reason is counted). */
+static __always_inline __s32 store_user_stack(__u32 tgid, __u64 pc, __u64 sp, __u64 bp, __u64 r13,
+                                              __u64* hash) {
   struct unwind_scratch* s = unwind_user_stack(tgid, pc, sp, bp, r13);
   if (!s || s->stack.len == 0) {
     bump(PC_USER_FAILED);
@@ -192,6 +197,26 @@ static __always_inline __s32 collect_user_stack(struct bpf_perf_event_data* ctx,
   }
   if (slot) *slot = s->hash;
   return PROFILE_STACK_HASHED;
+}
+
+/* The user stack of a task in the kernel: from where it entered, saved at the top of its stack. */
+static __always_inline __s32 task_user_stack(struct task_struct* task, __u32 tgid, __u64* hash) {
+  struct pt_regs* regs = (struct pt_regs*)bpf_task_pt_regs(task);
+  if (!regs) {
+    bump(PC_USER_FAILED);
+    return PROFILE_STACK_FAILED;
+  }
+  return store_user_stack(tgid, BPF_CORE_READ(regs, ip), BPF_CORE_READ(regs, sp),
+                          BPF_CORE_READ(regs, bp), BPF_CORE_READ(regs, r13), hash);
+}
+
+static __always_inline __s32 collect_user_stack(struct bpf_perf_event_data* ctx,
+                                                struct task_struct* task, __u32 tgid, __u64* hash) {
+  if (!user_stacks) return PROFILE_STACK_NONE;
+  if (!BPF_CORE_READ(task, mm)) return PROFILE_STACK_NONE; /* a kernel thread */
+  if (*(volatile __u64*)&ctx->regs.cs & 3)
+    return store_user_stack(tgid, ctx->regs.ip, ctx->regs.sp, ctx->regs.bp, ctx->regs.r13, hash);
+  return task_user_stack(task, tgid, hash);
 }
 
 static __always_inline __s32 collect_kernel_stack(struct bpf_perf_event_data* ctx) {
@@ -226,6 +251,35 @@ static __always_inline void announce(__u32 tgid, const char* comm) {
   if (last) *last = tgid;
 }
 
+/* The process (or with --threads, the thread) and its comm, as a key names them. */
+static __always_inline void key_owner(struct profile_key* key, struct task_struct* task, __u32 tgid,
+                                      __u32 tid) {
+  key->pid = tgid;
+  if (per_thread) {
+    key->tid = tid;
+    bpf_probe_read_kernel_str(key->comm, sizeof(key->comm), &task->comm);
+  } else {
+    struct task_struct* leader = BPF_CORE_READ(task, group_leader);
+    bpf_probe_read_kernel_str(key->comm, sizeof(key->comm), &leader->comm);
+  }
+}
+
+/* Adds `value` to the key's row of `counts`. */
+static __always_inline void count_key(const struct profile_key* key, __u64 value) {
+  __u64* n = bpf_map_lookup_elem(&counts, key);
+  if (n) {
+    __sync_fetch_and_add(n, value);
+    return;
+  }
+  /* BPF_NOEXIST: two CPUs adding one key at once; the loser adds to the winner's row. */
+  if (bpf_map_update_elem(&counts, key, &value, BPF_NOEXIST) == 0) return;
+  n = bpf_map_lookup_elem(&counts, key);
+  if (n)
+    __sync_fetch_and_add(n, value);
+  else
+    bump(PC_MAP_FULL);
+}
+
 SEC("perf_event")
 int profile_sample(struct bpf_perf_event_data* ctx) {
   __u64 id = bpf_get_current_pid_tgid();
@@ -235,31 +289,132 @@ int profile_sample(struct bpf_perf_event_data* ctx) {
 
   struct task_struct* task = bpf_get_current_task_btf();
   struct profile_key key = {};
-  key.pid = tgid;
-  if (per_thread) {
-    key.tid = (__u32)id;
-    bpf_get_current_comm(key.comm, sizeof(key.comm));
-  } else {
-    struct task_struct* leader = BPF_CORE_READ(task, group_leader);
-    bpf_probe_read_kernel_str(key.comm, sizeof(key.comm), &leader->comm);
-  }
+  key_owner(&key, task, tgid, (__u32)id);
   key.user_stack_id = collect_user_stack(ctx, task, tgid, &key.user_stack);
   key.kernel_stack_id = collect_kernel_stack(ctx);
   if (tgid) announce(tgid, key.comm);
+  count_key(&key, 1);
+  return 0;
+}
 
-  __u64* n = bpf_map_lookup_elem(&counts, &key);
-  if (n) {
-    __sync_fetch_and_add(n, 1);
-    return 0;
+/* ---- Off-CPU ---- */
+
+#define TASK_INTERRUPTIBLE 0x1
+#define TASK_UNINTERRUPTIBLE 0x2
+#define TASK_STOPPED_OR_TRACED 0x0c /* __TASK_STOPPED | __TASK_TRACED */
+#define TASK_DEAD 0x80
+/* bpf_get_stackid() at the switch: the program's own frame and bpf_trace_run4() first. */
+#define OFFCPU_SKIP_FRAMES 2
+
+/* Why `task` leaves its CPU: its state then and the system call it is in (x86-64 numbers). */
+static __always_inline __u32 offcpu_reason(struct task_struct* task, bool preempt,
+                                           unsigned int state) {
+  if (preempt || state == 0) return OFFCPU_RUN_QUEUE;
+  if (state & TASK_STOPPED_OR_TRACED) return OFFCPU_OTHER;
+  struct pt_regs* regs = (struct pt_regs*)bpf_task_pt_regs(task);
+  long nr = regs ? (long)BPF_CORE_READ(regs, orig_ax) : -1;
+  switch (nr) {
+    case 202: /* futex */
+    case 449: /* futex_waitv */
+      return OFFCPU_LOCK;
+    case 34:  /* pause */
+    case 35:  /* nanosleep */
+    case 230: /* clock_nanosleep */
+      return OFFCPU_SLEEP;
+    case 0:   /* read */
+    case 1:   /* write */
+    case 7:   /* poll */
+    case 17:  /* pread64 */
+    case 18:  /* pwrite64 */
+    case 19:  /* readv */
+    case 20:  /* writev */
+    case 23:  /* select */
+    case 40:  /* sendfile */
+    case 42:  /* connect */
+    case 43:  /* accept */
+    case 44:  /* sendto */
+    case 45:  /* recvfrom */
+    case 46:  /* sendmsg */
+    case 47:  /* recvmsg */
+    case 74:  /* fsync */
+    case 75:  /* fdatasync */
+    case 208: /* io_getevents */
+    case 232: /* epoll_wait */
+    case 270: /* pselect6 */
+    case 271: /* ppoll */
+    case 281: /* epoll_pwait */
+    case 288: /* accept4 */
+    case 295: /* preadv */
+    case 296: /* pwritev */
+    case 299: /* recvmmsg */
+    case 307: /* sendmmsg */
+    case 426: /* io_uring_enter */
+    case 441: /* epoll_pwait2 */
+      return OFFCPU_IO;
+    case 61:  /* wait4 */
+    case 247: /* waitid */
+      return OFFCPU_CHILD;
   }
-  __u64 one = 1;
-  /* BPF_NOEXIST: two CPUs adding one key at once; the loser adds to the winner's row. */
-  if (bpf_map_update_elem(&counts, &key, &one, BPF_NOEXIST) == 0) return 0;
-  n = bpf_map_lookup_elem(&counts, &key);
-  if (n)
-    __sync_fetch_and_add(n, 1);
+  return state & TASK_UNINTERRUPTIBLE ? OFFCPU_DISK : OFFCPU_OTHER;
+}
+
+/* A covered thread leaves its CPU: its stacks now (it is the current task), and since when. */
+static __always_inline void offcpu_leave(void* ctx, struct task_struct* prev, bool preempt,
+                                         unsigned int state, __u64 now) {
+  __u32 tgid = BPF_CORE_READ(prev, tgid), tid = BPF_CORE_READ(prev, pid);
+  if (tid == 0 || !covered(tgid)) return;
+  if (state & TASK_DEAD) return; /* its last switch: it never runs again */
+  bump(PC_OFFCPU_BLOCKS);
+  __u32 zero = 0;
+  struct profile_offcpu_start* st = bpf_map_lookup_elem(&offcpu_scratch, &zero);
+  if (!st) return;
+  __builtin_memset(&st->key, 0, sizeof(st->key));
+  key_owner(&st->key, prev, tgid, tid);
+  st->key.reason = offcpu_reason(prev, preempt, state);
+  st->key.user_stack_id = PROFILE_STACK_NONE;
+  if (user_stacks && BPF_CORE_READ(prev, mm))
+    st->key.user_stack_id = task_user_stack(prev, tgid, &st->key.user_stack);
+  st->key.kernel_stack_id = PROFILE_STACK_NONE;
+  if (kernel_stacks)
+    st->key.kernel_stack_id = stack_or_loss(bpf_get_stackid(ctx, &stacks, OFFCPU_SKIP_FRAMES),
+                                            PC_KERNEL_FAILED, PC_KERNEL_COLLIDED);
+  st->since_ns = now;
+  announce(tgid, st->key.comm);
+  if (bpf_map_update_elem(&offcpu_start, &tid, st, BPF_ANY)) bump(PC_OFFCPU_START_FULL);
+}
+
+/* A thread runs again: the time since it left goes to the row its leaving took. */
+static __always_inline void offcpu_return(struct task_struct* next, __u64 now) {
+  __u32 tid = BPF_CORE_READ(next, pid);
+  if (tid == 0) return;
+  struct profile_offcpu_start* st = bpf_map_lookup_elem(&offcpu_start, &tid);
+  if (!st) {
+    __u32 tgid = BPF_CORE_READ(next, tgid);
+    /* Off its CPU since before the profile began: its stacks were not taken then. (A thread
+     * started since runs here for the first time.) */
+    if (covered(tgid) && offcpu_since_ns && now > offcpu_since_ns &&
+        BPF_CORE_READ(next, start_time) < offcpu_since_ns) {
+      bump(PC_OFFCPU_UNSEEN);
+      __u32 counter = PC_OFFCPU_UNSEEN_NS;
+      __u64* n = bpf_map_lookup_elem(&counters, &counter);
+      if (n) *n += now - offcpu_since_ns;
+    }
+    return;
+  }
+  __u64 blocked = now - st->since_ns;
+  if (blocked >= offcpu_min_ns)
+    count_key(&st->key, blocked);
   else
-    bump(PC_MAP_FULL);
+    bump(PC_OFFCPU_SHORT);
+  bpf_map_delete_elem(&offcpu_start, &tid);
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(offcpu_switch, bool preempt, struct task_struct* prev, struct task_struct* next,
+             unsigned int prev_state) {
+  __u64 now = bpf_ktime_get_ns();
+  offcpu_leave(ctx, prev, preempt, prev_state, now);
+  offcpu_return(next, now);
   return 0;
 }
 

@@ -1,5 +1,6 @@
 /* Shared by profile.bpf.c and user space (collect/profile_program.cc): the key the sampler counts
- * by, its loss counters, and the record announcing a process it samples for the first time. */
+ * by, its loss counters, and the record announcing a process it samples for the first time.
+ * Off-CPU (--off-cpu, --wall): the same keys, counted in nanoseconds blocked, with why. */
 #ifndef USCOPE_BPF_PROFILE_H
 #define USCOPE_BPF_PROFILE_H
 
@@ -18,7 +19,22 @@
 #define PROFILE_STACK_COLLIDED -3 /* its bucket in the stack map held another stack */
 #define PROFILE_STACK_HASHED -4   /* a user stack: in `ustacks` under profile_key.user_stack */
 
-/* One row of the `counts` hash: samples with this process, thread and pair of stacks. */
+/* Why a thread was off its CPU, from the scheduler's view of it as it left (its state, whether it
+ * was preempted) and the system call it was in: OFFCPU_ON_CPU is a CPU sample. */
+enum offcpu_reason {
+  OFFCPU_ON_CPU = 0, /* not off-CPU: a cpu-clock sample, counted in samples */
+  OFFCPU_RUN_QUEUE,  /* preempted or yielded: runnable, waiting for a CPU */
+  OFFCPU_LOCK,       /* futex: a mutex, condition variable, or another thread's join */
+  OFFCPU_SLEEP,      /* nanosleep, clock_nanosleep, pause */
+  OFFCPU_IO,         /* read/write, sockets, poll/select/epoll, fsync, io_uring */
+  OFFCPU_DISK,       /* uninterruptible outside those: a page fault's read, a filesystem */
+  OFFCPU_CHILD,      /* wait4, waitid */
+  OFFCPU_OTHER,      /* another system call, or a stop (SIGSTOP, ptrace) */
+  OFFCPU_NUM_REASONS
+};
+
+/* One row of the `counts` hash: samples (or off-CPU nanoseconds) with this process, thread, pair
+ * of stacks and reason. */
 struct profile_key {
   __u32 pid;             /* tgid */
   __u32 tid;             /* 0 unless split by thread */
@@ -26,6 +42,16 @@ struct profile_key {
   __s32 kernel_stack_id; /* into `stacks`, or PROFILE_STACK_* */
   __u64 user_stack;      /* the user stack's hash: its key in `ustacks` */
   char comm[PROFILE_COMM_LEN];
+  __u32 reason; /* enum offcpu_reason: OFFCPU_ON_CPU counts samples, others ns */
+  __u32 reserved;
+};
+
+/* A thread off its CPU now (the `offcpu_start` hash, by thread id): its row, and since when
+ * (bpf_ktime_get_ns). Counted when it next runs, or by user space at a read while it still waits.
+ */
+struct profile_offcpu_start {
+  struct profile_key key;
+  __u64 since_ns;
 };
 
 /* Per-CPU counters (the `counters` array), one slot each. */
@@ -39,6 +65,12 @@ enum profile_counter {
   PC_USER_STACKS_FULL,  /* counted without its user stack: `ustacks` had no room */
   PC_STACK_RECORD_LOST, /* a new stack with interpreter frames was not announced: the ring was
                          * full (its code objects are read when the profile ends instead) */
+  PC_OFFCPU_BLOCKS,     /* off-CPU: times a covered thread left its CPU */
+  PC_OFFCPU_SHORT,      /* off-CPU: blocks shorter than --min-block, not counted */
+  PC_OFFCPU_START_FULL, /* off-CPU: a block not counted: `offcpu_start` had no room */
+  PC_OFFCPU_UNSEEN,     /* off-CPU: a covered thread ran again whose leaving was not seen (it
+                         * blocked before the profile started): its wait is not counted */
+  PC_OFFCPU_UNSEEN_NS,  /* ... and the time since the profile started that it waited at least */
   PROFILE_NUM_COUNTERS
 };
 

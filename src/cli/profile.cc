@@ -38,7 +38,8 @@ ProfileSinkOptions sink_options(const ProfileOptions& o, const Profile& p) {
   s.top = o.top;
   std::string comm;
   if (!p.samples.empty() && p.process_count() == 1) comm = p.samples[0].comm;
-  s.title = fmt::format("uscope profile {}{}", describe_target(o.target),
+  const char* mode = o.target.off_cpu ? "--off-cpu " : o.target.wall ? "--wall " : "";
+  s.title = fmt::format("uscope profile {}{}{}", mode, describe_target(o.target),
                         comm.empty() ? "" : fmt::format(" ({})", comm));
   return s;
 }
@@ -123,6 +124,10 @@ constexpr const char* kProfileExamples = R"(Examples:
       several processes, one stack per thread
   uscope profile -p PID -i 5 -o cpu.svg
       rewrite cpu.svg every 5 seconds until Ctrl-C
+  uscope profile --off-cpu -p PID -d 10 -o off.svg
+      where its threads wait (lock, sleep, I/O, run queue), weighted by time
+  uscope profile --wall --threads -p PID -d 10
+      each thread's wall time: running and waiting, by stack
 
 Reference: docs/profile.md)";
 
@@ -156,6 +161,14 @@ void add_profile_command(CLI::App& app, Run& run) {
   cmd->add_flag("-K,--kernel-only", o->target.kernel_only, "Only kernel frames");
   cmd->add_flag("--lines", o->target.lines, "Source lines and inlined functions (reads DWARF)");
   cmd->add_flag("-v,--verbose", o->target.verbose, "Name each process as it is first sampled");
+  cmd->add_flag("--off-cpu", o->target.off_cpu,
+                "Where threads wait instead of run: time off-CPU by stack (user and kernel), with "
+                "why (lock, sleep, I/O, run queue) as each stack's leaf; weights are nanoseconds");
+  cmd->add_flag("--wall", o->target.wall,
+                "Wall-clock time: on-CPU samples (1/F s each) and off-CPU waits in one profile; "
+                "with --threads, each thread's adds up to its wall time");
+  cmd->add_option("--min-block", o->target.min_block_us,
+                  "With --off-cpu or --wall: leave out waits shorter than USECS (counted apart)");
   add_examples(cmd, kProfileExamples);
   cmd->callback([&run, o] { run = [o] { return run_profile(*o); }; });
 }

@@ -42,7 +42,19 @@ Result<void> check_target(const ProfileTarget& t) {
   if (t.idle && !t.all) return fail("--idle goes with -a");
   if (t.user_only && t.kernel_only)
     return fail("-U keeps only user frames and -K only kernel frames: give one of them");
+  if (t.off_cpu && t.wall)
+    return fail("--wall already holds the off-CPU time (and the on-CPU time beside it): give one");
+  if (t.min_block_us < 0) return fail("--min-block {}: give microseconds >= 0", t.min_block_us);
+  if (t.min_block_us > 0 && !t.off_cpu && !t.wall)
+    return fail("--min-block filters off-CPU waits: give it with --off-cpu or --wall");
+  if (t.idle && (t.off_cpu || t.wall))
+    return fail("--idle samples the idle task on-CPU: it has no off-CPU time to show");
   return check_sample_frequency(t.frequency_hz);
+}
+
+ProfileMeasure measure_of(const ProfileTarget& target) {
+  if (target.wall) return ProfileMeasure::WallTime;
+  return target.off_cpu ? ProfileMeasure::OffCpuTime : ProfileMeasure::CpuSamples;
 }
 
 std::string describe_target(const ProfileTarget& t) {
@@ -125,6 +137,9 @@ Result<std::unique_ptr<ProfileSession>> ProfileSession::open(const ProfileTarget
   settings.per_thread = t.threads;
   settings.user_stacks = !t.kernel_only;
   settings.kernel_stacks = !t.user_only;
+  settings.on_cpu = !t.off_cpu;
+  settings.off_cpu = t.off_cpu || t.wall;
+  settings.min_block_ns = static_cast<uint64_t>(t.min_block_us * 1000);
   if (settings.user_stacks) {
     auto u = UnwindMaps::create(ObjectStore::shared(), UnwindCache::open_default());
     if (!u) return tl::unexpected(u.error());
@@ -176,8 +191,19 @@ Result<void> ProfileSession::start() {
                        .count();
   start_ = std::chrono::steady_clock::now();
   if (auto r = session_->start(); !r) return r;
-  fmt::print(stderr, "uscope: profiling {} at {} Hz on {} CPUs; Ctrl-C to stop\n",
-             describe_target(target_), target_.frequency_hz, program_->cpus_sampled());
+  if (target_.off_cpu)
+    fmt::print(stderr,
+               "uscope: profiling {} off-CPU (the time its threads wait, by stack){}; "
+               "Ctrl-C to stop\n",
+               describe_target(target_),
+               target_.min_block_us > 0
+                   ? fmt::format(", waits of {} us or more", target_.min_block_us)
+                   : "");
+  else
+    fmt::print(stderr, "uscope: profiling {} {}at {} Hz on {} CPUs; Ctrl-C to stop\n",
+               describe_target(target_),
+               target_.wall ? "wall-clock (on-CPU samples and off-CPU waits) " : "",
+               target_.frequency_hz, program_->cpus_sampled());
   return {};
 }
 
@@ -302,7 +328,8 @@ Result<Profile> ProfileSession::build(std::span<const StackSample> samples, int6
         p.losses.emplace_back("walk_" + name, n);
   }
   for (auto& loss : symbolizer_->losses()) p.losses.push_back(std::move(loss));
-  p.frequency_hz = target_.frequency_hz;
+  p.measure = measure_of(target_);
+  p.frequency_hz = target_.off_cpu ? 0 : target_.frequency_hz;
   p.start_unix_ns = from_unix_ns;
   p.duration_ns =
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - from)

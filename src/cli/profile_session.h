@@ -49,7 +49,14 @@ struct ProfileTarget {
   bool kernel_only = false;
   bool lines = false;
   bool verbose = false;
+  // What is measured: CPU samples (the default), time off-CPU (--off-cpu), or both (--wall).
+  bool off_cpu = false;
+  bool wall = false;
+  double min_block_us = 0;  // --min-block: off-CPU waits shorter than this are left out
 };
+
+// What `target` measures, as the profile model says it.
+ProfileMeasure measure_of(const ProfileTarget& target);
 
 // Option combinations that cannot work, named before anything is opened.
 Result<void> check_target(const ProfileTarget& t);

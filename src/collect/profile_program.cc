@@ -19,14 +19,22 @@ namespace {
 // A single process's stacks fit in fewer slots than a whole host's; see ProfileSettings.
 constexpr uint32_t kStackSlotsProcess = 8192;
 constexpr uint32_t kStackSlotsHost = 16384;
+// Threads off their CPU at once that the off-CPU profile follows (~90 bytes each, as they block).
+constexpr uint32_t kOffCpuThreads = 65536;
 
 // The stable names of the counters that are losses, as Profile::losses carries them.
 constexpr std::pair<profile_counter, const char*> kLossNames[] = {
     {PC_USER_FAILED, "user_stack_failed"},         {PC_KERNEL_FAILED, "kernel_stack_failed"},
     {PC_KERNEL_COLLIDED, "kernel_stack_collided"}, {PC_MAP_FULL, "map_full"},
     {PC_NEW_PROCESS_LOST, "process_record_lost"},  {PC_USER_STACKS_FULL, "user_stacks_full"},
-    {PC_STACK_RECORD_LOST, "stack_record_lost"},
+    {PC_STACK_RECORD_LOST, "stack_record_lost"},   {PC_OFFCPU_START_FULL, "off_cpu_threads_full"},
 };
+
+uint64_t monotonic_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);  // bpf_ktime_get_ns()'s clock
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000 + static_cast<uint64_t>(ts.tv_nsec);
+}
 
 StackStatus status_of_id(int32_t id) {
   switch (id) {
@@ -62,6 +70,9 @@ Result<BpfObject> ProfileProgram::open_and_load(const ProfileSettings& settings,
         o.set_rodata("per_thread", flag(settings.per_thread)),
         o.set_rodata("user_stacks", flag(settings.user_stacks)),
         o.set_rodata("kernel_stacks", flag(settings.kernel_stacks)),
+        o.set_rodata("offcpu_min_ns", settings.min_block_ns),
+        o.set_autoload("offcpu_switch", settings.off_cpu),
+        o.set_max_entries("offcpu_start", settings.off_cpu ? kOffCpuThreads : 1),
         o.set_max_entries("stacks", settings.kernel_stacks ? slots : 1),
         o.set_max_entries("ustacks", settings.user_stacks ? slots : 1),
         // Distinct (thread, stacks) pairs outnumber stacks, and keys cost little.
@@ -91,6 +102,9 @@ Result<ProfileProgram> ProfileProgram::load(const ProfileSettings& settings,
   if (!object) return tl::unexpected(object.error());
   ProfileProgram p(std::move(*object));
   p.exits_error_ = std::move(exits_error);
+  p.on_cpu_ = settings.on_cpu;
+  p.off_cpu_ = settings.off_cpu;
+  p.min_block_ns_ = settings.min_block_ns;
   BpfObject& o = p.object_;
   if (settings.pids.size() > 1) {
     uint8_t one = 1;
@@ -146,7 +160,23 @@ Result<ProfileProgram> ProfileProgram::load(const ProfileSettings& settings,
 }
 
 Result<void> ProfileProgram::start(uint64_t frequency_hz) {
+  if (off_cpu_) {
+    object_.skeleton<profile>()->bss->offcpu_since_ns = monotonic_ns();
+    switch_link_.reset(bpf_program__attach(object_.program("offcpu_switch")));
+    if (!switch_link_) {
+      int err = errno;
+      return fail_errno(err, "cannot attach to the scheduler's sched_switch tracepoint: {}",
+                        std::strerror(err));
+    }
+  }
+  if (!on_cpu_) return {};
+  if (off_cpu_) sample_ns_ = 1'000'000'000 / std::max<uint64_t>(frequency_hz, 1);
   return events_.attach_cpu_clock(object_.program("profile_sample"), frequency_hz);
+}
+
+void ProfileProgram::stop() {
+  events_.detach_all();
+  switch_link_.reset();
 }
 
 Result<void> ProfileProgram::read_samples(StackAggregator& out) {
@@ -198,6 +228,20 @@ Result<void> ProfileProgram::read_samples(StackAggregator& out) {
     return it->second;
   };
 
+  auto add = [&](const profile_key& key, uint64_t count) {
+    StackSample s;
+    s.pid = static_cast<pid_t>(key.pid);
+    s.tid = static_cast<pid_t>(key.tid);
+    s.comm.assign(key.comm, strnlen(key.comm, sizeof key.comm));
+    s.user_status = status_of_id(key.user_stack_id);
+    s.kernel_status = status_of_id(key.kernel_stack_id);
+    s.reason =
+        static_cast<uint8_t>(key.reason < OFFCPU_NUM_REASONS ? key.reason : uint32_t{OFFCPU_OTHER});
+    s.count = key.reason == OFFCPU_ON_CPU && sample_ns_ ? count * sample_ns_ : count;
+    user_stack(key, s);
+    s.kernel = stack(key.kernel_stack_id, s.kernel_status, count);
+    out.add(std::move(s));
+  };
   profile_key key{}, next{};
   const void* prev = nullptr;
   while (bpf_map_get_next_key(counts_fd, prev, &next) == 0) {
@@ -205,19 +249,24 @@ Result<void> ProfileProgram::read_samples(StackAggregator& out) {
     prev = &key;
     uint64_t count = 0;
     if (bpf_map_lookup_elem(counts_fd, &key, &count) != 0) continue;  // never deleted: races none
-    StackSample s;
-    s.pid = static_cast<pid_t>(key.pid);
-    s.tid = static_cast<pid_t>(key.tid);
-    s.comm.assign(key.comm, strnlen(key.comm, sizeof key.comm));
-    s.user_status = status_of_id(key.user_stack_id);
-    s.kernel_status = status_of_id(key.kernel_stack_id);
-    s.count = count;
-    user_stack(key, s);
-    s.kernel = stack(key.kernel_stack_id, s.kernel_status, count);
-    out.add(std::move(s));
+    add(key, count);
   }
   if (errno != ENOENT)
     return fail_errno(errno, "cannot read the profiler's counts: {}", std::strerror(errno));
+  if (!off_cpu_) return {};
+  // Threads waiting now: their wait so far, so that a thread blocked all along is in the profile.
+  // Entries come and go as threads run: one gone between two calls is skipped.
+  int start_fd = object_.map_fd("offcpu_start");
+  const uint64_t now = monotonic_ns();
+  uint32_t tid = 0, next_tid = 0;
+  const void* prev_tid = nullptr;
+  while (bpf_map_get_next_key(start_fd, prev_tid, &next_tid) == 0) {
+    tid = next_tid;
+    prev_tid = &tid;
+    profile_offcpu_start st{};
+    if (bpf_map_lookup_elem(start_fd, &tid, &st) != 0) continue;
+    if (now > st.since_ns && now - st.since_ns >= min_block_ns_) add(st.key, now - st.since_ns);
+  }
   return {};
 }
 
@@ -242,6 +291,11 @@ Result<std::vector<std::pair<std::string, uint64_t>>> ProfileProgram::losses() c
   std::vector<std::pair<std::string, uint64_t>> out;
   for (auto [counter, name] : kLossNames) out.emplace_back(name, (*c)[counter]);
   out.emplace_back("stack_unreadable", unreadable_stacks_);
+  if (off_cpu_) {
+    out.emplace_back("off_cpu_short", (*c)[PC_OFFCPU_SHORT]);
+    out.emplace_back("off_cpu_unseen", (*c)[PC_OFFCPU_UNSEEN]);
+    out.emplace_back("off_cpu_unseen_ns", (*c)[PC_OFFCPU_UNSEEN_NS]);
+  }
   out.emplace_back("process_record_short", new_processes_ ? new_processes_->short_records : 0);
   return out;
 }

@@ -19,6 +19,7 @@
 #include "attach/bpf_loader.h"
 #include "attach/perf_events.h"
 #include "attach/unwind_maps.h"
+#include "attach/uprobe_links.h"
 #include "collect/exit_maps.h"
 #include "collect/ring_reader.h"
 #include "collect/stack_samples.h"
@@ -33,6 +34,11 @@ struct ProfileSettings {
   bool per_thread = false;       // --threads
   bool user_stacks = true;       // false with -K
   bool kernel_stacks = true;     // false with -U
+  // What is measured: on-CPU samples (cpu-clock events), off-CPU time (the scheduler's switches),
+  // or both: a wall-clock profile, whose samples count as 1/frequency seconds each.
+  bool on_cpu = true;
+  bool off_cpu = false;
+  uint64_t min_block_ns = 0;  // off-CPU: shorter blocks are counted apart, not by stack
   // Slots of the stack map (~1 KiB each, preallocated); 0: by target (more for -a). A stack
   // whose hash bucket is taken is lost and counted, so a fuller map loses more.
   uint32_t stack_slots = 0;
@@ -56,10 +62,10 @@ class ProfileProgram {
   ProfileProgram& operator=(ProfileProgram&&) noexcept = default;
   ~ProfileProgram() = default;
 
-  // Starts sampling at `frequency_hz` on every online CPU.
+  // Starts sampling at `frequency_hz` on every online CPU, and with off_cpu, following switches.
   Result<void> start(uint64_t frequency_hz);
   // Stops sampling; the maps keep what was counted.
-  void stop() { events_.detach_all(); }
+  void stop();
   size_t cpus_sampled() const { return events_.size(); }
   std::vector<int> program_fds() const { return object_.program_fds(); }
 
@@ -74,7 +80,9 @@ class ProfileProgram {
   ExitMaps* exit_maps() const { return exits_.get(); }
   const std::optional<Error>& exit_maps_error() const { return exits_error_; }
 
-  // Every stack counted so far (cumulative since start), innermost frames first, into `out`.
+  // Every stack counted so far (cumulative since start), innermost frames first, into `out`:
+  // on-CPU rows in samples (in nanoseconds, 1/frequency each, when off-CPU time is measured too);
+  // off-CPU rows in nanoseconds, with the threads still waiting counted up to now.
   Result<void> read_samples(StackAggregator& out);
   // Samples of covered processes so far (counted or lost).
   Result<uint64_t> samples_seen() const;
@@ -100,6 +108,10 @@ class ProfileProgram {
   std::unique_ptr<NewProcesses> new_processes_;
   std::optional<RingReader> ring_;  // after new_processes_: freed before it
   PerfEventLinks events_;           // last: detached before anything else is torn down
+  LinkPtr switch_link_;             // off-CPU: the sched_switch program
+  bool on_cpu_ = true, off_cpu_ = false;
+  uint64_t min_block_ns_ = 0;
+  uint64_t sample_ns_ = 0;          // what one on-CPU sample stands for in a wall-clock profile
   uint64_t unreadable_stacks_ = 0;  // ids in `counts` the stack map no longer held
 };
 

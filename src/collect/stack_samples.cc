@@ -18,6 +18,7 @@ std::string key_of(const StackSample& s) {
   put(key, &s.user_status, 1);
   put(key, &s.kernel_status, 1);
   put(key, &s.user_end, sizeof s.user_end);
+  put(key, &s.reason, 1);
   uint32_t n = static_cast<uint32_t>(s.comm.size());
   put(key, &n, sizeof n);
   key += s.comm;

@@ -32,6 +32,9 @@ struct StackSample {
   // How the BPF walker's walk of `user` ended (bpf/unwind.h's enum unwind_end); -1 when the
   // stack was not walked by it.
   int user_end = -1;
+  // Off-CPU: why the thread waited (bpf/profile.h's enum offcpu_reason); 0: on-CPU.
+  uint8_t reason = 0;
+  // Samples; with a reason, nanoseconds off-CPU; in a wall-clock profile, nanoseconds either way.
   uint64_t count = 0;
 };
 

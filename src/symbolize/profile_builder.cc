@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "bpf/profile.h"
 #include "bpf/unwind.h"
 #include "symbolize/frame_names.h"
 
@@ -107,6 +108,26 @@ std::unordered_map<UserAddress, Frame, UserAddressHash> symbolize_user(
   return frames;
 }
 
+// Why a thread waited, as its off-CPU stacks' leaf frame names it.
+const char* offcpu_reason_text(uint8_t reason) {
+  switch (reason) {
+    case OFFCPU_RUN_QUEUE:
+      return "run queue";
+    case OFFCPU_LOCK:
+      return "lock";
+    case OFFCPU_SLEEP:
+      return "sleep";
+    case OFFCPU_IO:
+      return "I/O";
+    case OFFCPU_DISK:
+      return "uninterruptible (disk, page fault)";
+    case OFFCPU_CHILD:
+      return "child wait";
+    default:
+      return "other";
+  }
+}
+
 FrameKind kind_of(const Frame& f) {
   switch (f.origin) {
     case SymbolOrigin::PerfMap:
@@ -150,6 +171,19 @@ class ProfileInterner {
       uint32_t mapping = mapping_for({-1, module, "", 0}, module, "", address);
       it->second = add_location(f, mapping, FrameKind::Kernel,
                                 unnamed_kernel_frame_text(f.miss, kernel != nullptr));
+    }
+    return it->second;
+  }
+
+  // The leaf frame that says why a thread was off its CPU: "[off-CPU: lock]".
+  uint32_t reason_location(uint8_t reason) {
+    auto [it, fresh] = reason_locations_.try_emplace(reason, 0);
+    if (fresh) {
+      ProfileLocation loc;
+      const std::string name = fmt::format("[off-CPU: {}]", offcpu_reason_text(reason));
+      loc.lines.push_back({function(name, name, ""), 0});
+      p_.locations.push_back(std::move(loc));
+      it->second = static_cast<uint32_t>(p_.locations.size() - 1);
     }
     return it->second;
   }
@@ -235,6 +269,7 @@ class ProfileInterner {
   std::map<std::tuple<std::string, std::string, std::string>, uint32_t> functions_;
   std::unordered_map<UserAddress, uint32_t, UserAddressHash> user_locations_;
   std::unordered_map<uint64_t, uint32_t> kernel_locations_;
+  std::unordered_map<uint8_t, uint32_t> reason_locations_;
 };
 
 // A stack the BPF walker took is complete when its walk reached the frame CFI marks as the
@@ -267,6 +302,7 @@ Profile build_profile(std::span<const StackSample> samples, Symbolizer& user,
         s.user_status == StackStatus::Failed || s.user_status == StackStatus::Collided;
     out.kernel_stack_missing =
         s.kernel_status == StackStatus::Failed || s.kernel_status == StackStatus::Collided;
+    if (s.reason != OFFCPU_ON_CPU) out.locations.push_back(interner.reason_location(s.reason));
     if (has_frames(s.kernel_status))
       for (uint64_t a : s.kernel) out.locations.push_back(interner.kernel_location(a, kernel));
     if (has_frames(s.user_status)) {

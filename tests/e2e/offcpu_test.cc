@@ -1,0 +1,138 @@
+// profile --off-cpu and --wall on a fixture whose threads time their own waits
+// (tests/fixtures/native/offcpu_waits.c): the time uscope puts under each known function and
+// reason is checked against the fixture's own clock.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+
+#include "e2e_support.h"
+#include "folded.h"
+#include "session_support.h"
+
+namespace uscope::e2e {
+namespace {
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string temp_path(const std::string& name) {
+  return testing::TempDir() + "uscope_offcpu_" + std::to_string(getpid()) + "_" + name;
+}
+
+// The fixture's own totals: "sleep_ns N" lines.
+std::map<std::string, double> fixture_totals(const std::string& out) {
+  std::map<std::string, double> totals;
+  std::istringstream in(out);
+  std::string name;
+  double value = 0;
+  while (in >> name) {
+    if (name == "ready") continue;
+    if (in >> value) totals[name] = value;
+  }
+  return totals;
+}
+
+struct Profiled {
+  std::vector<FoldedLine> lines;  // folded, counts in microseconds
+  std::map<std::string, double> fixture;
+  std::string err;
+};
+
+// Starts the fixture, profiles it by PID with `args` until it exits, and reads both.
+Profiled profile_waits(std::vector<std::string> args, int rounds) {
+  Profiled p;
+  UscopeChild target({fixture("native/offcpu_waits"), std::to_string(rounds)}, true);
+  EXPECT_TRUE(wait_until([&] { return target.out().find("ready") != std::string::npos; }));
+  const std::string out = temp_path("offcpu.folded");
+  args.insert(args.begin(), "profile");
+  args.insert(args.end(), {"-p", std::to_string(target.pid()), "-o", out});
+  UscopeChild profiler(args);
+  EXPECT_TRUE(wait_until([&] {
+    return profiler.err().find("Ctrl-C to stop") != std::string::npos;
+  })) << profiler.err();
+  target.signal(SIGUSR1);
+  EXPECT_EQ(target.wait(120), 0);
+  EXPECT_EQ(profiler.wait(60), 0) << profiler.err();
+  p.err = profiler.err();
+  p.lines = parse_folded(read_file(out));
+  p.fixture = fixture_totals(target.out());
+  return p;
+}
+
+// Microseconds of the stacks holding every one of `parts`, as nanoseconds.
+double ns_with(const std::vector<FoldedLine>& lines, std::vector<std::string> parts,
+               const std::string& comm = "") {
+  double us = 0;
+  for (const auto& l : lines) {
+    if (!comm.empty() && l.frames[0].rfind(comm, 0) != 0) continue;
+    const std::string j = joined(l);
+    bool all = true;
+    for (const auto& part : parts) all = all && j.find(part) != std::string::npos;
+    if (all) us += static_cast<double>(l.count);
+  }
+  return us * 1000;
+}
+
+TEST(offcpu, sleep_and_lock_waits_are_named_with_the_fixtures_durations) {
+  USCOPE_REQUIRE_ROOT();
+  auto p = profile_waits({"--off-cpu"}, 25);
+  ASSERT_EQ(p.fixture.size(), 3u);
+  const double sleep_ns = p.fixture["sleep_ns"], lock_ns = p.fixture["lock_wait_ns"];
+  ASSERT_GT(sleep_ns, 25 * 10e6 * 0.99);  // 25 naps of 10 ms
+  // The sleep: under its function, with its reason as the leaf, in the kernel's nanosleep.
+  const double sleep_seen = ns_with(p.lines, {";sleep_in_known_place;", ";[off-CPU: sleep]"});
+  EXPECT_NEAR(sleep_seen, sleep_ns, 0.1 * sleep_ns) << p.err;
+  // The lock: the waiter's time in pthread_mutex_lock, a futex wait.
+  const double lock_seen = ns_with(p.lines, {";wait_for_the_lock;", ";[off-CPU: lock]"});
+  EXPECT_NEAR(lock_seen, lock_ns, 0.1 * lock_ns) << p.err;
+  // The holder sleeps while it holds the lock: its sleep, not a lock wait.
+  EXPECT_GT(ns_with(p.lines, {";hold_the_lock;", ";[off-CPU: sleep]"}), 25 * 20e6 * 0.9);
+  EXPECT_EQ(ns_with(p.lines, {";hold_the_lock;", ";[off-CPU: lock]"}), 0);
+  // Kernel frames are there, with their suffix, below the reason.
+  EXPECT_GT(ns_with(p.lines, {";sleep_in_known_place;", "_[k];[off-CPU: sleep]"}), 0.9 * sleep_ns);
+  // The spinner never waits but for a CPU: no sleep or lock of its.
+  EXPECT_EQ(ns_with(p.lines, {";spin_in_known_place;", ";[off-CPU: sleep]"}), 0);
+  EXPECT_EQ(ns_with(p.lines, {";spin_in_known_place;", ";[off-CPU: lock]"}), 0);
+  EXPECT_NE(p.err.find(" off-CPU from 1 process"), std::string::npos) << p.err;
+}
+
+// --wall --threads: each thread's picture adds up to its wall time; the spinner's is on-CPU (or
+// waiting for a CPU, with both cores busy), the sleeper's asleep.
+TEST(offcpu, wall_splits_a_spinning_thread_from_a_sleeping_one) {
+  USCOPE_REQUIRE_ROOT();
+  auto p = profile_waits({"--wall", "--threads", "-F", "499"}, 25);
+  ASSERT_EQ(p.fixture.size(), 3u);
+  const double spin_ns = p.fixture["spin_ns"];
+  auto thread_total = [&](const std::string& comm) { return ns_with(p.lines, {}, comm); };
+  const double sleeper = thread_total("sleeper-"), spinner = thread_total("spinner-");
+  // The sleeper lives as long as its naps, the spinner as long as its spin.
+  EXPECT_NEAR(sleeper, p.fixture["sleep_ns"], 0.1 * p.fixture["sleep_ns"]) << p.err;
+  EXPECT_NEAR(spinner, spin_ns, 0.1 * spin_ns) << p.err;
+  EXPECT_GT(ns_with(p.lines, {";[off-CPU: sleep]"}, "sleeper-"), 0.9 * sleeper);
+  const double spinner_waits = ns_with(p.lines, {";[off-CPU: "}, "spinner-");
+  const double spinner_queued = ns_with(p.lines, {";[off-CPU: run queue]"}, "spinner-");
+  EXPECT_EQ(spinner_waits, spinner_queued) << "the spinner only ever waits for a CPU";
+  EXPECT_GT(ns_with(p.lines, {";spin_in_known_place;"}, "spinner-"), 0.9 * spinner);
+  EXPECT_NE(p.err.find("of wall-clock time"), std::string::npos) << p.err;
+}
+
+TEST(offcpu, bad_combinations_say_what_works) {
+  USCOPE_REQUIRE_ROOT();
+  auto both = uscope({"profile", "--off-cpu", "--wall", "-c", "true"});
+  EXPECT_NE(both.exit_code, 0);
+  EXPECT_NE(both.err.find("--wall already holds the off-CPU time"), std::string::npos) << both.err;
+  auto min = uscope({"profile", "--min-block", "100", "-c", "true"});
+  EXPECT_NE(min.exit_code, 0);
+  EXPECT_NE(min.err.find("give it with --off-cpu or --wall"), std::string::npos) << min.err;
+}
+
+}  // namespace
+}  // namespace uscope::e2e
