@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "bpf/profile.h"
 #include "discover/process.h"
 #include "reaped_pid.h"
 #include "symbolize/frame_names.h"
@@ -228,6 +229,31 @@ TEST(profile_builder, kernel_frames_come_first_with_their_own_mappings) {
   Profile restricted = build_profile(samples, symbolizer, &hidden);
   EXPECT_EQ(name_of(restricted, restricted.samples[0].locations[0]),
             "[unknown: kernel addresses hidden]");
+}
+
+// An off-CPU sample's leaf says why its thread waited; one location per reason, with no mapping.
+TEST(profile_builder, an_off_cpu_stack_ends_in_its_reason) {
+  const uint64_t ip = addr_of(reinterpret_cast<void*>(&leaf_function)) + 1;
+  StackSample lock = user_sample(getpid(), {ip});
+  lock.reason = OFFCPU_LOCK;
+  StackSample other_lock = lock;
+  other_lock.tid = 7;
+  StackSample queued = user_sample(getpid(), {ip});
+  queued.reason = OFFCPU_RUN_QUEUE;
+  StackSample running = user_sample(getpid(), {ip});
+  std::vector<StackSample> samples = {lock, other_lock, queued, running};
+  Symbolizer symbolizer;
+  Profile p = build_profile(samples, symbolizer, nullptr);
+  ASSERT_EQ(p.samples.size(), 4u);
+  EXPECT_EQ(name_of(p, p.samples[0].locations.at(0)), "[off-CPU: lock]");
+  EXPECT_EQ(p.samples[0].locations[0], p.samples[1].locations[0]);
+  EXPECT_EQ(p.locations[p.samples[0].locations[0]].mapping, 0u);
+  EXPECT_EQ(name_of(p, p.samples[0].locations.at(1)),
+            "uscope::(anonymous namespace)::leaf_function(int)");
+  EXPECT_EQ(name_of(p, p.samples[2].locations.at(0)), "[off-CPU: run queue]");
+  ASSERT_EQ(p.samples[3].locations.size(), 1u);  // on-CPU: no reason
+  EXPECT_EQ(name_of(p, p.samples[3].locations[0]),
+            "uscope::(anonymous namespace)::leaf_function(int)");
 }
 
 TEST(profile_builder, a_missing_user_stack_is_not_complete) {
