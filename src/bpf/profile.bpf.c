@@ -28,6 +28,7 @@ const volatile __u32 per_thread = 0;  /* --threads: key by thread, with the thre
 const volatile __u32 user_stacks = 1; /* 0 with -K */
 const volatile __u32 kernel_stacks = 1; /* 0 with -U */
 const volatile __u64 offcpu_min_ns = 0; /* --min-block: shorter blocks are only counted */
+const volatile __u32 offcpu_wakers = 0; /* --wakers: who woke each waiting thread */
 /* When off-CPU profiling started (bpf_ktime_get_ns), set by user space as it attaches. */
 __u64 offcpu_since_ns = 0;
 
@@ -407,6 +408,31 @@ static __always_inline void offcpu_return(struct task_struct* next, __u64 now) {
   else
     bump(PC_OFFCPU_SHORT);
   bpf_map_delete_elem(&offcpu_start, &tid);
+}
+
+/* --wakers: the task waking a waiting thread of the target is the current one; its stacks go into
+ * the waiting thread's row, as bcc's offwaketime has them. The first waker of a wait counts: a
+ * later one finds the thread already woken. */
+SEC("tp_btf/sched_waking")
+int BPF_PROG(offcpu_waking, struct task_struct* p) {
+  __u32 tid = BPF_CORE_READ(p, pid);
+  struct profile_offcpu_start* st = bpf_map_lookup_elem(&offcpu_start, &tid);
+  if (!st || st->key.waker_tid) return 0;
+  __u64 id = bpf_get_current_pid_tgid();
+  __u32 tgid = id >> 32;
+  struct task_struct* waker = bpf_get_current_task_btf();
+  st->key.waker_pid = tgid;
+  st->key.waker_tid = (__u32)id ? (__u32)id : 0xffffffff; /* the idle task: an interrupt's */
+  bpf_get_current_comm(st->key.waker_comm, sizeof(st->key.waker_comm));
+  st->key.waker_user_stack_id = PROFILE_STACK_NONE;
+  if (user_stacks && tgid && BPF_CORE_READ(waker, mm))
+    st->key.waker_user_stack_id = task_user_stack(waker, tgid, &st->key.waker_user_stack);
+  st->key.waker_kernel_stack_id = PROFILE_STACK_NONE;
+  if (kernel_stacks)
+    st->key.waker_kernel_stack_id = stack_or_loss(bpf_get_stackid(ctx, &stacks, OFFCPU_SKIP_FRAMES),
+                                                  PC_KERNEL_FAILED, PC_KERNEL_COLLIDED);
+  if (tgid) announce(tgid, st->key.waker_comm);
+  return 0;
 }
 
 SEC("tp_btf/sched_switch")

@@ -43,7 +43,14 @@ struct profile_key {
   __u64 user_stack;      /* the user stack's hash: its key in `ustacks` */
   char comm[PROFILE_COMM_LEN];
   __u32 reason; /* enum offcpu_reason: OFFCPU_ON_CPU counts samples, others ns */
+  /* --wakers: the thread that woke it (waker_tid 0: none seen), its stacks then, as above. */
+  __u32 waker_pid;
+  __u32 waker_tid;
+  __s32 waker_user_stack_id;
+  __s32 waker_kernel_stack_id;
   __u32 reserved;
+  __u64 waker_user_stack;
+  char waker_comm[PROFILE_COMM_LEN];
 };
 
 /* A thread off its CPU now (the `offcpu_start` hash, by thread id): its row, and since when

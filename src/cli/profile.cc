@@ -167,6 +167,9 @@ void add_profile_command(CLI::App& app, Run& run) {
   cmd->add_flag("--wall", o->target.wall,
                 "Wall-clock time: on-CPU samples (1/F s each) and off-CPU waits in one profile; "
                 "with --threads, each thread's adds up to its wall time");
+  cmd->add_flag("--wakers", o->target.wakers,
+                "With --off-cpu or --wall: who woke each waiting thread, its stack above the "
+                "wait's (bcc's offwaketime)");
   cmd->add_option("--min-block", o->target.min_block_us,
                   "With --off-cpu or --wall: leave out waits shorter than USECS (counted apart)");
   add_examples(cmd, kProfileExamples);

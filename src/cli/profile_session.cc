@@ -47,6 +47,8 @@ Result<void> check_target(const ProfileTarget& t) {
   if (t.min_block_us < 0) return fail("--min-block {}: give microseconds >= 0", t.min_block_us);
   if (t.min_block_us > 0 && !t.off_cpu && !t.wall)
     return fail("--min-block filters off-CPU waits: give it with --off-cpu or --wall");
+  if (t.wakers && !t.off_cpu && !t.wall)
+    return fail("--wakers says who ended each off-CPU wait: give it with --off-cpu or --wall");
   if (t.idle && (t.off_cpu || t.wall))
     return fail("--idle samples the idle task on-CPU: it has no off-CPU time to show");
   return check_sample_frequency(t.frequency_hz);
@@ -140,6 +142,7 @@ Result<std::unique_ptr<ProfileSession>> ProfileSession::open(const ProfileTarget
   settings.on_cpu = !t.off_cpu;
   settings.off_cpu = t.off_cpu || t.wall;
   settings.min_block_ns = static_cast<uint64_t>(t.min_block_us * 1000);
+  settings.wakers = t.wakers;
   if (settings.user_stacks) {
     auto u = UnwindMaps::create(ObjectStore::shared(), UnwindCache::open_default());
     if (!u) return tl::unexpected(u.error());

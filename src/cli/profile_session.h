@@ -53,6 +53,7 @@ struct ProfileTarget {
   bool off_cpu = false;
   bool wall = false;
   double min_block_us = 0;  // --min-block: off-CPU waits shorter than this are left out
+  bool wakers = false;      // --wakers: who woke each off-CPU wait, with its stacks
 };
 
 // What `target` measures, as the profile model says it.

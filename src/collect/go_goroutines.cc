@@ -65,8 +65,8 @@ Result<GoroutineCount> count_goroutines(pid_t pid, const GoroutineLayout& layout
     }
     // process_vm_readv stops at the first g it cannot read: read on past it, one batch at a time.
     for (uint64_t done = 0; done < m;) {
-      ssize_t r = process_vm_readv(pid, local.data() + done, m - done, remote.data() + done,
-                                   m - done, 0);
+      ssize_t r =
+          process_vm_readv(pid, local.data() + done, m - done, remote.data() + done, m - done, 0);
       if (r < 0 && errno != EFAULT)
         return fail("cannot read the goroutines of process {}: {}", pid, std::strerror(errno));
       uint64_t whole = r > 0 ? static_cast<uint64_t>(r) / span : 0;

@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "collect/bpf_run_stats.h"
-#include "model/overhead.h"
 #include "discover/process.h"
+#include "model/overhead.h"
 
 namespace uscope {
 

@@ -72,6 +72,8 @@ Result<BpfObject> ProfileProgram::open_and_load(const ProfileSettings& settings,
         o.set_rodata("kernel_stacks", flag(settings.kernel_stacks)),
         o.set_rodata("offcpu_min_ns", settings.min_block_ns),
         o.set_autoload("offcpu_switch", settings.off_cpu),
+        o.set_rodata("offcpu_wakers", flag(settings.wakers)),
+        o.set_autoload("offcpu_waking", settings.wakers),
         o.set_max_entries("offcpu_start", settings.off_cpu ? kOffCpuThreads : 1),
         o.set_max_entries("stacks", settings.kernel_stacks ? slots : 1),
         o.set_max_entries("ustacks", settings.user_stacks ? slots : 1),
@@ -105,6 +107,7 @@ Result<ProfileProgram> ProfileProgram::load(const ProfileSettings& settings,
   p.on_cpu_ = settings.on_cpu;
   p.off_cpu_ = settings.off_cpu;
   p.min_block_ns_ = settings.min_block_ns;
+  p.wakers_ = settings.wakers;
   BpfObject& o = p.object_;
   if (settings.pids.size() > 1) {
     uint8_t one = 1;
@@ -162,6 +165,15 @@ Result<ProfileProgram> ProfileProgram::load(const ProfileSettings& settings,
 Result<void> ProfileProgram::start(uint64_t frequency_hz) {
   if (off_cpu_) {
     object_.skeleton<profile>()->bss->offcpu_since_ns = monotonic_ns();
+    // The waking side first: a wait the switch records is then never woken unseen.
+    if (wakers_) {
+      waking_link_.reset(bpf_program__attach(object_.program("offcpu_waking")));
+      if (!waking_link_) {
+        int err = errno;
+        return fail_errno(err, "cannot attach to the scheduler's sched_waking tracepoint: {}",
+                          std::strerror(err));
+      }
+    }
     switch_link_.reset(bpf_program__attach(object_.program("offcpu_switch")));
     if (!switch_link_) {
       int err = errno;
@@ -177,6 +189,7 @@ Result<void> ProfileProgram::start(uint64_t frequency_hz) {
 void ProfileProgram::stop() {
   events_.detach_all();
   switch_link_.reset();
+  waking_link_.reset();
 }
 
 Result<void> ProfileProgram::read_samples(StackAggregator& out) {
@@ -184,23 +197,25 @@ Result<void> ProfileProgram::read_samples(StackAggregator& out) {
   int user_fd = object_.map_fd("ustacks");
   // A user stack by its hash, with how its walk ended; read once per call.
   std::unordered_map<uint64_t, std::optional<unwind_stack>> user_stacks;
-  auto user_stack = [&](const profile_key& key, StackSample& s) {
-    if (key.user_stack_id != PROFILE_STACK_HASHED) return;
-    auto it = user_stacks.find(key.user_stack);
+  // `lost`: what a stack that cannot be read costs the profile (samples; one per off-CPU row).
+  auto user_stack = [&](int32_t id, uint64_t hash, StackStatus& status, int* end,
+                        uint64_t lost) -> std::vector<uint64_t> {
+    if (id != PROFILE_STACK_HASHED) return {};
+    auto it = user_stacks.find(hash);
     if (it == user_stacks.end()) {
       unwind_stack st{};
-      bool found = bpf_map_lookup_elem(user_fd, &key.user_stack, &st) == 0;
-      it = user_stacks.emplace(key.user_stack, found ? std::optional(st) : std::nullopt).first;
+      bool found = bpf_map_lookup_elem(user_fd, &hash, &st) == 0;
+      it = user_stacks.emplace(hash, found ? std::optional(st) : std::nullopt).first;
     }
     if (!it->second || it->second->len == 0) {
-      unreadable_stacks_ += s.count;
-      s.user_status = StackStatus::Failed;
-      return;
+      unreadable_stacks_ += lost;
+      status = StackStatus::Failed;
+      return {};
     }
     const unwind_stack& st = *it->second;
-    s.user.assign(st.frames, st.frames + std::min<uint32_t>(st.len, UNWIND_MAX_FRAMES));
-    s.user_end = st.end;
-    if (st.end == UNWIND_END_TRUNCATED) s.user_status = StackStatus::Truncated;
+    if (end) *end = st.end;
+    if (st.end == UNWIND_END_TRUNCATED) status = StackStatus::Truncated;
+    return {st.frames, st.frames + std::min<uint32_t>(st.len, UNWIND_MAX_FRAMES)};
   };
   // A stack id is shared by every key whose stack it is: each is read once per call.
   std::unordered_map<int32_t, std::vector<uint64_t>> stacks;
@@ -238,8 +253,18 @@ Result<void> ProfileProgram::read_samples(StackAggregator& out) {
     s.reason =
         static_cast<uint8_t>(key.reason < OFFCPU_NUM_REASONS ? key.reason : uint32_t{OFFCPU_OTHER});
     s.count = key.reason == OFFCPU_ON_CPU && sample_ns_ ? count * sample_ns_ : count;
-    user_stack(key, s);
-    s.kernel = stack(key.kernel_stack_id, s.kernel_status, count);
+    const uint64_t lost = key.reason == OFFCPU_ON_CPU ? count : 1;
+    s.user = user_stack(key.user_stack_id, key.user_stack, s.user_status, &s.user_end, lost);
+    s.kernel = stack(key.kernel_stack_id, s.kernel_status, lost);
+    if (key.waker_tid != 0) {
+      s.waker_pid = static_cast<pid_t>(key.waker_pid);
+      s.waker_tid = key.waker_tid == UINT32_MAX ? -1 : static_cast<pid_t>(key.waker_tid);
+      s.waker_comm.assign(key.waker_comm, strnlen(key.waker_comm, sizeof key.waker_comm));
+      StackStatus ignored = StackStatus::Ok;
+      s.waker_user =
+          user_stack(key.waker_user_stack_id, key.waker_user_stack, ignored, nullptr, lost);
+      s.waker_kernel = stack(key.waker_kernel_stack_id, ignored, lost);
+    }
     out.add(std::move(s));
   };
   profile_key key{}, next{};

@@ -39,6 +39,7 @@ struct ProfileSettings {
   bool on_cpu = true;
   bool off_cpu = false;
   uint64_t min_block_ns = 0;  // off-CPU: shorter blocks are counted apart, not by stack
+  bool wakers = false;        // off-CPU: who woke each wait, with its stacks
   // Slots of the stack map (~1 KiB each, preallocated); 0: by target (more for -a). A stack
   // whose hash bucket is taken is lost and counted, so a fuller map loses more.
   uint32_t stack_slots = 0;
@@ -109,7 +110,8 @@ class ProfileProgram {
   std::optional<RingReader> ring_;  // after new_processes_: freed before it
   PerfEventLinks events_;           // last: detached before anything else is torn down
   LinkPtr switch_link_;             // off-CPU: the sched_switch program
-  bool on_cpu_ = true, off_cpu_ = false;
+  LinkPtr waking_link_;             // --wakers: the sched_waking program
+  bool on_cpu_ = true, off_cpu_ = false, wakers_ = false;
   uint64_t min_block_ns_ = 0;
   uint64_t sample_ns_ = 0;          // what one on-CPU sample stands for in a wall-clock profile
   uint64_t unreadable_stacks_ = 0;  // ids in `counts` the stack map no longer held

@@ -26,6 +26,17 @@ std::string key_of(const StackSample& s) {
   put(key, &n, sizeof n);
   put(key, s.user.data(), s.user.size() * sizeof(uint64_t));
   put(key, s.kernel.data(), s.kernel.size() * sizeof(uint64_t));
+  if (s.waker_tid != 0) {
+    put(key, &s.waker_pid, sizeof s.waker_pid);
+    put(key, &s.waker_tid, sizeof s.waker_tid);
+    n = static_cast<uint32_t>(s.waker_comm.size());
+    put(key, &n, sizeof n);
+    key += s.waker_comm;
+    n = static_cast<uint32_t>(s.waker_user.size());
+    put(key, &n, sizeof n);
+    put(key, s.waker_user.data(), s.waker_user.size() * sizeof(uint64_t));
+    put(key, s.waker_kernel.data(), s.waker_kernel.size() * sizeof(uint64_t));
+  }
   return key;
 }
 

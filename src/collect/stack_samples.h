@@ -34,6 +34,13 @@ struct StackSample {
   int user_end = -1;
   // Off-CPU: why the thread waited (bpf/profile.h's enum offcpu_reason); 0: on-CPU.
   uint8_t reason = 0;
+  // --wakers: the thread that ended the wait, and its stacks as it did (waker_tid 0: none seen;
+  // -1: an interrupt on an idle CPU).
+  pid_t waker_pid = 0;
+  pid_t waker_tid = 0;
+  std::string waker_comm;
+  std::vector<uint64_t> waker_user;    // innermost first
+  std::vector<uint64_t> waker_kernel;  // innermost first
   // Samples; with a reason, nanoseconds off-CPU; in a wall-clock profile, nanoseconds either way.
   uint64_t count = 0;
 };

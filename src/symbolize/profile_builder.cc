@@ -67,11 +67,15 @@ struct UserAddressHash {
 std::unordered_map<UserAddress, Frame, UserAddressHash> symbolize_user(
     std::span<const StackSample> samples, Symbolizer& symbolizer) {
   std::map<pid_t, std::pair<std::set<uint64_t>, std::set<uint64_t>>> by_pid;  // IPs, returns
+  auto add = [&](pid_t pid, const std::vector<uint64_t>& user) {
+    if (user.empty()) return;
+    auto& [ips, returns] = by_pid[pid];
+    ips.insert(user.front());
+    returns.insert(user.begin() + 1, user.end());
+  };
   for (const StackSample& s : samples) {
-    if (s.user.empty()) continue;
-    auto& [ips, returns] = by_pid[s.pid];
-    ips.insert(s.user.front());
-    returns.insert(s.user.begin() + 1, s.user.end());
+    add(s.pid, s.user);
+    add(s.waker_pid, s.waker_user);  // --wakers: the waker's, in its own process
   }
   std::unordered_map<UserAddress, Frame, UserAddressHash> frames;
   for (auto& [pid, addresses] : by_pid) {
@@ -175,12 +179,12 @@ class ProfileInterner {
     return it->second;
   }
 
-  // The leaf frame that says why a thread was off its CPU: "[off-CPU: lock]".
-  uint32_t reason_location(uint8_t reason) {
-    auto [it, fresh] = reason_locations_.try_emplace(reason, 0);
+  // A frame that is no code but says something of the stack: why a thread was off its CPU
+  // ("[off-CPU: lock]"), who woke it. No mapping; one location per text.
+  uint32_t marker_location(const std::string& name) {
+    auto [it, fresh] = marker_locations_.try_emplace(name, 0);
     if (fresh) {
       ProfileLocation loc;
-      const std::string name = fmt::format("[off-CPU: {}]", offcpu_reason_text(reason));
       loc.lines.push_back({function(name, name, ""), 0});
       p_.locations.push_back(std::move(loc));
       it->second = static_cast<uint32_t>(p_.locations.size() - 1);
@@ -269,7 +273,7 @@ class ProfileInterner {
   std::map<std::tuple<std::string, std::string, std::string>, uint32_t> functions_;
   std::unordered_map<UserAddress, uint32_t, UserAddressHash> user_locations_;
   std::unordered_map<uint64_t, uint32_t> kernel_locations_;
-  std::unordered_map<uint8_t, uint32_t> reason_locations_;
+  std::unordered_map<std::string, uint32_t> marker_locations_;
 };
 
 // A stack the BPF walker took is complete when its walk reached the frame CFI marks as the
@@ -302,7 +306,24 @@ Profile build_profile(std::span<const StackSample> samples, Symbolizer& user,
         s.user_status == StackStatus::Failed || s.user_status == StackStatus::Collided;
     out.kernel_stack_missing =
         s.kernel_status == StackStatus::Failed || s.kernel_status == StackStatus::Collided;
-    if (s.reason != OFFCPU_ON_CPU) out.locations.push_back(interner.reason_location(s.reason));
+    // --wakers, as bcc's offwaketime stacks them: above the wait, who ended it, then its stack
+    // upside down (its innermost frame next to the wait, its outermost on top).
+    if (s.waker_tid != 0) {
+      for (size_t i = s.waker_user.size(); i-- > 0;) {
+        const Frame& f = user_frames.at(UserAddress{s.waker_pid, s.waker_user[i], i == 0});
+        out.locations.push_back(interner.user_location(s.waker_pid, i == 0, f));
+      }
+      for (auto it = s.waker_kernel.rbegin(); it != s.waker_kernel.rend(); ++it)
+        out.locations.push_back(interner.kernel_location(*it, kernel));
+      out.locations.push_back(interner.marker_location(
+          s.waker_tid < 0
+              ? std::string("[woken by an interrupt]")
+              : fmt::format("[woken by {}-{}/{}]", s.waker_comm.empty() ? "?" : s.waker_comm,
+                            s.waker_pid, s.waker_tid)));
+    }
+    if (s.reason != OFFCPU_ON_CPU)
+      out.locations.push_back(
+          interner.marker_location(fmt::format("[off-CPU: {}]", offcpu_reason_text(s.reason))));
     if (has_frames(s.kernel_status))
       for (uint64_t a : s.kernel) out.locations.push_back(interner.kernel_location(a, kernel));
     if (has_frames(s.user_status)) {

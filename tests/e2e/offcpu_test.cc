@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <cstdio>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -63,6 +64,7 @@ Profiled profile_waits(std::vector<std::string> args, int rounds) {
   EXPECT_EQ(profiler.wait(60), 0) << profiler.err();
   p.err = profiler.err();
   p.lines = parse_folded(read_file(out));
+  std::remove(out.c_str());
   p.fixture = fixture_totals(target.out());
   return p;
 }
@@ -124,14 +126,31 @@ TEST(offcpu, wall_splits_a_spinning_thread_from_a_sleeping_one) {
   EXPECT_NE(p.err.find("of wall-clock time"), std::string::npos) << p.err;
 }
 
+// --wakers: each lock wait of the waiter was ended by the holder letting the lock go; its stack is
+// above the wait's, upside down, as bcc's offwaketime draws it.
+TEST(offcpu, wakers_name_the_thread_that_let_the_lock_go) {
+  USCOPE_REQUIRE_ROOT();
+  auto p = profile_waits({"--off-cpu", "--wakers"}, 25);
+  ASSERT_EQ(p.fixture.size(), 3u);
+  const double lock_ns = p.fixture["lock_wait_ns"];
+  const double by_holder =
+      ns_with(p.lines, {";wait_for_the_lock;", ";[off-CPU: lock];[woken by holder-", "_[k];",
+                        ";holder;start_thread;clone3;"});
+  EXPECT_NEAR(by_holder, lock_ns, 0.1 * lock_ns) << p.err;
+  // Nothing else woke the waiter from its lock waits.
+  EXPECT_EQ(ns_with(p.lines, {";wait_for_the_lock;", ";[off-CPU: lock];"}), by_holder);
+}
+
 TEST(offcpu, bad_combinations_say_what_works) {
   USCOPE_REQUIRE_ROOT();
   auto both = uscope({"profile", "--off-cpu", "--wall", "-c", "true"});
   EXPECT_NE(both.exit_code, 0);
   EXPECT_NE(both.err.find("--wall already holds the off-CPU time"), std::string::npos) << both.err;
-  auto min = uscope({"profile", "--min-block", "100", "-c", "true"});
-  EXPECT_NE(min.exit_code, 0);
-  EXPECT_NE(min.err.find("give it with --off-cpu or --wall"), std::string::npos) << min.err;
+  for (std::string flag : {"--min-block=100", "--wakers"}) {
+    auto r = uscope({"profile", flag, "-c", "true"});
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_NE(r.err.find("give it with --off-cpu or --wall"), std::string::npos) << r.err;
+  }
 }
 
 }  // namespace
