@@ -10,6 +10,18 @@ void put(std::string& key, const void* p, size_t n) {
   key.append(static_cast<const char*>(p), n);
 }
 
+// A thread's name and stacks: the sample's own, or its waker's.
+void put_stacks(std::string& key, const std::string& comm, const std::vector<uint64_t>& user,
+                const std::vector<uint64_t>& kernel) {
+  uint32_t n = static_cast<uint32_t>(comm.size());
+  put(key, &n, sizeof n);
+  key += comm;
+  n = static_cast<uint32_t>(user.size());
+  put(key, &n, sizeof n);
+  put(key, user.data(), user.size() * sizeof(uint64_t));
+  put(key, kernel.data(), kernel.size() * sizeof(uint64_t));
+}
+
 std::string key_of(const StackSample& s) {
   std::string key;
   key.reserve(32 + s.comm.size() + 8 * (s.user.size() + s.kernel.size()));
@@ -19,23 +31,11 @@ std::string key_of(const StackSample& s) {
   put(key, &s.kernel_status, 1);
   put(key, &s.user_end, sizeof s.user_end);
   put(key, &s.reason, 1);
-  uint32_t n = static_cast<uint32_t>(s.comm.size());
-  put(key, &n, sizeof n);
-  key += s.comm;
-  n = static_cast<uint32_t>(s.user.size());
-  put(key, &n, sizeof n);
-  put(key, s.user.data(), s.user.size() * sizeof(uint64_t));
-  put(key, s.kernel.data(), s.kernel.size() * sizeof(uint64_t));
+  put_stacks(key, s.comm, s.user, s.kernel);
   if (s.waker_tid != 0) {
     put(key, &s.waker_pid, sizeof s.waker_pid);
     put(key, &s.waker_tid, sizeof s.waker_tid);
-    n = static_cast<uint32_t>(s.waker_comm.size());
-    put(key, &n, sizeof n);
-    key += s.waker_comm;
-    n = static_cast<uint32_t>(s.waker_user.size());
-    put(key, &n, sizeof n);
-    put(key, s.waker_user.data(), s.waker_user.size() * sizeof(uint64_t));
-    put(key, s.waker_kernel.data(), s.waker_kernel.size() * sizeof(uint64_t));
+    put_stacks(key, s.waker_comm, s.waker_user, s.waker_kernel);
   }
   return key;
 }

@@ -254,6 +254,13 @@ std::string shell(const std::string& cmd) {
   return run({"/bin/sh", "-c", cmd}).out;
 }
 
+std::string file_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
 GatedProcess::GatedProcess(const std::vector<std::string>& argv) {
   int in[2], out[2], execd[2];
   if (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC) || pipe2(execd, O_CLOEXEC)) return;

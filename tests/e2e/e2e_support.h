@@ -61,6 +61,8 @@ class RunningCommand {
 };
 // Runs a shell command line, returning its stdout (for readelf/nm comparisons).
 std::string shell(const std::string& cmd);
+// A file's whole text ("" when it cannot be read): what a command wrote with -o.
+std::string file_text(const std::string& path);
 
 // A child that blocks reading one byte from stdin until start() is called.
 class GatedProcess {

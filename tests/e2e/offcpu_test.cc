@@ -5,7 +5,6 @@
 #include <signal.h>
 
 #include <cstdio>
-#include <fstream>
 #include <map>
 #include <sstream>
 #include <string>
@@ -16,13 +15,6 @@
 
 namespace uscope::e2e {
 namespace {
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 std::string temp_path(const std::string& name) {
   return testing::TempDir() + "uscope_offcpu_" + std::to_string(getpid()) + "_" + name;
@@ -63,7 +55,7 @@ Profiled profile_waits(std::vector<std::string> args, int rounds) {
   EXPECT_EQ(target.wait(120), 0);
   EXPECT_EQ(profiler.wait(60), 0) << profiler.err();
   p.err = profiler.err();
-  p.lines = parse_folded(read_file(out));
+  p.lines = parse_folded(file_text(out));
   std::remove(out.c_str());
   p.fixture = fixture_totals(target.out());
   return p;
