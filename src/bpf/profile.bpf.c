@@ -28,7 +28,6 @@ const volatile __u32 per_thread = 0;  /* --threads: key by thread, with the thre
 const volatile __u32 user_stacks = 1; /* 0 with -K */
 const volatile __u32 kernel_stacks = 1; /* 0 with -U */
 const volatile __u64 offcpu_min_ns = 0; /* --min-block: shorter blocks are only counted */
-const volatile __u32 offcpu_wakers = 0; /* --wakers: who woke each waiting thread */
 /* When off-CPU profiling started (bpf_ktime_get_ns), set by user space as it attaches. */
 __u64 offcpu_since_ns = 0;
 
