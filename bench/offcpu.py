@@ -30,7 +30,6 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -180,49 +179,52 @@ def one(mode: str, exe: Path, uscope: str, handoffs: int, work_ns: int, work: Pa
     return [int(w) for w in words[1:4]]
 
 
-def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--uscope", default=str(ROOT / "build/uscope"))
-    p.add_argument("--runs", type=int, default=5)
-    p.add_argument("--handoffs", type=int, default=100_000)
-    p.add_argument("--work-ns", type=int, default=20_000)
-    p.add_argument("--markdown", type=Path)
-    a = p.parse_args()
-    work = Path(tempfile.mkdtemp(prefix="uscope-offcpu-bench-"))
-    exe = work / "switcher"
-    (work / "switcher.c").write_text(SWITCHER)
+def measure(a) -> dict:
+    """The workload's wall time and switches, per mode, over --runs rounds after one discarded."""
+    exe = a.workdir / "switcher"
+    (a.workdir / "switcher.c").write_text(SWITCHER)
     subprocess.run(["cc", "-O2", "-g", "-fno-omit-frame-pointer", "-pthread", "-o", str(exe),
-                    str(work / "switcher.c")], check=True)
+                    str(a.workdir / "switcher.c")], check=True)
     load0 = os.getloadavg()[0]
     wall = {m: [] for m in MODES}
     switches = {m: [] for m in MODES}
     with Tracefs():
         for r in range(a.runs + 1):
             for m in MODES:
-                w, _, s = one(m, exe, a.uscope, a.handoffs, a.work_ns, work)
+                w, _, s = one(m, exe, str(a.uscope), a.handoffs, a.work_ns, a.workdir)
                 if r:
                     wall[m].append(w)
                     switches[m].append(s)
-    load1 = os.getloadavg()[0]
-    med = {m: statistics.median(v) for m, v in wall.items()}
-    sw = statistics.median(switches["none"])
+    return {"wall": wall, "switches": switches, "load": (load0, os.getloadavg()[0])}
+
+
+def report(a, res: dict, seconds: float) -> str:
+    load0, load1 = res["load"]
+    med = {m: statistics.median(v) for m, v in res["wall"].items()}
+    sw = statistics.median(res["switches"]["none"])
     L = [f"### Medians of {a.runs} rounds after one discarded: {a.handoffs:,} handoffs of "
          f"{a.work_ns / 1e3:.0f} µs of work each (load average {load0:.2f} at the start, "
          f"{load1:.2f} at the end)", "",
          "| tool | wall time | ratio to none | switches/s | added per switch |",
          "|---|---|---|---|---|"]
     for m in MODES:
-        rate = statistics.median(switches[m]) / (med[m] / 1e9)
+        rate = statistics.median(res["switches"][m]) / (med[m] / 1e9)
         added = "—" if m == "none" else f"{(med[m] - med['none']) / sw / 1e3:.2f} µs"
         L.append(f"| {m} | {med[m] / 1e6:.0f} ms | {med[m] / med['none']:.3f}x | {rate:,.0f} | "
                  f"{added} |")
     L.append("")
     L.append("Command: `scripts/build.sh && python3 bench/offcpu.py --markdown docs/BENCHMARKS.md`")
-    body = "\n".join(L)
-    print(body)
-    if a.markdown:
-        R.write_marked_block(a.markdown, body, BEGIN_MARK, END_MARK)
-    return 0
+    return "\n".join(L)
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--uscope", type=Path, default=ROOT / "build/uscope")
+    p.add_argument("--runs", type=int, default=5)
+    p.add_argument("--handoffs", type=int, default=100_000)
+    p.add_argument("--work-ns", type=int, default=20_000)
+    p.add_argument("--markdown", type=Path)
+    return R.run_marked_bench("offcpu", p.parse_args(), measure, report, BEGIN_MARK, END_MARK)
 
 
 if __name__ == "__main__":
