@@ -306,6 +306,19 @@ int profile_sample(struct bpf_perf_event_data* ctx) {
 /* bpf_get_stackid() at the switch: the program's own frame and bpf_trace_run4() first. */
 #define OFFCPU_SKIP_FRAMES 2
 
+/* The stacks of `task`, the current task, at a scheduler tracepoint: its user stack from where it
+ * entered the kernel (none for a kernel thread or the idle task), its kernel stack from here. */
+static __always_inline void scheduler_stacks(void* ctx, struct task_struct* task, __u32 tgid,
+                                             __s32* user_id, __u64* user_hash, __s32* kernel_id) {
+  *user_id = PROFILE_STACK_NONE;
+  if (user_stacks && tgid && BPF_CORE_READ(task, mm))
+    *user_id = task_user_stack(task, tgid, user_hash);
+  *kernel_id = PROFILE_STACK_NONE;
+  if (kernel_stacks)
+    *kernel_id = stack_or_loss(bpf_get_stackid(ctx, &stacks, OFFCPU_SKIP_FRAMES), PC_KERNEL_FAILED,
+                               PC_KERNEL_COLLIDED);
+}
+
 /* Why `task` leaves its CPU: its state then and the system call it is in (x86-64 numbers). */
 static __always_inline __u32 offcpu_reason(struct task_struct* task, bool preempt,
                                            unsigned int state) {
@@ -371,13 +384,8 @@ static __always_inline void offcpu_leave(void* ctx, struct task_struct* prev, bo
   __builtin_memset(&st->key, 0, sizeof(st->key));
   key_owner(&st->key, prev, tgid, tid);
   st->key.reason = offcpu_reason(prev, preempt, state);
-  st->key.user_stack_id = PROFILE_STACK_NONE;
-  if (user_stacks && BPF_CORE_READ(prev, mm))
-    st->key.user_stack_id = task_user_stack(prev, tgid, &st->key.user_stack);
-  st->key.kernel_stack_id = PROFILE_STACK_NONE;
-  if (kernel_stacks)
-    st->key.kernel_stack_id = stack_or_loss(bpf_get_stackid(ctx, &stacks, OFFCPU_SKIP_FRAMES),
-                                            PC_KERNEL_FAILED, PC_KERNEL_COLLIDED);
+  scheduler_stacks(ctx, prev, tgid, &st->key.user_stack_id, &st->key.user_stack,
+                   &st->key.kernel_stack_id);
   st->since_ns = now;
   announce(tgid, st->key.comm);
   if (bpf_map_update_elem(&offcpu_start, &tid, st, BPF_ANY)) bump(PC_OFFCPU_START_FULL);
@@ -423,13 +431,8 @@ int BPF_PROG(offcpu_waking, struct task_struct* p) {
   st->key.waker_pid = tgid;
   st->key.waker_tid = (__u32)id ? (__u32)id : 0xffffffff; /* the idle task: an interrupt's */
   bpf_get_current_comm(st->key.waker_comm, sizeof(st->key.waker_comm));
-  st->key.waker_user_stack_id = PROFILE_STACK_NONE;
-  if (user_stacks && tgid && BPF_CORE_READ(waker, mm))
-    st->key.waker_user_stack_id = task_user_stack(waker, tgid, &st->key.waker_user_stack);
-  st->key.waker_kernel_stack_id = PROFILE_STACK_NONE;
-  if (kernel_stacks)
-    st->key.waker_kernel_stack_id = stack_or_loss(bpf_get_stackid(ctx, &stacks, OFFCPU_SKIP_FRAMES),
-                                                  PC_KERNEL_FAILED, PC_KERNEL_COLLIDED);
+  scheduler_stacks(ctx, waker, tgid, &st->key.waker_user_stack_id, &st->key.waker_user_stack,
+                   &st->key.waker_kernel_stack_id);
   if (tgid) announce(tgid, st->key.waker_comm);
   return 0;
 }

@@ -164,21 +164,17 @@ Result<ProfileProgram> ProfileProgram::load(const ProfileSettings& settings,
 Result<void> ProfileProgram::start(uint64_t frequency_hz) {
   if (off_cpu_) {
     object_.skeleton<profile>()->bss->offcpu_since_ns = monotonic_ns();
-    // The waking side first: a wait the switch records is then never woken unseen.
-    if (wakers_) {
-      waking_link_.reset(bpf_program__attach(object_.program("offcpu_waking")));
-      if (!waking_link_) {
-        int err = errno;
-        return fail_errno(err, "cannot attach to the scheduler's sched_waking tracepoint: {}",
-                          std::strerror(err));
-      }
-    }
-    switch_link_.reset(bpf_program__attach(object_.program("offcpu_switch")));
-    if (!switch_link_) {
+    auto attach = [&](LinkPtr& link, const char* program, const char* tracepoint) -> Result<void> {
+      link.reset(bpf_program__attach(object_.program(program)));
+      if (link) return {};
       int err = errno;
-      return fail_errno(err, "cannot attach to the scheduler's sched_switch tracepoint: {}",
+      return fail_errno(err, "cannot attach to the scheduler's {} tracepoint: {}", tracepoint,
                         std::strerror(err));
-    }
+    };
+    // The waking side first: a wait the switch records is then never woken unseen.
+    if (wakers_)
+      if (auto r = attach(waking_link_, "offcpu_waking", "sched_waking"); !r) return r;
+    if (auto r = attach(switch_link_, "offcpu_switch", "sched_switch"); !r) return r;
   }
   if (!on_cpu_) return {};
   if (off_cpu_) sample_ns_ = 1'000'000'000 / std::max<uint64_t>(frequency_hz, 1);

@@ -15,6 +15,15 @@ namespace uscope {
 
 namespace {
 
+// Nanoseconds with a unit a person reads: "2.50 s", "12.3 ms", "4.1 us", "80 ns".
+std::string time_text(uint64_t ns) {
+  const double v = static_cast<double>(ns);
+  if (v >= 1e9) return fmt::format("{:.2f} s", v / 1e9);
+  if (v >= 1e6) return fmt::format("{:.1f} ms", v / 1e6);
+  if (v >= 1e3) return fmt::format("{:.1f} us", v / 1e3);
+  return fmt::format("{} ns", ns);
+}
+
 // Loss causes (ProfileProgram::losses()' stable names) as a person reads them after their count:
 // what was lost, then why. A cause not listed keeps its name, '_' read as ' '.
 std::string loss_text(std::string_view cause, uint64_t n) {
@@ -54,12 +63,10 @@ std::string loss_text(std::string_view cause, uint64_t n) {
   };
   // A time lost, in nanoseconds: "off_cpu_unseen_ns".
   if (cause.ends_with("_ns")) {
-    Profile time;
-    time.measure = ProfileMeasure::OffCpuTime;
     std::string what(cause.substr(0, cause.size() - 3));
     for (char& c : what)
       if (c == '_') c = ' ';
-    return fmt::format("{} ({})", count_text(time, n), what);
+    return fmt::format("{} ({})", time_text(n), what);
   }
   // How user-stack walks that did not reach the thread's entry stopped (unwind.bpf.h).
   if (cause.starts_with("walk_"))
@@ -86,12 +93,7 @@ std::string grouped(uint64_t n) {
 }
 
 std::string count_text(const Profile& profile, uint64_t count) {
-  if (!profile.counts_time()) return grouped(count);
-  const double ns = static_cast<double>(count);
-  if (ns >= 1e9) return fmt::format("{:.2f} s", ns / 1e9);
-  if (ns >= 1e6) return fmt::format("{:.1f} ms", ns / 1e6);
-  if (ns >= 1e3) return fmt::format("{:.1f} us", ns / 1e3);
-  return fmt::format("{} ns", count);
+  return profile.counts_time() ? time_text(count) : grouped(count);
 }
 
 std::string profile_summary(const Profile& profile) {
