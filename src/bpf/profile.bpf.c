@@ -5,6 +5,8 @@
 // The off-CPU profiler (--off-cpu, --wall), on the scheduler's switch tracepoint: a covered thread
 // that leaves its CPU has its stacks taken there and then, and the time until it runs again is
 // added to their row, as bcc's offcputime does.
+// memleak, on uprobes of the allocator's functions: each block followed from its allocation to its
+// free, its stack's row holding the bytes and blocks still outstanding, as bcc's memleak does.
 #include "vmlinux.h"
 
 #include <bpf/bpf_core_read.h>
@@ -28,6 +30,11 @@ const volatile __u32 per_thread = 0;  /* --threads: key by thread, with the thre
 const volatile __u32 user_stacks = 1; /* 0 with -K */
 const volatile __u32 kernel_stacks = 1; /* 0 with -U */
 const volatile __u64 offcpu_min_ns = 0; /* --min-block: shorter blocks are only counted */
+/* memleak --sample-bytes: the mean distance in bytes between two sampled bytes; 0: follow every
+ * block. The tables are bpf/profile.h's, filled by user space. */
+const volatile __u64 alloc_sample_bytes = 0;
+const volatile __u64 alloc_gaps[ALLOC_GAPS] = {};
+const volatile __u32 alloc_weights[ALLOC_WEIGHT_STEPS] = {};
 /* When off-CPU profiling started (bpf_ktime_get_ns), set by user space as it attaches. */
 __u64 offcpu_since_ns = 0;
 
@@ -443,6 +450,219 @@ int BPF_PROG(offcpu_switch, bool preempt, struct task_struct* prev, struct task_
   __u64 now = bpf_ktime_get_ns();
   offcpu_leave(ctx, prev, preempt, prev_state, now);
   offcpu_return(next, now);
+  return 0;
+}
+
+/* ---- memleak ----
+ * The programs run in uprobe context, not with interrupts off as the sampler does, and share its
+ * per-CPU walk scratch (UNWIND_REMEMBER_ACROSS_WALKS): that holds because a non-sleepable uprobe
+ * run is never interleaved with another on its CPU (CONFIG_PREEMPT_NONE, as trace.bpf.c's slot 0
+ * has it), and memleak never attaches the sampler or the scheduler's programs beside them. */
+
+/* The allocator call a thread is in, and sampled mode's distance to its next sampled byte: in the
+ * task's own storage, freed with it. */
+struct alloc_thread {
+  __s64 until_sample; /* bytes before the next sampled byte */
+  __u64 entry_sp;     /* rsp at the call in progress (its return address's slot); 0: none */
+  __u64 size;
+  __u64 arg;    /* realloc's old block; posix_memalign's pointer to the result */
+  __u32 fn;     /* enum alloc_fn */
+  __u32 follow; /* the call's block is followed (always, or when sampled) */
+  __u32 primed; /* until_sample has been drawn */
+  __u32 reserved;
+};
+
+struct {
+  __uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+  __uint(map_flags, BPF_F_NO_PREALLOC);
+  __type(key, int);
+  __type(value, struct alloc_thread);
+} alloc_threads SEC(".maps");
+
+/* Followed blocks (~60 bytes each, as they are allocated): a full map is counted
+ * (PC_ALLOCS_FULL). */
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 1); /* resized before load for memleak */
+  __uint(map_flags, BPF_F_NO_PREALLOC);
+  __type(key, struct alloc_block_key);
+  __type(value, struct alloc_block);
+} allocs SEC(".maps");
+
+/* Outstanding blocks by (process, stack), read by user space at each interval; never deleted. */
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 1); /* resized before load for memleak */
+  __uint(map_flags, BPF_F_NO_PREALLOC);
+  __type(key, struct alloc_row_key);
+  __type(value, struct alloc_row);
+} live SEC(".maps");
+
+static __always_inline struct alloc_thread* alloc_thread_of(__u64 flags) {
+  return bpf_task_storage_get(&alloc_threads, bpf_get_current_task_btf(), 0, flags);
+}
+
+/* A block freed: what it counted for leaves its row. Of two frees of one block racing, only the
+ * one whose delete succeeds subtracts. */
+static __always_inline void alloc_forget(__u32 tgid, __u64 addr, bool count) {
+  struct alloc_block_key k = {.pid = tgid, .addr = addr};
+  struct alloc_block* b = bpf_map_lookup_elem(&allocs, &k);
+  if (!b) {
+    if (count) bump(PC_FREES_UNKNOWN);
+    return;
+  }
+  struct alloc_block gone = *b;
+  if (bpf_map_delete_elem(&allocs, &k)) return;
+  if (count) bump(PC_FREES);
+  struct alloc_row* r = bpf_map_lookup_elem(&live, &gone.row);
+  if (!r) return;
+  __sync_fetch_and_add(&r->bytes, -(__s64)gone.bytes);
+  __sync_fetch_and_add(&r->blocks, -(__s64)gone.blocks);
+}
+
+/* Sampled mode: the bytes to the next sampled byte, drawn from alloc_gaps. */
+static __always_inline __s64 alloc_gap(void) {
+  __u32 i = bpf_get_prandom_u32() & (ALLOC_GAPS - 1);
+  return (__s64)alloc_gaps[i];
+}
+
+SEC("uprobe")
+int alloc_enter(struct pt_regs* ctx) {
+  __u32 tgid = bpf_get_current_pid_tgid() >> 32;
+  if (!covered(tgid)) return 0;
+  __u64 cookie = bpf_get_attach_cookie(ctx);
+  __u64 sp = ctx->sp - ALLOC_COOKIE_SP_DELTA(cookie);
+  struct alloc_thread* t = alloc_thread_of(BPF_LOCAL_STORAGE_GET_F_CREATE);
+  if (!t) {
+    bump(PC_ALLOC_THREAD_LOST);
+    return 0;
+  }
+  /* Called from inside another allocator call of this thread (realloc(NULL, n) calls malloc, an
+   * allocator's mmap): the outer call's block is the one the program asked for. A call below
+   * no deeper than the one recorded is a new call: that one's return was never seen. */
+  if (t->entry_sp && sp < t->entry_sp) return 0;
+  __u32 fn = ALLOC_COOKIE_FN(cookie);
+  __u64 size = 0, arg = 0;
+  switch (fn) {
+    case ALLOC_MALLOC:
+    case ALLOC_VALLOC:
+      size = ctx->di;
+      break;
+    case ALLOC_CALLOC:
+      size = ctx->di * ctx->si;
+      break;
+    case ALLOC_REALLOC:
+      arg = ctx->di;
+      size = ctx->si;
+      break;
+    case ALLOC_REALLOCARRAY:
+      arg = ctx->di;
+      size = ctx->si * ctx->dx;
+      break;
+    case ALLOC_POSIX_MEMALIGN:
+      arg = ctx->di;
+      size = ctx->dx;
+      break;
+    case ALLOC_ALIGNED:
+    case ALLOC_MMAP:
+      size = ctx->si;
+      break;
+    default:
+      return 0;
+  }
+  bump(PC_ALLOC_CALLS);
+  /* realloc gives its old block back whatever it returns (moved, grown in place, or freed for
+   * size 0); one that fails leaves it allocated, which is counted as freed. */
+  if ((fn == ALLOC_REALLOC || fn == ALLOC_REALLOCARRAY) && arg) alloc_forget(tgid, arg, true);
+  t->entry_sp = sp;
+  t->fn = fn;
+  t->size = size;
+  t->arg = arg;
+  t->follow = 1;
+  if (alloc_sample_bytes) {
+    if (!t->primed) {
+      t->until_sample = alloc_gap();
+      t->primed = 1;
+    }
+    t->until_sample -= (__s64)size;
+    if (t->until_sample > 0)
+      t->follow = 0;
+    else /* exponential gaps have no memory: the next one starts afresh */
+      t->until_sample = alloc_gap();
+  }
+  return 0;
+}
+
+/* What a followed block of `size` bytes stands for in its row: itself, or in sampled mode the
+ * blocks like it that were not sampled (bytes and 1/ALLOC_BLOCK_ONE blocks). */
+static __always_inline void alloc_weight(__u64 size, __u64* bytes, __u64* blocks) {
+  *bytes = size;
+  *blocks = ALLOC_BLOCK_ONE;
+  __u64 rate = alloc_sample_bytes;
+  if (!rate) return;
+  __u64 step = size * 64 / rate;
+  if (step >= ALLOC_WEIGHT_STEPS) return; /* always sampled */
+  __u64 w = rate * alloc_weights[step & (ALLOC_WEIGHT_STEPS - 1)] / ALLOC_WEIGHT_ONE;
+  *bytes = w;
+  *blocks = w * ALLOC_BLOCK_ONE / (size ? size : 1);
+}
+
+SEC("uretprobe")
+int alloc_return(struct pt_regs* ctx) {
+  struct alloc_thread* t = alloc_thread_of(0);
+  if (!t || !t->entry_sp) return 0;
+  /* After the return rsp is one slot above the call's: a deeper one is a nested call's return. */
+  if (ctx->sp <= t->entry_sp) return 0;
+  bool ours = ctx->sp == t->entry_sp + 8;
+  t->entry_sp = 0;
+  if (!ours || !t->follow) return 0;
+  __u32 tgid = bpf_get_current_pid_tgid() >> 32;
+  __u64 addr = ctx->ax;
+  if (t->fn == ALLOC_POSIX_MEMALIGN) {
+    if (addr != 0 || bpf_probe_read_user(&addr, sizeof(addr), (void*)t->arg)) return 0;
+  }
+  if (addr == 0 || (t->fn == ALLOC_MMAP && addr == (__u64)-1)) return 0;
+  /* A block at an address already followed was freed unseen (a free uscope does not probe). */
+  alloc_forget(tgid, addr, false);
+
+  struct alloc_block block = {};
+  block.row.pid = tgid;
+  block.row.user_stack_id = user_stacks ? store_user_stack(tgid, ctx->ip, ctx->sp, ctx->bp,
+                                                           ctx->r13, &block.row.user_stack)
+                                        : PROFILE_STACK_NONE;
+  alloc_weight(t->size, &block.bytes, &block.blocks);
+  struct alloc_row* r = bpf_map_lookup_elem(&live, &block.row);
+  if (!r) {
+    struct alloc_row fresh = {};
+    struct task_struct* task = bpf_get_current_task_btf();
+    struct task_struct* leader = BPF_CORE_READ(task, group_leader);
+    bpf_probe_read_kernel_str(fresh.comm, sizeof(fresh.comm), &leader->comm);
+    bpf_map_update_elem(&live, &block.row, &fresh, BPF_NOEXIST);
+    r = bpf_map_lookup_elem(&live, &block.row);
+    if (!r) {
+      bump(PC_ALLOC_ROWS_FULL);
+      return 0;
+    }
+    announce(tgid, fresh.comm);
+  }
+  struct alloc_block_key k = {.pid = tgid, .addr = addr};
+  if (bpf_map_update_elem(&allocs, &k, &block, BPF_ANY)) {
+    bump(PC_ALLOCS_FULL);
+    return 0;
+  }
+  bump(PC_ALLOCS_TRACKED);
+  __sync_fetch_and_add(&r->bytes, (__s64)block.bytes);
+  __sync_fetch_and_add(&r->blocks, (__s64)block.blocks);
+  __sync_fetch_and_add(&r->allocs, 1);
+  __sync_fetch_and_add(&r->alloc_bytes, t->size);
+  return 0;
+}
+
+SEC("uprobe")
+int alloc_free(struct pt_regs* ctx) {
+  __u32 tgid = bpf_get_current_pid_tgid() >> 32;
+  if (!covered(tgid) || ctx->di == 0) return 0;
+  alloc_forget(tgid, ctx->di, true);
   return 0;
 }
 

@@ -78,7 +78,73 @@ enum profile_counter {
   PC_OFFCPU_UNSEEN,     /* off-CPU: a covered thread ran again whose leaving was not seen (it
                          * blocked before the profile started): its wait is not counted */
   PC_OFFCPU_UNSEEN_NS,  /* ... and the time since the profile started that it waited at least */
+  PC_ALLOC_CALLS,       /* memleak: allocator calls (sampled or not; nested ones not counted) */
+  PC_ALLOCS_TRACKED,    /* memleak: blocks followed (all, or the sampled ones) */
+  PC_ALLOCS_FULL,       /* memleak: an allocation not followed: `allocs` had no room */
+  PC_ALLOC_ROWS_FULL,   /* memleak: an allocation not followed: `live` refused its stack's row */
+  PC_ALLOC_THREAD_LOST, /* memleak: an allocator call not followed: no per-thread storage */
+  PC_FREES,             /* memleak: frees (and munmaps, reallocs) of a followed block */
+  PC_FREES_UNKNOWN,     /* memleak: frees of a block not followed (allocated before the attach,
+                         * or not sampled): not a loss */
   PROFILE_NUM_COUNTERS
+};
+
+/* ---- memleak: allocations by stack, outstanding ----
+ * The allocator functions a site's bpf cookie names (its low byte; the rest is the site's
+ * sp_delta, rsp at the probed instruction minus rsp at the call, for a probe moved into the
+ * function's prologue). */
+enum alloc_fn {
+  ALLOC_MALLOC = 0,     /* malloc(size) */
+  ALLOC_CALLOC,         /* calloc(n, size) */
+  ALLOC_REALLOC,        /* realloc(old, size): frees old */
+  ALLOC_REALLOCARRAY,   /* reallocarray(old, n, size): frees old */
+  ALLOC_POSIX_MEMALIGN, /* posix_memalign(&ptr, align, size): the block is *ptr when it returns 0 */
+  ALLOC_ALIGNED,        /* aligned_alloc(align, size), memalign(align, size) */
+  ALLOC_VALLOC,         /* valloc(size), pvalloc(size) */
+  ALLOC_MMAP,           /* mmap(addr, len, ...) */
+  ALLOC_FREE,           /* free(ptr) */
+  ALLOC_MUNMAP,         /* munmap(addr, len): the block mmap returned at addr */
+  ALLOC_NUM_FNS
+};
+#define ALLOC_COOKIE_FN(cookie) ((__u32)((cookie)&0xff))
+#define ALLOC_COOKIE_SP_DELTA(cookie) ((__s64)(cookie) >> 8)
+
+/* Sampled mode's tables, filled by user space (--sample-bytes R):
+ * alloc_gaps[i]: bytes to the next sampled byte, exponential with mean R (-ln(u) R, u uniform);
+ * alloc_weights[k]: what a sampled block of size s, x = s/R = k/64 (middle of its step), stands
+ * for, in bytes: s/p = R g(x) with p = 1 - e^-x its chance to be sampled, g(x) = x/(1 - e^-x),
+ * in units of 1/ALLOC_WEIGHT_ONE R. Past ALLOC_WEIGHT_STEPS/64 R a block is always sampled. */
+#define ALLOC_GAPS 1024
+#define ALLOC_WEIGHT_STEPS 1024 /* x in [0, 16) by 1/64 */
+#define ALLOC_WEIGHT_ONE 65536
+#define ALLOC_BLOCK_ONE 1024 /* a row's `blocks` in 1/1024 blocks (sampled: an estimate) */
+
+/* The row an outstanding block counts in: one per (process, user stack). */
+struct alloc_row_key {
+  __u32 pid;
+  __s32 user_stack_id; /* PROFILE_STACK_HASHED, or why there is none */
+  __u64 user_stack;    /* its hash: the key in `ustacks` */
+};
+
+/* A row of `live`: the blocks of one stack still outstanding (an estimate in sampled mode). */
+struct alloc_row {
+  __s64 bytes;
+  __s64 blocks;      /* in 1/ALLOC_BLOCK_ONE blocks */
+  __u64 allocs;      /* blocks followed from this stack since the start, freed or not */
+  __u64 alloc_bytes; /* their bytes (as allocated: not an estimate) */
+  char comm[PROFILE_COMM_LEN];
+};
+
+/* A followed block (the `allocs` hash, by process and address). */
+struct alloc_block_key {
+  __u32 pid;
+  __u32 reserved;
+  __u64 addr;
+};
+struct alloc_block {
+  struct alloc_row_key row;
+  __u64 bytes;  /* what it counts for in its row (its size, or the sampled estimate) */
+  __u64 blocks; /* in 1/ALLOC_BLOCK_ONE blocks */
 };
 
 /* What a record of the `events` ring announces. */

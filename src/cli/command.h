@@ -23,6 +23,7 @@ void add_latency_command(CLI::App& app, Run& run);
 void add_hist_command(CLI::App& app, Run& run);
 void add_profile_command(CLI::App& app, Run& run);
 void add_top_command(CLI::App& app, Run& run);
+void add_memleak_command(CLI::App& app, Run& run);
 void add_http_command(CLI::App& app, Run& run);
 void add_tls_command(CLI::App& app, Run& run);
 void add_stat_command(CLI::App& app, Run& run);

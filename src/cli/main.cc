@@ -66,6 +66,7 @@ int main(int argc, char** argv) {
   add_hist_command(app, run);
   add_profile_command(app, run);
   add_top_command(app, run);
+  add_memleak_command(app, run);
   add_http_command(app, run);
   add_tls_command(app, run);
   add_stat_command(app, run);

@@ -12,6 +12,7 @@
 #include "attach/perf_events.h"
 #include "discover/object_store.h"
 #include "discover/unwind_cache.h"
+#include "plan/alloc_plan.h"
 #include "sink/unwind_stats_output.h"
 #include "symbolize/profile_builder.h"
 
@@ -51,10 +52,13 @@ Result<void> check_target(const ProfileTarget& t) {
     return fail("--wakers says who ended each off-CPU wait: give it with --off-cpu or --wall");
   if (t.idle && (t.off_cpu || t.wall))
     return fail("--idle samples the idle task on-CPU: it has no off-CPU time to show");
+  if (t.memleak && (t.all || t.pids.size() > 1))
+    return fail("memleak follows one process's allocator: give -p PID or -c CMD");
   return check_sample_frequency(t.frequency_hz);
 }
 
 ProfileMeasure measure_of(const ProfileTarget& target) {
+  if (target.memleak) return ProfileMeasure::LiveBytes;
   if (target.wall) return ProfileMeasure::WallTime;
   return target.off_cpu ? ProfileMeasure::OffCpuTime : ProfileMeasure::CpuSamples;
 }
@@ -143,6 +147,16 @@ Result<std::unique_ptr<ProfileSession>> ProfileSession::open(const ProfileTarget
   settings.off_cpu = t.off_cpu || t.wall;
   settings.min_block_ns = static_cast<uint64_t>(t.min_block_us * 1000);
   settings.wakers = t.wakers;
+  if (t.memleak) {
+    ObjectCache cache(session_ref.context());
+    auto plan = plan_allocators(cache, session_ref.context());
+    if (!plan) return tl::unexpected(plan.error());
+    settings.alloc_sites = std::move(plan->sites);
+    s->allocators_ = std::move(plan->found);
+    settings.sample_bytes = t.sample_bytes;
+    settings.on_cpu = false;
+    settings.kernel_stacks = false;  // a block's stack is the user code that asked for it
+  }
   if (settings.user_stacks) {
     auto u = UnwindMaps::create(ObjectStore::shared(), UnwindCache::open_default());
     if (!u) return tl::unexpected(u.error());
@@ -188,13 +202,22 @@ Result<std::unique_ptr<ProfileSession>> ProfileSession::open(const ProfileTarget
 }
 
 Result<void> ProfileSession::start() {
-  if (auto r = program_->start(target_.frequency_hz); !r) return r;
+  if (auto r = program_->start(target_.frequency_hz); !r)
+    return tl::unexpected(session_->explain_attach_failure(r.error(), {}));
   start_unix_ns_ = std::chrono::duration_cast<std::chrono::nanoseconds>(
                        std::chrono::system_clock::now().time_since_epoch())
                        .count();
   start_ = std::chrono::steady_clock::now();
   if (auto r = session_->start(); !r) return r;
-  if (target_.off_cpu)
+  if (target_.memleak)
+    fmt::print(stderr,
+               "uscope: following the blocks {} allocates and frees ({} functions{}), by stack; "
+               "Ctrl-C to stop\n",
+               describe_target(target_), allocators_.size(),
+               target_.sample_bytes
+                   ? fmt::format(", one block per {} bytes sampled", target_.sample_bytes)
+                   : "");
+  else if (target_.off_cpu)
     fmt::print(stderr,
                "uscope: profiling {} off-CPU (the time its threads wait, by stack){}; "
                "Ctrl-C to stop\n",
@@ -332,13 +355,14 @@ Result<Profile> ProfileSession::build(std::span<const StackSample> samples, int6
   }
   for (auto& loss : symbolizer_->losses()) p.losses.push_back(std::move(loss));
   p.measure = measure_of(target_);
-  p.frequency_hz = target_.off_cpu ? 0 : target_.frequency_hz;
+  p.frequency_hz = target_.off_cpu || target_.memleak ? 0 : target_.frequency_hz;
+  p.sample_bytes = target_.memleak ? target_.sample_bytes : 0;
   p.start_unix_ns = from_unix_ns;
   p.duration_ns =
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - from)
           .count();
   p.user_frames = !target_.kernel_only;
-  p.kernel_frames = !target_.user_only;
+  p.kernel_frames = !target_.user_only && !target_.memleak;
   return p;
 }
 

@@ -54,6 +54,9 @@ struct ProfileTarget {
   bool wall = false;
   double min_block_us = 0;  // --min-block: off-CPU waits shorter than this are left out
   bool wakers = false;      // --wakers: who woke each off-CPU wait, with its stacks
+  // `memleak`: blocks allocated and not freed, by stack, instead of time (plan/alloc_plan.h).
+  bool memleak = false;
+  uint64_t sample_bytes = 0;  // memleak --sample-bytes: 0 follows every block
 };
 
 // What `target` measures, as the profile model says it.
@@ -117,6 +120,8 @@ class ProfileSession {
   void load_kernel_symbols();
 
   const ProfileTarget& target() const { return target_; }
+  // memleak: the allocator functions followed, a line each ("malloc in libc.so.6 (+0x98930)").
+  const std::vector<std::string>& allocators() const { return allocators_; }
   const ProfileProgram& program() const { return *program_; }
   size_t processes_seen() const { return processes_.size(); }
   std::chrono::steady_clock::time_point started() const { return start_; }
@@ -133,6 +138,7 @@ class ProfileSession {
 
   ProfileTarget target_;
   std::unique_ptr<Session> session_;
+  std::vector<std::string> allocators_;
   ExitMaps* exit_maps_ = nullptr;  // owned by program_, whose object holds it
   std::unique_ptr<Symbolizer> symbolizer_;
   // Processes sampled so far; exits of processes not (yet) sampled are kept a while, in case

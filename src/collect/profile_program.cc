@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <unordered_map>
 
@@ -21,6 +22,9 @@ constexpr uint32_t kStackSlotsProcess = 8192;
 constexpr uint32_t kStackSlotsHost = 16384;
 // Threads off their CPU at once that the off-CPU profile follows (~90 bytes each, as they block).
 constexpr uint32_t kOffCpuThreads = 65536;
+// Blocks memleak follows at once (~100 bytes of kernel memory each, as they are allocated): bcc's
+// memleak keeps a million.
+constexpr uint32_t kMaxBlocks = 1 << 20;
 
 // The stable names of the counters that are losses, as Profile::losses carries them.
 constexpr std::pair<profile_counter, const char*> kLossNames[] = {
@@ -29,11 +33,34 @@ constexpr std::pair<profile_counter, const char*> kLossNames[] = {
     {PC_NEW_PROCESS_LOST, "process_record_lost"},  {PC_USER_STACKS_FULL, "user_stacks_full"},
     {PC_STACK_RECORD_LOST, "stack_record_lost"},   {PC_OFFCPU_START_FULL, "off_cpu_threads_full"},
 };
+constexpr std::pair<profile_counter, const char*> kAllocLossNames[] = {
+    {PC_ALLOCS_FULL, "alloc_blocks_full"},
+    {PC_ALLOC_ROWS_FULL, "alloc_rows_full"},
+    {PC_ALLOC_THREAD_LOST, "alloc_thread_lost"},
+};
 
 uint64_t monotonic_ns() {
   timespec ts{};
   clock_gettime(CLOCK_MONOTONIC, &ts);  // bpf_ktime_get_ns()'s clock
   return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000 + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+// memleak --sample-bytes R: the tables bpf/profile.h describes. The gaps between sampled bytes are
+// exponential with mean R (a Poisson process over the bytes allocated, as Go's and tcmalloc's heap
+// samplers draw them), so a block of s bytes is sampled with chance p = 1 - e^(-s/R) and stands
+// for s/p bytes and 1/p blocks.
+void fill_sampling_tables(profile* skel, uint64_t rate) {
+  auto* ro = skel->rodata;
+  ro->alloc_sample_bytes = rate;
+  for (uint32_t i = 0; i < ALLOC_GAPS; ++i) {
+    const double u = (i + 0.5) / ALLOC_GAPS;
+    ro->alloc_gaps[i] = static_cast<uint64_t>(-std::log(u) * static_cast<double>(rate)) + 1;
+  }
+  for (uint32_t k = 0; k < ALLOC_WEIGHT_STEPS; ++k) {
+    const double x = (k + 0.5) / 64.0;
+    ro->alloc_weights[k] =
+        static_cast<uint32_t>(std::lround(x / -std::expm1(-x) * ALLOC_WEIGHT_ONE));
+  }
 }
 
 StackStatus status_of_id(int32_t id) {
@@ -64,6 +91,9 @@ Result<BpfObject> ProfileProgram::open_and_load(const ProfileSettings& settings,
   uint32_t slots = settings.stack_slots    ? settings.stack_slots
                    : settings.pids.empty() ? kStackSlotsHost
                                            : kStackSlotsProcess;
+  const bool memleak = !settings.alloc_sites.empty();
+  if (memleak && settings.sample_bytes)
+    fill_sampling_tables(o.skeleton<profile>(), settings.sample_bytes);
   for (auto r :
        {o.set_target(filter), o.set_rodata("use_targets", flag(settings.pids.size() > 1)),
         o.set_rodata("include_idle", flag(settings.include_idle)),
@@ -73,6 +103,11 @@ Result<BpfObject> ProfileProgram::open_and_load(const ProfileSettings& settings,
         o.set_rodata("offcpu_min_ns", settings.min_block_ns),
         o.set_autoload("offcpu_switch", settings.off_cpu),
         o.set_autoload("offcpu_waking", settings.wakers),
+        o.set_autoload("profile_sample", settings.on_cpu), o.set_autoload("alloc_enter", memleak),
+        o.set_autoload("alloc_return", memleak), o.set_autoload("alloc_free", memleak),
+        o.set_max_entries("allocs",
+                          memleak ? (settings.max_blocks ? settings.max_blocks : kMaxBlocks) : 1),
+        o.set_max_entries("live", memleak ? 2 * slots : 1),
         o.set_max_entries("offcpu_start", settings.off_cpu ? kOffCpuThreads : 1),
         o.set_max_entries("stacks", settings.kernel_stacks ? slots : 1),
         o.set_max_entries("ustacks", settings.user_stacks ? slots : 1),
@@ -107,6 +142,9 @@ Result<ProfileProgram> ProfileProgram::load(const ProfileSettings& settings,
   p.off_cpu_ = settings.off_cpu;
   p.min_block_ns_ = settings.min_block_ns;
   p.wakers_ = settings.wakers;
+  p.memleak_ = !settings.alloc_sites.empty();
+  p.alloc_sites_ = settings.alloc_sites;
+  p.alloc_pid_ = settings.pids.size() == 1 ? settings.pids[0] : -1;
   BpfObject& o = p.object_;
   if (settings.pids.size() > 1) {
     uint8_t one = 1;
@@ -162,6 +200,24 @@ Result<ProfileProgram> ProfileProgram::load(const ProfileSettings& settings,
 }
 
 Result<void> ProfileProgram::start(uint64_t frequency_hz) {
+  if (memleak_) {
+    // Entry probes before return probes, frees before either: a block is never followed whose
+    // free could go unseen, and a return never runs without its entry half.
+    alloc_links_ = std::make_unique<UprobeLinks>(alloc_pid_);
+    std::vector<AttachSite> frees, entries, returns;
+    for (const AttachSite& s : alloc_sites_) {
+      const uint32_t fn = ALLOC_COOKIE_FN(s.cookie);
+      (s.retprobe                               ? returns
+       : fn == ALLOC_FREE || fn == ALLOC_MUNMAP ? frees
+                                                : entries)
+          .push_back(s);
+    }
+    for (auto [program, sites] :
+         {std::pair{"alloc_free", &frees}, std::pair{"alloc_enter", &entries},
+          std::pair{"alloc_return", &returns}})
+      if (auto r = alloc_links_->attach_each(object_.program(program), *sites); !r) return r;
+    return {};
+  }
   if (off_cpu_) {
     object_.skeleton<profile>()->bss->offcpu_since_ns = monotonic_ns();
     auto attach = [&](LinkPtr& link, const char* program, const char* tracepoint) -> Result<void> {
@@ -182,6 +238,7 @@ Result<void> ProfileProgram::start(uint64_t frequency_hz) {
 }
 
 void ProfileProgram::stop() {
+  if (alloc_links_) alloc_links_->detach_all();
   events_.detach_all();
   switch_link_.reset();
   waking_link_.reset();
@@ -262,6 +319,33 @@ Result<void> ProfileProgram::read_samples(StackAggregator& out) {
     }
     out.add(std::move(s));
   };
+  if (memleak_) {
+    // Rows whose blocks were all freed are left out; a row below zero (a racing free's
+    // subtraction read before its allocation's addition) as zero.
+    int live_fd = object_.map_fd("live");
+    alloc_row_key rkey{}, rnext{};
+    const void* rprev = nullptr;
+    while (bpf_map_get_next_key(live_fd, rprev, &rnext) == 0) {
+      rkey = rnext;
+      rprev = &rkey;
+      alloc_row row{};
+      if (bpf_map_lookup_elem(live_fd, &rkey, &row) != 0 || row.bytes <= 0 || row.blocks <= 0)
+        continue;
+      StackSample s;
+      s.pid = static_cast<pid_t>(rkey.pid);
+      s.comm.assign(row.comm, strnlen(row.comm, sizeof row.comm));
+      s.kernel_status = StackStatus::NotCollected;
+      s.user_status = status_of_id(rkey.user_stack_id);
+      s.count = static_cast<uint64_t>(row.bytes);
+      s.blocks = (static_cast<uint64_t>(row.blocks) + ALLOC_BLOCK_ONE / 2) / ALLOC_BLOCK_ONE;
+      s.user = user_stack(rkey.user_stack_id, rkey.user_stack, s.user_status, &s.user_end, 1);
+      out.add(std::move(s));
+    }
+    if (errno != ENOENT)
+      return fail_errno(errno, "cannot read memleak's outstanding blocks: {}",
+                        std::strerror(errno));
+    return {};
+  }
   profile_key key{}, next{};
   const void* prev = nullptr;
   while (bpf_map_get_next_key(counts_fd, prev, &next) == 0) {
@@ -301,6 +385,13 @@ Result<std::vector<uint64_t>> ProfileProgram::counters() const {
   return out;
 }
 
+Result<ProfileProgram::AllocCounts> ProfileProgram::alloc_counts() const {
+  auto c = counters();
+  if (!c) return tl::unexpected(c.error());
+  return AllocCounts{(*c)[PC_ALLOC_CALLS], (*c)[PC_ALLOCS_TRACKED], (*c)[PC_FREES],
+                     (*c)[PC_FREES_UNKNOWN]};
+}
+
 Result<uint64_t> ProfileProgram::samples_seen() const {
   return PerCpuSum(object_.map_fd("counters")).sum(PC_SAMPLES);
 }
@@ -311,6 +402,8 @@ Result<std::vector<std::pair<std::string, uint64_t>>> ProfileProgram::losses() c
   std::vector<std::pair<std::string, uint64_t>> out;
   for (auto [counter, name] : kLossNames) out.emplace_back(name, (*c)[counter]);
   out.emplace_back("stack_unreadable", unreadable_stacks_);
+  if (memleak_)
+    for (auto [counter, name] : kAllocLossNames) out.emplace_back(name, (*c)[counter]);
   if (off_cpu_) {
     out.emplace_back("off_cpu_short", (*c)[PC_OFFCPU_SHORT]);
     out.emplace_back("off_cpu_unseen", (*c)[PC_OFFCPU_UNSEEN]);

@@ -40,6 +40,11 @@ struct ProfileSettings {
   bool off_cpu = false;
   uint64_t min_block_ns = 0;  // off-CPU: shorter blocks are counted apart, not by stack
   bool wakers = false;        // off-CPU: who woke each wait, with its stacks
+  // memleak (neither on- nor off-CPU): the allocator's probes (plan/alloc_plan.h), whose blocks
+  // are followed from allocation to free; the profile is of the bytes outstanding by stack.
+  std::vector<AttachSite> alloc_sites;
+  uint64_t sample_bytes = 0;  // memleak: follow a block per this many bytes on average; 0: all
+  uint32_t max_blocks = 0;    // memleak: blocks followed at once; 0: the default
   // Slots of the stack map (~1 KiB each, preallocated); 0: by target (more for -a). A stack
   // whose hash bucket is taken is lost and counted, so a fuller map loses more.
   uint32_t stack_slots = 0;
@@ -87,6 +92,14 @@ class ProfileProgram {
   Result<void> read_samples(StackAggregator& out);
   // Samples of covered processes so far (counted or lost).
   Result<uint64_t> samples_seen() const;
+  // memleak: what the allocator's probes saw so far.
+  struct AllocCounts {
+    uint64_t calls = 0;          // allocator calls (nested ones not counted)
+    uint64_t followed = 0;       // blocks followed (every one, or the sampled ones)
+    uint64_t frees = 0;          // frees of a followed block
+    uint64_t frees_unknown = 0;  // frees of a block not followed (older, or not sampled)
+  };
+  Result<AllocCounts> alloc_counts() const;
   // Every loss by cause, with its stable name ("user_stack_failed", "map_full", ...), including
   // stacks read_samples() found missing from the stack map since.
   Result<std::vector<std::pair<std::string, uint64_t>>> losses() const;
@@ -111,7 +124,10 @@ class ProfileProgram {
   PerfEventLinks events_;           // last: detached before anything else is torn down
   LinkPtr switch_link_;             // off-CPU: the sched_switch program
   LinkPtr waking_link_;             // --wakers: the sched_waking program
-  bool on_cpu_ = true, off_cpu_ = false, wakers_ = false;
+  std::vector<AttachSite> alloc_sites_;
+  pid_t alloc_pid_ = -1;                      // the process the allocator's probes are for
+  std::unique_ptr<UprobeLinks> alloc_links_;  // memleak: detached before the object
+  bool on_cpu_ = true, off_cpu_ = false, wakers_ = false, memleak_ = false;
   uint64_t min_block_ns_ = 0;
   uint64_t sample_ns_ = 0;          // what one on-CPU sample stands for in a wall-clock profile
   uint64_t unreadable_stacks_ = 0;  // ids in `counts` the stack map no longer held

@@ -47,8 +47,10 @@ void StackAggregator::add(StackSample sample) {
   auto [it, inserted] = index_.try_emplace(key_of(sample), samples_.size());
   if (inserted)
     samples_.push_back(std::move(sample));
-  else
+  else {
     samples_[it->second].count += sample.count;
+    samples_[it->second].blocks += sample.blocks;
+  }
 }
 
 std::vector<StackSample> StackPeriods::next(const StackAggregator& now) {

@@ -41,8 +41,10 @@ struct StackSample {
   std::string waker_comm;
   std::vector<uint64_t> waker_user;    // innermost first
   std::vector<uint64_t> waker_kernel;  // innermost first
-  // Samples; with a reason, nanoseconds off-CPU; in a wall-clock profile, nanoseconds either way.
+  // Samples; with a reason, nanoseconds off-CPU; in a wall-clock profile, nanoseconds either way;
+  // in memleak's profile, bytes outstanding.
   uint64_t count = 0;
+  uint64_t blocks = 0;  // memleak: blocks outstanding (0 otherwise)
 };
 
 // Merges samples with the same (pid, tid, comm, stacks, statuses).

@@ -1,6 +1,7 @@
 #include "discover/library_names.h"
 
 #include <fcntl.h>
+#include <gelf.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -11,6 +12,7 @@
 #include <cstring>
 #include <tuple>
 
+#include "discover/elf_file.h"
 #include "util/names.h"
 #include "util/unique_fd.h"
 
@@ -167,6 +169,24 @@ bool is_exact(std::string_view short_name, std::string_view name) {
                                 base.substr(3) == short_name);
 }
 
+// The libraries `elf` names in DT_NEEDED ("libruby-3.1.so.3.1"), read with libelf's gelf.
+std::vector<std::string> needed_libraries(const ElfFile& elf) {
+  std::vector<std::string> out;
+  Elf* e = elf.libelf();
+  if (!e) return out;
+  for (Elf_Scn* scn = nullptr; (scn = elf_nextscn(e, scn));) {
+    GElf_Shdr sh;
+    if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNAMIC) continue;
+    Elf_Data* data = elf_getdata(scn, nullptr);
+    for (size_t i = 0; data && sh.sh_entsize && i < sh.sh_size / sh.sh_entsize; ++i) {
+      GElf_Dyn dyn;
+      if (!gelf_getdyn(data, static_cast<int>(i), &dyn) || dyn.d_tag != DT_NEEDED) continue;
+      if (const char* name = elf_strptr(e, sh.sh_link, dyn.d_un.d_val)) out.emplace_back(name);
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 Result<std::vector<LdCacheEntry>> parse_ld_so_cache(std::span<const uint8_t> bytes) {
@@ -289,6 +309,17 @@ Result<const MappedObject*> resolve_library(std::string_view short_name, const P
   }
   return fail("process {} maps no library '{}'; mapped: {}", process.pid(), short_name,
               join(close));
+}
+
+std::vector<std::string> linked_files(const std::string& program) {
+  std::vector<std::string> files{program};
+  auto elf = ElfFile::open(program);
+  if (!elf) return files;
+  auto cache = read_ld_so_cache();
+  if (!cache) return files;
+  for (const auto& lib : needed_libraries(*elf))
+    if (auto path = resolve_library(lib, *cache)) files.push_back(*path);
+  return files;
 }
 
 }  // namespace uscope

@@ -39,4 +39,9 @@ Result<std::string> resolve_library(std::string_view short_name,
                                     std::span<const LdCacheEntry> cache);
 Result<const MappedObject*> resolve_library(std::string_view short_name, const Process& process);
 
+// The files a program about to start (-c) maps at its start: the program, then the libraries its
+// DT_NEEDED entries name, resolved through ld.so.cache (not their own DT_NEEDED: those a program
+// links directly are the ones it calls by name).
+std::vector<std::string> linked_files(const std::string& program);
+
 }  // namespace uscope

@@ -52,12 +52,15 @@ struct ProfileLocation {
 };
 
 // What a profile's counts measure: CPU samples (`profile`), nanoseconds threads spent off their
-// CPU (--off-cpu), or nanoseconds of either (--wall: samples count 1/frequency s each).
-enum class ProfileMeasure : uint8_t { CpuSamples, OffCpuTime, WallTime };
+// CPU (--off-cpu), nanoseconds of either (--wall: samples count 1/frequency s each), or bytes
+// allocated and not freed (`memleak`: each sample also counts its blocks).
+enum class ProfileMeasure : uint8_t { CpuSamples, OffCpuTime, WallTime, LiveBytes };
 
 struct ProfileSample {
   std::vector<uint32_t> locations;  // indices into Profile::locations, leaf (innermost) first
-  uint64_t count = 0;  // samples with exactly this stack; nanoseconds when the profile is of time
+  uint64_t count = 0;   // samples with exactly this stack; nanoseconds when the profile is of time;
+                        // bytes outstanding in memleak's
+  uint64_t blocks = 0;  // memleak: the blocks outstanding (an estimate when sampled)
   pid_t pid = 0;
   pid_t tid = 0;     // 0 unless the profile is split by thread (--threads)
   std::string comm;  // the process's name (the thread's with --threads)
@@ -76,6 +79,9 @@ struct Profile {
 
   ProfileMeasure measure = ProfileMeasure::CpuSamples;
   uint64_t frequency_hz = 0;  // sampling frequency asked for (-F); 0 without CPU samples
+  // memleak --sample-bytes: one block followed per this many bytes allocated on average, so that
+  // the bytes and blocks are estimates; 0: every block was followed.
+  uint64_t sample_bytes = 0;
   int64_t start_unix_ns = 0;  // when sampling began (wall clock)
   int64_t duration_ns = 0;    // how long it sampled
   bool user_frames = true;    // -K leaves them out
@@ -88,7 +94,10 @@ struct Profile {
   // Sum of the samples' counts.
   uint64_t total_samples() const;
   // Counts are nanoseconds (off-CPU, wall), not samples.
-  bool counts_time() const { return measure != ProfileMeasure::CpuSamples; }
+  bool counts_time() const {
+    return measure == ProfileMeasure::OffCpuTime || measure == ProfileMeasure::WallTime;
+  }
+  bool counts_bytes() const { return measure == ProfileMeasure::LiveBytes; }
   // Distinct processes among the samples.
   size_t process_count() const;
   // Samples whose stack is complete (ProfileSample::complete), summed.

@@ -1,5 +1,3 @@
-#include <gelf.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
@@ -20,34 +18,10 @@ namespace uscope {
 
 namespace {
 
-// The libraries `elf` names in DT_NEEDED ("libruby-3.1.so.3.1"), read with libelf's gelf.
-std::vector<std::string> needed_libraries(const ElfFile& elf) {
-  std::vector<std::string> out;
-  Elf* e = elf.libelf();
-  if (!e) return out;
-  for (Elf_Scn* scn = nullptr; (scn = elf_nextscn(e, scn));) {
-    GElf_Shdr sh;
-    if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNAMIC) continue;
-    Elf_Data* data = elf_getdata(scn, nullptr);
-    for (size_t i = 0; data && sh.sh_entsize && i < sh.sh_size / sh.sh_entsize; ++i) {
-      GElf_Dyn dyn;
-      if (!gelf_getdyn(data, static_cast<int>(i), &dyn) || dyn.d_tag != DT_NEEDED) continue;
-      if (const char* name = elf_strptr(e, sh.sh_link, dyn.d_un.d_val)) out.emplace_back(name);
-    }
-  }
-  return out;
-}
-
 // The files a -c command's runtime can be in: its program, the libraries it links, and a java
 // launcher's libjvm.so (which it dlopen()s: <java home>/lib/server/libjvm.so).
 std::vector<std::string> command_files(const std::string& program) {
-  std::vector<std::string> files{program};
-  if (auto elf = ElfFile::open(program)) {
-    auto cache = read_ld_so_cache();
-    for (const auto& lib : needed_libraries(*elf))
-      if (cache)
-        if (auto path = resolve_library(lib, *cache)) files.push_back(*path);
-  }
+  std::vector<std::string> files = linked_files(program);
   std::error_code ec;
   const auto real = std::filesystem::canonical(program, ec);
   if (!ec && real.filename() == "java")

@@ -59,7 +59,13 @@ pp::Profile to_proto(const Profile& profile) {
   const char* time_type = profile.measure == ProfileMeasure::OffCpuTime ? "off_cpu" : "wall";
   int64_t period =
       profile.frequency_hz == 0 ? 0 : static_cast<int64_t>(1'000'000'000 / profile.frequency_hz);
-  if (profile.counts_time()) {
+  if (profile.counts_bytes()) {
+    // As Go's heap profile has its in-use values: blocks, then bytes.
+    add_type(out.add_sample_type(), "inuse_objects", "count");
+    add_type(out.add_sample_type(), "inuse_space", "bytes");
+    add_type(out.mutable_period_type(), "space", "bytes");
+    period = profile.sample_bytes ? static_cast<int64_t>(profile.sample_bytes) : 1;
+  } else if (profile.counts_time()) {
     add_type(out.add_sample_type(), time_type, "nanoseconds");
     add_type(out.mutable_period_type(), time_type, "nanoseconds");
     period = 1;
@@ -116,8 +122,10 @@ pp::Profile to_proto(const Profile& profile) {
     pp::Sample* ps = out.add_sample();
     for (uint32_t loc : s.locations)
       if (loc < profile.locations.size()) ps->add_location_id(loc + 1);
+    if (profile.counts_bytes()) ps->add_value(static_cast<int64_t>(s.blocks));
     ps->add_value(static_cast<int64_t>(s.count));
-    if (!profile.counts_time()) ps->add_value(static_cast<int64_t>(s.count) * period);
+    if (!profile.counts_time() && !profile.counts_bytes())
+      ps->add_value(static_cast<int64_t>(s.count) * period);
     add_label(*ps, strings, "pid", s.pid);
     if (s.tid != 0) add_label(*ps, strings, "tid", s.tid);
     if (!s.comm.empty()) add_label(*ps, strings, "comm", s.comm);

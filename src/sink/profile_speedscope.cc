@@ -65,7 +65,9 @@ Result<void> write_speedscope(const Profile& profile, std::FILE* out,
   for (SpeedscopeProfile* p : order)
     profiles.push_back({{"type", "sampled"},
                         {"name", p->name},
-                        {"unit", profile.counts_time() ? "nanoseconds" : "none"},
+                        {"unit", profile.counts_time()    ? "nanoseconds"
+                                 : profile.counts_bytes() ? "bytes"
+                                                          : "none"},
                         {"startValue", 0},
                         {"endValue", p->total},
                         {"samples", std::move(p->samples)},

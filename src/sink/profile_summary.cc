@@ -24,6 +24,28 @@ std::string time_text(uint64_t ns) {
   return fmt::format("{} ns", ns);
 }
 
+// What a summary's total says it measures.
+std::string measured(const Profile& profile, uint64_t total) {
+  switch (profile.measure) {
+    case ProfileMeasure::CpuSamples:
+      return fmt::format("{} sample{}", grouped(total), total == 1 ? "" : "s");
+    case ProfileMeasure::OffCpuTime:
+      return count_text(profile, total) + " off-CPU";
+    case ProfileMeasure::WallTime:
+      return count_text(profile, total) + " of wall-clock time";
+    case ProfileMeasure::LiveBytes:
+      break;
+  }
+  uint64_t blocks = 0;
+  for (const auto& s : profile.samples) blocks += s.blocks;
+  const char* about = profile.sample_bytes ? "~" : "";
+  return fmt::format("{}{} outstanding in {}{} block{}{}", about, count_text(profile, total), about,
+                     grouped(blocks), blocks == 1 ? "" : "s",
+                     profile.sample_bytes ? fmt::format(" (estimated: one block per {} sampled)",
+                                                        bytes_text(profile.sample_bytes))
+                                          : "");
+}
+
 // Loss causes (ProfileProgram::losses()' stable names) as a person reads them after their count:
 // what was lost, then why. A cause not listed keeps its name, '_' read as ' '.
 std::string loss_text(std::string_view cause, uint64_t n) {
@@ -60,6 +82,10 @@ std::string loss_text(std::string_view cause, uint64_t n) {
       {"off_cpu_threads_full", "wait", "waits", "thread table full: not counted"},
       {"off_cpu_unseen", "wait", "waits", "began before the profile: not counted"},
       {"off_cpu_short", "wait", "waits", "shorter than --min-block: left out"},
+      {"alloc_blocks_full", "block", "blocks", "block table full: not followed"},
+      {"alloc_rows_full", "block", "blocks", "stack table full: not followed"},
+      {"alloc_thread_lost", "allocator call", "allocator calls",
+       "no per-thread storage: not followed"},
   };
   // A time lost, in nanoseconds: "off_cpu_unseen_ns".
   if (cause.ends_with("_ns")) {
@@ -92,19 +118,23 @@ std::string grouped(uint64_t n) {
   return out;
 }
 
+std::string bytes_text(uint64_t bytes) {
+  const double v = static_cast<double>(bytes);
+  if (v >= 1024.0 * 1024 * 1024) return fmt::format("{:.2f} GiB", v / (1024.0 * 1024 * 1024));
+  if (v >= 1024.0 * 1024) return fmt::format("{:.2f} MiB", v / (1024.0 * 1024));
+  if (v >= 10 * 1024.0) return fmt::format("{:.1f} KiB", v / 1024.0);
+  return fmt::format("{} B", grouped(bytes));
+}
+
 std::string count_text(const Profile& profile, uint64_t count) {
+  if (profile.counts_bytes()) return bytes_text(count);
   return profile.counts_time() ? time_text(count) : grouped(count);
 }
 
 std::string profile_summary(const Profile& profile) {
   uint64_t total = profile.total_samples();
   size_t processes = profile.process_count();
-  std::string line =
-      profile.measure == ProfileMeasure::CpuSamples
-          ? fmt::format("{} sample{}", grouped(total), total == 1 ? "" : "s")
-          : fmt::format(
-                "{} {}", count_text(profile, total),
-                profile.measure == ProfileMeasure::OffCpuTime ? "off-CPU" : "of wall-clock time");
+  std::string line = measured(profile, total);
   line += fmt::format(" from {} process{}", processes, processes == 1 ? "" : "es");
   if (profile.duration_ns > 0)
     line += fmt::format(" in {:.1f} s", static_cast<double>(profile.duration_ns) / 1e9);
@@ -122,8 +152,9 @@ std::string profile_summary(const Profile& profile) {
   if (!profile.user_frames) {
     line += "n/a (-K: no user frames)";
   } else if (total == 0) {
-    line += profile.measure == ProfileMeasure::OffCpuTime ? "n/a (no thread waited)"
-                                                          : "n/a (no samples)";
+    line += profile.measure == ProfileMeasure::OffCpuTime  ? "n/a (no thread waited)"
+            : profile.measure == ProfileMeasure::LiveBytes ? "n/a (nothing outstanding)"
+                                                           : "n/a (no samples)";
   } else {
     uint64_t permille = profile.complete_samples() * 1000 / total;
     line +=

@@ -321,14 +321,15 @@ Result<void> write_svg(const Profile& profile, std::FILE* out, const ProfileSink
       "</linearGradient></defs>\n"
       "<style>{2}</style>\n"
       "<script><![CDATA[\nvar PAD = {3}, FULL = {4}, ROW = {12}, TOTAL = {5}, CHARW = {6}, DROPPED "
-      "= {7}, TIME = {13};\n"
+      "= {7}, TIME = {13}, BYTES = {14};\n"
       "{8}]]></script>\n"
       "<rect x=\"0\" y=\"0\" width=\"100%\" height=\"100%\" fill=\"url(#bg)\"/>\n"
       "<text id=\"title\" x=\"{9:.0f}\" y=\"24\">{10}</text>\n"
       "<text id=\"subtitle\" x=\"{9:.0f}\" y=\"44\">{11}</text>\n",
       kWidth, height, kFlameGraphStyle, kPad, kFull, total, kCharWidth, writer.dropped(),
       kFlameGraphScript, kWidth / 2, xml_text(title), xml_text(profile_summary(profile)),
-      kFrameStep, profile.counts_time() ? "true" : "false");
+      kFrameStep, profile.counts_time() ? "true" : "false",
+      profile.counts_bytes() ? "true" : "false");
 
   // Controls and legend on one row above the frames.
   double row = kTop - 14;

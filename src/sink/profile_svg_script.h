@@ -36,8 +36,10 @@ function rectOf(g) { return g.querySelector("rect"); }
 function nameOf(g) { return g.querySelector("title").textContent.split("\n")[0]; }
 function grouped(n) { return n.toLocaleString("en-US"); }
 
-// A count: samples, or with TIME (an off-CPU or wall-clock profile) nanoseconds, shown in ms.
+// A count: samples, or with TIME (an off-CPU or wall-clock profile) nanoseconds, shown in ms, or
+// with BYTES (memleak's outstanding blocks) bytes.
 function amount(n) {
+  if (BYTES) return grouped(n) + " bytes";
   return TIME ? (n / 1e6).toLocaleString("en-US", {maximumFractionDigits: 3}) + " ms"
               : grouped(n) + " samples";
 }

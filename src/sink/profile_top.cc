@@ -19,6 +19,8 @@ Result<void> write_top(const Profile& profile, std::FILE* out, const ProfileSink
                profile.measure == ProfileMeasure::OffCpuTime
                    ? "no off-CPU time: no thread of the target waited (each ran "
                      "whenever it could), or none for longer than --min-block"
+               : profile.measure == ProfileMeasure::LiveBytes
+                   ? "no block outstanding: every block followed was freed"
                    : "no samples");
     return {};
   }

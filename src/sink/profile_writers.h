@@ -25,5 +25,7 @@ std::string grouped(uint64_t n);
 // A count of `profile` as a person reads it: samples grouped ("4,913"), or a time with its unit
 // ("12.3 ms") when the profile's counts are nanoseconds.
 std::string count_text(const Profile& profile, uint64_t count);
+// Bytes with a unit a person reads: "812 B", "40.0 KiB", "1.50 MiB".
+std::string bytes_text(uint64_t bytes);
 
 }  // namespace uscope

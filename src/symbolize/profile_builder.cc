@@ -299,6 +299,7 @@ Profile build_profile(std::span<const StackSample> samples, Symbolizer& user,
   for (const StackSample& s : samples) {
     ProfileSample out;
     out.count = s.count;
+    out.blocks = s.blocks;
     out.pid = s.pid;
     out.tid = s.tid;
     out.comm = s.comm;

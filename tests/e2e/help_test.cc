@@ -16,7 +16,8 @@ namespace {
 
 const std::vector<std::string> kCommands = {
     "trace", "count", "latency", "hist",  "list", "profile", "top",   "http", "tls",
-    "stat",  "check", "dump",    "agent", "gc",   "threads", "calls", "flow", "objnew"};
+    "stat",  "check", "dump",    "agent", "gc",   "threads", "calls", "flow", "objnew",
+    "memleak"};
 
 // docs/COMMAND.md; the agent's page is docs/AGENT.md, as the issue and deploy/ name it.
 std::string doc_of(const std::string& command) {

@@ -1,0 +1,153 @@
+#include "plan/alloc_plan.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "bpf/profile.h"
+#include "discover/library_names.h"
+#include "discover/target.h"
+#include "plan/site_placement.h"
+#include "util/names.h"
+
+namespace uscope {
+
+namespace {
+
+// An object's place in the search: the program, then allocator libraries, libc last.
+int search_rank(const PlannedObject& o, bool is_program) {
+  if (is_program) return 0;
+  return library_name_matches("c", o.ref.display_path) ? 2 : 1;
+}
+
+// The argument registers an entry probe reads, so that it may move past the prologue's first
+// instruction only while they still hold the arguments.
+SiteReads reads_of(uint32_t fn) {
+  switch (fn) {
+    case ALLOC_MALLOC:
+    case ALLOC_VALLOC:
+    case ALLOC_FREE:
+    case ALLOC_MUNMAP:
+      return {{"rdi"}, false};
+    case ALLOC_CALLOC:
+    case ALLOC_REALLOC:
+      return {{"rdi", "rsi"}, false};
+    case ALLOC_REALLOCARRAY:
+    case ALLOC_POSIX_MEMALIGN:
+      return {{"rdi", "rsi", "rdx"}, false};
+    default:
+      return {{"rsi"}, false};
+  }
+}
+
+uint64_t cookie_of(uint32_t fn, int32_t sp_delta) {
+  return (static_cast<uint64_t>(static_cast<int64_t>(sp_delta)) << 8) | fn;
+}
+
+}  // namespace
+
+std::span<const AllocatorFunction> allocator_functions() {
+  static constexpr AllocatorFunction kFunctions[] = {
+      {"malloc", ALLOC_MALLOC},
+      {"calloc", ALLOC_CALLOC},
+      {"realloc", ALLOC_REALLOC},
+      {"reallocarray", ALLOC_REALLOCARRAY},
+      {"posix_memalign", ALLOC_POSIX_MEMALIGN},
+      {"aligned_alloc", ALLOC_ALIGNED},
+      {"memalign", ALLOC_ALIGNED},
+      {"valloc", ALLOC_VALLOC},
+      {"pvalloc", ALLOC_VALLOC},
+      {"mmap", ALLOC_MMAP},
+      {"free", ALLOC_FREE, true},
+      {"munmap", ALLOC_MUNMAP, true},
+  };
+  return kFunctions;
+}
+
+Result<AllocPlan> plan_allocators(ObjectCache& cache, const TargetContext& ctx) {
+  std::vector<ObjectRef> refs;
+  if (ctx.process) {
+    refs = process_objects(*ctx.process);
+  } else {
+    for (const auto& path : linked_files(ctx.main_executable))
+      refs.push_back(ObjectRef{path, path, false});
+  }
+  std::string program = ctx.process && ctx.process->main_object() ? ctx.process->main_object()->path
+                                                                  : ctx.main_executable;
+  struct Candidate {
+    PlannedObject* object;
+    const SymbolTable* symbols;
+    int rank;
+  };
+  std::vector<Candidate> objects;
+  std::vector<std::string> looked_in;
+  for (const auto& ref : refs) {
+    if (file_name(ref.display_path).starts_with("ld-linux")) continue;  // ld.so's own malloc
+    auto o = cache.open(ref);
+    if (!o) continue;
+    auto syms = cache.symbols(**o);
+    if (!syms) continue;
+    looked_in.emplace_back(file_name(ref.display_path));
+    objects.push_back({*o, *syms, search_rank(**o, ref.display_path == program)});
+  }
+  std::stable_sort(objects.begin(), objects.end(),
+                   [](const Candidate& a, const Candidate& b) { return a.rank < b.rank; });
+
+  AllocPlan plan;
+  bool any_alloc = false, any_free = false;
+  for (const AllocatorFunction& f : allocator_functions()) {
+    const FunctionSymbol* sym = nullptr;
+    PlannedObject* where = nullptr;
+    for (const auto& c : objects) {
+      for (const FunctionSymbol* s : functions_named(*c.symbols, f.name))
+        if (!s->ifunc && s->size > 0) {
+          sym = s;
+          break;
+        }
+      if (sym) {
+        where = c.object;
+        break;
+      }
+    }
+    if (!sym) {
+      plan.missing.emplace_back(f.name);
+      continue;
+    }
+    MatchedSite m = function_site(*where, *sym, std::string(f.name));
+    SitePlacement entry = place_site(m, ProbeKind::Entry, reads_of(f.fn), true);
+    AttachSite site;
+    site.path = where->ref.open_path;
+    site.display_path = where->ref.display_path;
+    site.offset = entry.offset;
+    site.cookie = cookie_of(f.fn, entry.sp_delta);
+    plan.sites.push_back(site);
+    if (!f.frees) {
+      // The return probe takes the return address at the call's rsp: on the first instruction.
+      site.offset = m.offset;
+      site.retprobe = true;
+      site.cookie = f.fn;
+      site.go_code = where->is_go;
+      plan.sites.push_back(site);
+    }
+    (f.frees ? any_free : any_alloc) = true;
+    plan.found.push_back(
+        fmt::format("{} in {} (+{:#x}{})", f.name, file_name(where->ref.display_path), sym->offset,
+                    entry.moved ? fmt::format(", probed at +{:#x}", entry.moved) : ""));
+  }
+  if (!any_alloc || !any_free) {
+    std::string names;
+    for (const auto& f : allocator_functions())
+      names += fmt::format("{}{}", names.empty() ? "" : ", ", f.name);
+    std::string objects_text;
+    for (const auto& o : looked_in)
+      objects_text += fmt::format("{}{}", objects_text.empty() ? "" : ", ", o);
+    return fail(
+        "no allocator uscope can follow: it looked for {} in {}, and found {}; a program with "
+        "an allocator of its own (an arena, a pool) allocates through functions of other names",
+        names, objects_text.empty() ? "no readable object" : objects_text,
+        plan.found.empty() ? "none" : fmt::format("only {}", plan.found.front()));
+  }
+  return plan;
+}
+
+}  // namespace uscope
