@@ -123,23 +123,6 @@ tracepoint:sched:sched_switch /@start[args->next_pid]/ {{
 """
 
 
-class Tracefs:
-    """bpftrace 0.17 reads a tracepoint's format from tracefs, which this machine does not mount:
-    mounted for the bench's duration when it is not, and unmounted after."""
-
-    PATH = Path("/sys/kernel/tracing")
-
-    def __enter__(self):
-        self.mounted = not (self.PATH / "events").exists()
-        if self.mounted:
-            subprocess.run(["mount", "-t", "tracefs", "nodev", str(self.PATH)], check=True)
-        return self
-
-    def __exit__(self, *exc):
-        if self.mounted:
-            subprocess.run(["umount", str(self.PATH)], check=False)
-
-
 def one(mode: str, exe: Path, uscope: str, handoffs: int, work_ns: int, work: Path) -> list[int]:
     """The workload's wall ns, CPU ns and switches under `mode`."""
     target = subprocess.Popen([str(exe), str(handoffs), str(work_ns)], stdin=subprocess.PIPE,
@@ -188,7 +171,7 @@ def measure(a) -> dict:
     load0 = os.getloadavg()[0]
     wall = {m: [] for m in MODES}
     switches = {m: [] for m in MODES}
-    with Tracefs():
+    with R.Tracefs():
         for r in range(a.runs + 1):
             for m in MODES:
                 w, _, s = one(m, exe, str(a.uscope), a.handoffs, a.work_ns, a.workdir)

@@ -278,6 +278,23 @@ def write_marked_block(path: Path, body: str, begin: str, end: str) -> None:
         path.write_text(text.rstrip("\n") + "\n\n" + block + "\n")
 
 
+class Tracefs:
+    """bpftrace 0.17 reads a tracepoint's format from tracefs, which this machine does not mount:
+    mounted for the bench's duration when it is not, and unmounted after."""
+
+    PATH = Path("/sys/kernel/tracing")
+
+    def __enter__(self):
+        self.mounted = not (self.PATH / "events").exists()
+        if self.mounted:
+            subprocess.run(["mount", "-t", "tracefs", "nodev", str(self.PATH)], check=True)
+        return self
+
+    def __exit__(self, *exc):
+        if self.mounted:
+            subprocess.run(["umount", str(self.PATH)], check=False)
+
+
 def run_marked_bench(name: str, a, measure, report, begin: str, end: str) -> int:
     """The body of a bench script's main() (http.py, tls.py): a work directory (a.workdir) holding
     a snapshot of a.uscope, `measure(a)` run with SIGTERM as an interrupt, every process it started
