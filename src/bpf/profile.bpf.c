@@ -35,6 +35,11 @@ const volatile __u64 offcpu_min_ns = 0; /* --min-block: shorter blocks are only 
 const volatile __u64 alloc_sample_bytes = 0;
 const volatile __u64 alloc_gaps[ALLOC_GAPS] = {};
 const volatile __u32 alloc_weights[ALLOC_WEIGHT_STEPS] = {};
+/* A Go program: where runtime.MemProfileRate is, the rate Go samples its heap at (read at each
+ * sample: the program may change it). */
+const volatile __u64 go_mem_profile_rate = 0;
+#define GO_KIND_SPECIAL_PROFILE 2 /* runtime._KindSpecialProfile */
+#define GO_SPECIAL_KIND_OFFSET 10 /* runtime.special: next *special, offset uint16, kind byte */
 /* When off-CPU profiling started (bpf_ktime_get_ns), set by user space as it attaches. */
 __u64 offcpu_since_ns = 0;
 
@@ -593,18 +598,58 @@ int alloc_enter(struct pt_regs* ctx) {
   return 0;
 }
 
-/* What a followed block of `size` bytes stands for in its row: itself, or in sampled mode the
- * blocks like it that were not sampled (bytes and 1/ALLOC_BLOCK_ONE blocks). */
-static __always_inline void alloc_weight(__u64 size, __u64* bytes, __u64* blocks) {
+/* What a followed block of `size` bytes stands for in its row: itself, or when sampled at `rate`
+ * the blocks like it that were not sampled (bytes and 1/ALLOC_BLOCK_ONE blocks). */
+static __always_inline void alloc_weight(__u64 size, __u64 rate, __u64* bytes, __u64* blocks) {
   *bytes = size;
   *blocks = ALLOC_BLOCK_ONE;
-  __u64 rate = alloc_sample_bytes;
   if (!rate) return;
   __u64 step = size * 64 / rate;
   if (step >= ALLOC_WEIGHT_STEPS) return; /* always sampled */
+  bump(PC_ALLOCS_ESTIMATED);
   __u64 w = rate * alloc_weights[step & (ALLOC_WEIGHT_STEPS - 1)] / ALLOC_WEIGHT_ONE;
   *bytes = w;
   *blocks = w * ALLOC_BLOCK_ONE / (size ? size : 1);
+}
+
+/* A block of `size` bytes at `addr`, allocated by the code `ctx` stands in (a return probe's
+ * caller, or Go's sampler and its callers), sampled at `rate` (0: every block): its stack's row
+ * counts it until it is freed. */
+static __always_inline void alloc_follow(struct pt_regs* ctx, __u32 tgid, __u64 addr, __u64 size,
+                                         __u64 rate) {
+  /* A block at an address already followed was freed unseen (a free uscope does not probe). */
+  alloc_forget(tgid, addr, false);
+
+  struct alloc_block block = {};
+  block.row.pid = tgid;
+  block.row.user_stack_id = user_stacks ? store_user_stack(tgid, ctx->ip, ctx->sp, ctx->bp,
+                                                           ctx->r13, &block.row.user_stack)
+                                        : PROFILE_STACK_NONE;
+  alloc_weight(size, rate, &block.bytes, &block.blocks);
+  struct alloc_row* r = bpf_map_lookup_elem(&live, &block.row);
+  if (!r) {
+    struct alloc_row fresh = {};
+    struct task_struct* task = bpf_get_current_task_btf();
+    struct task_struct* leader = BPF_CORE_READ(task, group_leader);
+    bpf_probe_read_kernel_str(fresh.comm, sizeof(fresh.comm), &leader->comm);
+    bpf_map_update_elem(&live, &block.row, &fresh, BPF_NOEXIST);
+    r = bpf_map_lookup_elem(&live, &block.row);
+    if (!r) {
+      bump(PC_ALLOC_ROWS_FULL);
+      return;
+    }
+    announce(tgid, fresh.comm);
+  }
+  struct alloc_block_key k = {.pid = tgid, .addr = addr};
+  if (bpf_map_update_elem(&allocs, &k, &block, BPF_ANY)) {
+    bump(PC_ALLOCS_FULL);
+    return;
+  }
+  bump(PC_ALLOCS_TRACKED);
+  __sync_fetch_and_add(&r->bytes, (__s64)block.bytes);
+  __sync_fetch_and_add(&r->blocks, (__s64)block.blocks);
+  __sync_fetch_and_add(&r->allocs, 1);
+  __sync_fetch_and_add(&r->alloc_bytes, size);
 }
 
 SEC("uretprobe")
@@ -622,39 +667,7 @@ int alloc_return(struct pt_regs* ctx) {
     if (addr != 0 || bpf_probe_read_user(&addr, sizeof(addr), (void*)t->arg)) return 0;
   }
   if (addr == 0 || (t->fn == ALLOC_MMAP && addr == (__u64)-1)) return 0;
-  /* A block at an address already followed was freed unseen (a free uscope does not probe). */
-  alloc_forget(tgid, addr, false);
-
-  struct alloc_block block = {};
-  block.row.pid = tgid;
-  block.row.user_stack_id = user_stacks ? store_user_stack(tgid, ctx->ip, ctx->sp, ctx->bp,
-                                                           ctx->r13, &block.row.user_stack)
-                                        : PROFILE_STACK_NONE;
-  alloc_weight(t->size, &block.bytes, &block.blocks);
-  struct alloc_row* r = bpf_map_lookup_elem(&live, &block.row);
-  if (!r) {
-    struct alloc_row fresh = {};
-    struct task_struct* task = bpf_get_current_task_btf();
-    struct task_struct* leader = BPF_CORE_READ(task, group_leader);
-    bpf_probe_read_kernel_str(fresh.comm, sizeof(fresh.comm), &leader->comm);
-    bpf_map_update_elem(&live, &block.row, &fresh, BPF_NOEXIST);
-    r = bpf_map_lookup_elem(&live, &block.row);
-    if (!r) {
-      bump(PC_ALLOC_ROWS_FULL);
-      return 0;
-    }
-    announce(tgid, fresh.comm);
-  }
-  struct alloc_block_key k = {.pid = tgid, .addr = addr};
-  if (bpf_map_update_elem(&allocs, &k, &block, BPF_ANY)) {
-    bump(PC_ALLOCS_FULL);
-    return 0;
-  }
-  bump(PC_ALLOCS_TRACKED);
-  __sync_fetch_and_add(&r->bytes, (__s64)block.bytes);
-  __sync_fetch_and_add(&r->blocks, (__s64)block.blocks);
-  __sync_fetch_and_add(&r->allocs, 1);
-  __sync_fetch_and_add(&r->alloc_bytes, t->size);
+  alloc_follow(ctx, tgid, addr, t->size, alloc_sample_bytes);
   return 0;
 }
 
@@ -663,6 +676,29 @@ int alloc_free(struct pt_regs* ctx) {
   __u32 tgid = bpf_get_current_pid_tgid() >> 32;
   if (!covered(tgid) || ctx->di == 0) return 0;
   alloc_forget(tgid, ctx->di, true);
+  return 0;
+}
+
+/* Go's heap, sampled by Go itself: mProf_Malloc is called for the blocks its sampler picked (one
+ * per MemProfileRate bytes on average, exponential gaps as --sample-bytes draws them), and
+ * freeSpecial with kind _KindSpecialProfile when the sweeper frees one of them. Entry probes
+ * only: no return probe ever goes on Go code. */
+SEC("uprobe")
+int alloc_go(struct pt_regs* ctx) {
+  __u32 tgid = bpf_get_current_pid_tgid() >> 32;
+  if (!covered(tgid)) return 0;
+  if (ALLOC_COOKIE_FN(bpf_get_attach_cookie(ctx)) == ALLOC_GO_FREE_SPECIAL) {
+    __u8 kind = 0;
+    if (bpf_probe_read_user(&kind, sizeof(kind), (void*)(ctx->ax + GO_SPECIAL_KIND_OFFSET)) ||
+        kind != GO_KIND_SPECIAL_PROFILE)
+      return 0;
+    alloc_forget(tgid, ctx->bx, true);
+    return 0;
+  }
+  bump(PC_ALLOC_CALLS);
+  __u64 rate = 0;
+  if (go_mem_profile_rate) bpf_probe_read_user(&rate, sizeof(rate), (void*)go_mem_profile_rate);
+  if (ctx->ax) alloc_follow(ctx, tgid, ctx->ax, ctx->bx, rate);
   return 0;
 }
 

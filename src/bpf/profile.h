@@ -83,6 +83,7 @@ enum profile_counter {
   PC_ALLOCS_FULL,       /* memleak: an allocation not followed: `allocs` had no room */
   PC_ALLOC_ROWS_FULL,   /* memleak: an allocation not followed: `live` refused its stack's row */
   PC_ALLOC_THREAD_LOST, /* memleak: an allocator call not followed: no per-thread storage */
+  PC_ALLOCS_ESTIMATED,  /* memleak: blocks followed that stand for more (sampled, weighted) */
   PC_FREES,             /* memleak: frees (and munmaps, reallocs) of a followed block */
   PC_FREES_UNKNOWN,     /* memleak: frees of a block not followed (allocated before the attach,
                          * or not sampled): not a loss */
@@ -104,6 +105,9 @@ enum alloc_fn {
   ALLOC_MMAP,           /* mmap(addr, len, ...) */
   ALLOC_FREE,           /* free(ptr) */
   ALLOC_MUNMAP,         /* munmap(addr, len): the block mmap returned at addr */
+  /* Go's heap, as Go samples it itself (one block per runtime.MemProfileRate bytes): */
+  ALLOC_GO_SAMPLE,       /* runtime.mProf_Malloc(p, size): a sampled block (rax, rbx) */
+  ALLOC_GO_FREE_SPECIAL, /* runtime.freeSpecial(s, p, size): a profiled block swept (kind 2) */
   ALLOC_NUM_FNS
 };
 #define ALLOC_COOKIE_FN(cookie) ((__u32)((cookie)&0xff))

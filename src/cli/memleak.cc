@@ -44,8 +44,8 @@ Result<void> report(ProfileSession& s, MemleakReport& r, const MemleakOptions& o
   if (!p) return tl::unexpected(p.error());
   auto counts = s.program().alloc_counts();
   if (!counts) return tl::unexpected(counts.error());
-  MemleakTotals totals{counts->calls, counts->followed, counts->frees, counts->frees_unknown,
-                       o.target.sample_bytes};
+  MemleakTotals totals{counts->calls,         counts->followed,      counts->frees,
+                       counts->frees_unknown, o.target.sample_bytes, counts->estimated};
   r.write(*p, totals, unix_now_ns(), stdout);
   return {};
 }

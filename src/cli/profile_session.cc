@@ -5,6 +5,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <fcntl.h>
+
 #include <cerrno>
 #include <csignal>
 #include <span>
@@ -29,6 +31,53 @@ Result<void> check_pids_exist(const std::vector<pid_t>& pids) {
   for (pid_t pid : pids)
     if (kill(pid, 0) != 0 && errno == ESRCH)
       return fail("no process with PID {}: give the PID of a running process", pid);
+  return {};
+}
+
+// The value of a long at `addr` in process `pid`'s memory.
+std::optional<int64_t> read_long(pid_t pid, uint64_t addr) {
+  UniqueFd mem(open(fmt::format("/proc/{}/mem", pid).c_str(), O_RDONLY | O_CLOEXEC));
+  int64_t v = 0;
+  if (mem.get() < 0 || pread(mem.get(), &v, sizeof v, static_cast<off_t>(addr)) != sizeof v)
+    return std::nullopt;
+  return v;
+}
+
+// memleak: the allocator's probes, and for a Go program where its heap sampler's rate is.
+Result<void> plan_memleak(const ProfileTarget& t, const TargetContext& ctx,
+                          ProfileSettings& settings, std::vector<std::string>& found) {
+  ObjectCache cache(ctx);
+  auto plan = plan_allocators(cache, ctx);
+  if (!plan) return tl::unexpected(plan.error());
+  if (plan->go_rate_address) {
+    uint64_t addr = plan->go_rate_address;
+    if (plan->go_rate_pie) {
+      const MappedObject* main = ctx.process ? ctx.process->main_object() : nullptr;
+      auto elf = main ? ElfFile::open(main->open_path) : Result<ElfFile>(fail("not running"));
+      auto bias = main && elf ? load_bias(*main, *elf) : std::nullopt;
+      if (!bias)
+        return fail(
+            "a position-independent Go program's heap sampler is found in its memory: give -p "
+            "PID once it runs");
+      addr += *bias;
+    }
+    settings.go_rate_address = addr;
+    // The linker turns Go's heap profiling off in a program that never calls
+    // runtime.MemProfile (runtime/pprof, net/http/pprof): its sampler then picks nothing.
+    if (ctx.process)
+      if (auto rate = read_long(ctx.process->pid(), addr); rate && *rate <= 0)
+        fmt::print(stderr,
+                   "uscope: Go's heap sampler is off in this program (runtime.MemProfileRate is "
+                   "{}: it never calls runtime.MemProfile, as runtime/pprof and net/http/pprof "
+                   "do); uscope follows the blocks Go samples, so it sees none of its Go heap "
+                   "until the program sets the rate\n",
+                   *rate);
+  }
+  settings.alloc_sites = std::move(plan->sites);
+  found = std::move(plan->found);
+  settings.sample_bytes = t.sample_bytes;
+  settings.on_cpu = false;
+  settings.kernel_stacks = false;  // a block's stack is the user code that asked for it
   return {};
 }
 
@@ -147,16 +196,9 @@ Result<std::unique_ptr<ProfileSession>> ProfileSession::open(const ProfileTarget
   settings.off_cpu = t.off_cpu || t.wall;
   settings.min_block_ns = static_cast<uint64_t>(t.min_block_us * 1000);
   settings.wakers = t.wakers;
-  if (t.memleak) {
-    ObjectCache cache(session_ref.context());
-    auto plan = plan_allocators(cache, session_ref.context());
-    if (!plan) return tl::unexpected(plan.error());
-    settings.alloc_sites = std::move(plan->sites);
-    s->allocators_ = std::move(plan->found);
-    settings.sample_bytes = t.sample_bytes;
-    settings.on_cpu = false;
-    settings.kernel_stacks = false;  // a block's stack is the user code that asked for it
-  }
+  if (t.memleak)
+    if (auto r = plan_memleak(t, session_ref.context(), settings, s->allocators_); !r)
+      return tl::unexpected(r.error());
   if (settings.user_stacks) {
     auto u = UnwindMaps::create(ObjectStore::shared(), UnwindCache::open_default());
     if (!u) return tl::unexpected(u.error());

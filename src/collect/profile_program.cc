@@ -45,21 +45,22 @@ uint64_t monotonic_ns() {
   return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000 + static_cast<uint64_t>(ts.tv_nsec);
 }
 
-// memleak --sample-bytes R: the tables bpf/profile.h describes. The gaps between sampled bytes are
-// exponential with mean R (a Poisson process over the bytes allocated, as Go's and tcmalloc's heap
-// samplers draw them), so a block of s bytes is sampled with chance p = 1 - e^(-s/R) and stands
-// for s/p bytes and 1/p blocks.
+// memleak's sampling tables (bpf/profile.h). A sampler whose gaps between sampled bytes are
+// exponential with mean R (a Poisson process over the bytes allocated: --sample-bytes, and Go's
+// own heap sampler) picks a block of s bytes with chance p = 1 - e^(-s/R), so it stands for s/p
+// bytes and 1/p blocks: the weights, in units of R, do not depend on R. The gaps are drawn with
+// mean `rate` (0: every block followed, no gaps).
 void fill_sampling_tables(profile* skel, uint64_t rate) {
   auto* ro = skel->rodata;
-  ro->alloc_sample_bytes = rate;
-  for (uint32_t i = 0; i < ALLOC_GAPS; ++i) {
-    const double u = (i + 0.5) / ALLOC_GAPS;
-    ro->alloc_gaps[i] = static_cast<uint64_t>(-std::log(u) * static_cast<double>(rate)) + 1;
-  }
   for (uint32_t k = 0; k < ALLOC_WEIGHT_STEPS; ++k) {
     const double x = (k + 0.5) / 64.0;
     ro->alloc_weights[k] =
         static_cast<uint32_t>(std::lround(x / -std::expm1(-x) * ALLOC_WEIGHT_ONE));
+  }
+  ro->alloc_sample_bytes = rate;
+  for (uint32_t i = 0; rate && i < ALLOC_GAPS; ++i) {
+    const double u = (i + 0.5) / ALLOC_GAPS;
+    ro->alloc_gaps[i] = static_cast<uint64_t>(-std::log(u) * static_cast<double>(rate)) + 1;
   }
 }
 
@@ -92,8 +93,13 @@ Result<BpfObject> ProfileProgram::open_and_load(const ProfileSettings& settings,
                    : settings.pids.empty() ? kStackSlotsHost
                                            : kStackSlotsProcess;
   const bool memleak = !settings.alloc_sites.empty();
-  if (memleak && settings.sample_bytes)
+  bool go_heap = false;
+  for (const AttachSite& s : settings.alloc_sites)
+    go_heap |= ALLOC_COOKIE_FN(s.cookie) == ALLOC_GO_SAMPLE;
+  if (memleak) {
     fill_sampling_tables(o.skeleton<profile>(), settings.sample_bytes);
+    o.skeleton<profile>()->rodata->go_mem_profile_rate = settings.go_rate_address;
+  }
   for (auto r :
        {o.set_target(filter), o.set_rodata("use_targets", flag(settings.pids.size() > 1)),
         o.set_rodata("include_idle", flag(settings.include_idle)),
@@ -105,6 +111,7 @@ Result<BpfObject> ProfileProgram::open_and_load(const ProfileSettings& settings,
         o.set_autoload("offcpu_waking", settings.wakers),
         o.set_autoload("profile_sample", settings.on_cpu), o.set_autoload("alloc_enter", memleak),
         o.set_autoload("alloc_return", memleak), o.set_autoload("alloc_free", memleak),
+        o.set_autoload("alloc_go", go_heap),
         o.set_max_entries("allocs",
                           memleak ? (settings.max_blocks ? settings.max_blocks : kMaxBlocks) : 1),
         o.set_max_entries("live", memleak ? 2 * slots : 1),
@@ -204,18 +211,20 @@ Result<void> ProfileProgram::start(uint64_t frequency_hz) {
     // Entry probes before return probes, frees before either: a block is never followed whose
     // free could go unseen, and a return never runs without its entry half.
     alloc_links_ = std::make_unique<UprobeLinks>(alloc_pid_);
-    std::vector<AttachSite> frees, entries, returns;
+    std::vector<AttachSite> frees, entries, returns, go;
     for (const AttachSite& s : alloc_sites_) {
       const uint32_t fn = ALLOC_COOKIE_FN(s.cookie);
-      (s.retprobe                               ? returns
-       : fn == ALLOC_FREE || fn == ALLOC_MUNMAP ? frees
-                                                : entries)
+      (s.retprobe                                             ? returns
+       : fn == ALLOC_FREE || fn == ALLOC_MUNMAP               ? frees
+       : fn == ALLOC_GO_SAMPLE || fn == ALLOC_GO_FREE_SPECIAL ? go
+                                                              : entries)
           .push_back(s);
     }
     for (auto [program, sites] :
          {std::pair{"alloc_free", &frees}, std::pair{"alloc_enter", &entries},
-          std::pair{"alloc_return", &returns}})
-      if (auto r = alloc_links_->attach_each(object_.program(program), *sites); !r) return r;
+          std::pair{"alloc_return", &returns}, std::pair{"alloc_go", &go}})
+      if (!sites->empty())
+        if (auto r = alloc_links_->attach_each(object_.program(program), *sites); !r) return r;
     return {};
   }
   if (off_cpu_) {
@@ -389,7 +398,7 @@ Result<ProfileProgram::AllocCounts> ProfileProgram::alloc_counts() const {
   auto c = counters();
   if (!c) return tl::unexpected(c.error());
   return AllocCounts{(*c)[PC_ALLOC_CALLS], (*c)[PC_ALLOCS_TRACKED], (*c)[PC_FREES],
-                     (*c)[PC_FREES_UNKNOWN]};
+                     (*c)[PC_FREES_UNKNOWN], (*c)[PC_ALLOCS_ESTIMATED]};
 }
 
 Result<uint64_t> ProfileProgram::samples_seen() const {

@@ -43,8 +43,9 @@ struct ProfileSettings {
   // memleak (neither on- nor off-CPU): the allocator's probes (plan/alloc_plan.h), whose blocks
   // are followed from allocation to free; the profile is of the bytes outstanding by stack.
   std::vector<AttachSite> alloc_sites;
-  uint64_t sample_bytes = 0;  // memleak: follow a block per this many bytes on average; 0: all
-  uint32_t max_blocks = 0;    // memleak: blocks followed at once; 0: the default
+  uint64_t sample_bytes = 0;     // memleak: follow a block per this many bytes on average; 0: all
+  uint32_t max_blocks = 0;       // memleak: blocks followed at once; 0: the default
+  uint64_t go_rate_address = 0;  // memleak of a Go program: where runtime.MemProfileRate is
   // Slots of the stack map (~1 KiB each, preallocated); 0: by target (more for -a). A stack
   // whose hash bucket is taken is lost and counted, so a fuller map loses more.
   uint32_t stack_slots = 0;
@@ -98,6 +99,7 @@ class ProfileProgram {
     uint64_t followed = 0;       // blocks followed (every one, or the sampled ones)
     uint64_t frees = 0;          // frees of a followed block
     uint64_t frees_unknown = 0;  // frees of a block not followed (older, or not sampled)
+    uint64_t estimated = 0;      // blocks followed that stand for more (sampled, weighted)
   };
   Result<AllocCounts> alloc_counts() const;
   // Every loss by cause, with its stable name ("user_stack_failed", "map_full", ...), including

@@ -134,6 +134,38 @@ Result<AllocPlan> plan_allocators(ObjectCache& cache, const TargetContext& ctx) 
         fmt::format("{} in {} (+{:#x}{})", f.name, file_name(where->ref.display_path), sym->offset,
                     entry.moved ? fmt::format(", probed at +{:#x}", entry.moved) : ""));
   }
+  // Go's heap: the blocks Go's own sampler picks, and their frees as the sweeper finds them.
+  PlannedObject* go = nullptr;
+  for (const auto& c : objects)
+    if (c.rank == 0 && c.object->is_go) go = c.object;
+  if (go) {
+    auto syms = cache.symbols(*go);
+    auto sample = syms ? functions_named(**syms, "runtime.mProf_Malloc")
+                       : std::vector<const FunctionSymbol*>{};
+    auto sweep = syms ? functions_named(**syms, "runtime.freeSpecial")
+                      : std::vector<const FunctionSymbol*>{};
+    auto rate = symbol_address(*go, "runtime.MemProfileRate");
+    if (sample.size() == 1 && sweep.size() == 1 && rate) {
+      for (auto [f, fn] : {std::pair{sample[0], uint32_t{ALLOC_GO_SAMPLE}},
+                           std::pair{sweep[0], uint32_t{ALLOC_GO_FREE_SPECIAL}}}) {
+        MatchedSite m = function_site(*go, *f, f->name);
+        SitePlacement entry =
+            place_site(m, ProbeKind::Entry, SiteReads{{"rax", "rbx"}, false}, true);
+        AttachSite site;
+        site.path = go->ref.open_path;
+        site.display_path = go->ref.display_path;
+        site.offset = entry.offset;
+        site.cookie = cookie_of(fn, entry.sp_delta);
+        site.go_code = true;
+        plan.sites.push_back(site);
+        plan.found.push_back(fmt::format("{} in {} (+{:#x}, Go's heap as Go samples it)", f->name,
+                                         file_name(go->ref.display_path), f->offset));
+      }
+      plan.go_rate_address = *rate;
+      plan.go_rate_pie = go->elf.is_pie();
+      any_alloc = any_free = true;
+    }
+  }
   if (!any_alloc || !any_free) {
     std::string names;
     for (const auto& f : allocator_functions())

@@ -29,13 +29,20 @@ struct AllocPlan {
   std::vector<std::string> found;
   // Functions no object defines (a program without mmap's wrapper still has malloc).
   std::vector<std::string> missing;
+  // A Go program: its heap is followed as Go samples it (runtime.mProf_Malloc, freeSpecial), at
+  // the rate in runtime.MemProfileRate, whose address this is (0: not a Go program). A
+  // position-independent program's is link-time: add its load bias.
+  uint64_t go_rate_address = 0;
+  bool go_rate_pie = false;
 };
 
 // The allocator functions of the objects the target maps (a -c command's program and the
 // libraries it links): each name is taken from the first object that defines it, the program
 // first (a statically linked allocator), then any other library (jemalloc, tcmalloc, mimalloc:
 // they interpose libc's), libc last. Fails, naming the functions it looked for and the objects it
-// looked in, when none defines malloc or free.
+// looked in, when none defines malloc or free. A Go program's own heap is followed through Go's
+// heap sampler (one block per runtime.MemProfileRate bytes), beside libc's functions when it
+// links libc (cgo).
 Result<AllocPlan> plan_allocators(ObjectCache& cache, const TargetContext& ctx);
 
 }  // namespace uscope

@@ -58,7 +58,7 @@ std::string signed_grouped(int64_t n) {
 void MemleakReport::write(const Profile& profile, const MemleakTotals& totals, int64_t unix_ns,
                           std::FILE* out) {
   const bool first = last_.empty();
-  const char* about = totals.sample_bytes ? "~" : "";
+  const char* about = totals.sample_bytes || totals.estimated ? "~" : "";
   std::vector<LeakRow> rows;
   std::map<std::string, std::pair<uint64_t, uint64_t>> now;
   uint64_t bytes = 0, blocks = 0;
@@ -101,6 +101,11 @@ void MemleakReport::write(const Profile& profile, const MemleakTotals& totals, i
                "; sampled: one block per {} allocated on average, of {} calls, the sizes "
                "above estimated from them",
                bytes_text(totals.sample_bytes), grouped(totals.calls));
+  else if (totals.estimated)
+    fmt::print(out,
+               "; {} of them sampled by the program's own sampler (Go's MemProfileRate), "
+               "the sizes above estimated from them",
+               grouped(totals.estimated));
   fmt::print(out, ")\n");
   if (rows.empty()) {
     fmt::print(out, "  no block outstanding: every block followed was freed\n");

@@ -18,6 +18,7 @@ struct MemleakTotals {
   uint64_t frees = 0;          // of them freed
   uint64_t frees_unknown = 0;  // frees of blocks not followed
   uint64_t sample_bytes = 0;   // --sample-bytes; 0: every block followed
+  uint64_t estimated = 0;      // blocks followed that stand for more (--sample-bytes, Go's sampler)
 };
 
 class MemleakReport {

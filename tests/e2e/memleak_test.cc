@@ -140,6 +140,39 @@ TEST(memleak, sampled_mode_estimates_the_leak_and_says_so) {
   EXPECT_NE(r.err.find("estimated: one block per 16.0 KiB sampled"), std::string::npos) << r.err;
 }
 
+// A Go program's heap, as Go samples it (every block: the fixture sets MemProfileRate to 1), its
+// garbage freed by the sweeper (runtime.GC before it ends): the leaking function's stack holds
+// N x SIZE in N blocks, and none of the churn's blocks are left.
+TEST(memleak, follows_a_go_programs_heap_as_go_samples_it) {
+  USCOPE_REQUIRE_ROOT();
+  UscopeChild target({fixture("go/goleak"), "30", "4096", "3000", "wait"}, true);
+  ASSERT_TRUE(wait_until([&] { return target.out().find("ready") != std::string::npos; }));
+  UscopeChild leak({"memleak", "-p", std::to_string(target.pid())});
+  ASSERT_TRUE(wait_until([&] { return leak.err().find("Ctrl-C to stop") != std::string::npos; }))
+      << leak.err();
+  target.signal(SIGUSR1);
+  ASSERT_EQ(target.wait(120), 0);
+  ASSERT_EQ(leak.wait(60), 0) << leak.err();
+  EXPECT_TRUE(links_released("alloc_"));
+  auto [n, size] = leaked(target.out());
+  ASSERT_EQ(n, 30) << target.out();
+  double leak_bytes = 0, leak_blocks = 0;
+  for (const Stack& s : last_report(leak.out())) {
+    bool leaks = false, churns = false;
+    for (const auto& f : s.frames) {
+      leaks |= f == "main.leakHere";
+      churns |= f == "main.churn";
+    }
+    EXPECT_FALSE(churns) << leak.out();
+    if (!leaks) continue;
+    leak_bytes += s.bytes;
+    leak_blocks += s.blocks;
+    EXPECT_FALSE(s.estimated);  // a rate of 1: every block is sampled, none estimated
+  }
+  EXPECT_EQ(leak_bytes, n * size) << leak.out();
+  EXPECT_EQ(leak_blocks, n) << leak.out();
+}
+
 TEST(memleak, bad_input_says_what_would_work) {
   USCOPE_REQUIRE_ROOT();
   auto none = uscope({"memleak"});
@@ -147,11 +180,11 @@ TEST(memleak, bad_input_says_what_would_work) {
   EXPECT_NE(none.err.find("-p PID or -c CMD"), std::string::npos) << none.err;
   auto all = uscope({"memleak", "-a"});
   EXPECT_NE(all.exit_code, 0);
-  // A Go program has no malloc or free: Go allocates through its own runtime.
-  auto go = uscope({"memleak", "-c", fixture("go/gohi") + " 1"});
-  EXPECT_EQ(go.exit_code, 1) << go.err;
-  EXPECT_NE(go.err.find("looked for malloc, calloc, realloc"), std::string::npos) << go.err;
-  EXPECT_NE(go.err.find("gohi"), std::string::npos) << go.err;
+  // A program without libc has no malloc or free.
+  auto bare = uscope({"memleak", "-c", fixture("native/no_allocator")});
+  EXPECT_EQ(bare.exit_code, 1) << bare.err;
+  EXPECT_NE(bare.err.find("looked for malloc, calloc, realloc"), std::string::npos) << bare.err;
+  EXPECT_NE(bare.err.find("in no_allocator"), std::string::npos) << bare.err;
 }
 
 }  // namespace

@@ -6,7 +6,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <map>
+#include <string>
 
 #include "bpf/profile.h"
 #include "discover/object_store.h"
@@ -45,13 +47,41 @@ TEST(alloc_plan, follows_libcs_allocator_for_a_dynamically_linked_program) {
 
 TEST(alloc_plan, refuses_a_program_without_an_allocator_it_can_follow) {
   TargetContext ctx;
-  ctx.main_executable = std::string(USCOPE_FIXTURE_DIR) + "/go/gohi";
+  ctx.main_executable = std::string(USCOPE_FIXTURE_DIR) + "/native/no_allocator";
   ObjectCache cache(ctx, std::make_shared<ObjectStore>());
   auto plan = plan_allocators(cache, ctx);
   ASSERT_FALSE(plan);
   EXPECT_NE(plan.error().message.find("looked for malloc, calloc, realloc"), std::string::npos)
       << plan.error().message;
-  EXPECT_NE(plan.error().message.find("in gohi"), std::string::npos) << plan.error().message;
+  EXPECT_NE(plan.error().message.find("in no_allocator"), std::string::npos)
+      << plan.error().message;
+}
+
+// A Go program's heap: Go's own sampler's functions, entry probes only (never a return probe on
+// Go code), and where its rate is, at the address the symbol table gives.
+TEST(alloc_plan, follows_a_go_programs_heap_through_its_own_sampler) {
+  TargetContext ctx;
+  ctx.main_executable = std::string(USCOPE_FIXTURE_DIR) + "/go/gohi";
+  ObjectCache cache(ctx, std::make_shared<ObjectStore>());
+  auto plan = plan_allocators(cache, ctx);
+  ASSERT_TRUE(plan) << plan.error().message;
+  ASSERT_EQ(plan->sites.size(), 2u);
+  for (const AttachSite& s : plan->sites) {
+    EXPECT_FALSE(s.retprobe);
+    EXPECT_TRUE(s.go_code);
+  }
+  EXPECT_EQ(ALLOC_COOKIE_FN(plan->sites[0].cookie), uint32_t{ALLOC_GO_SAMPLE});
+  EXPECT_EQ(ALLOC_COOKIE_FN(plan->sites[1].cookie), uint32_t{ALLOC_GO_FREE_SPECIAL});
+  // Where nm says the rate is (a non-PIE Go program: the address it runs at).
+  std::string cmd =
+      "nm " + ctx.main_executable + " | awk '$3 == \"runtime.MemProfileRate\" {print $1}'";
+  std::FILE* nm = popen(cmd.c_str(), "r");
+  ASSERT_NE(nm, nullptr);
+  char line[64] = {};
+  ASSERT_NE(std::fgets(line, sizeof line, nm), nullptr);
+  pclose(nm);
+  EXPECT_EQ(plan->go_rate_address, std::stoull(line, nullptr, 16));
+  EXPECT_FALSE(plan->go_rate_pie);
 }
 
 }  // namespace
