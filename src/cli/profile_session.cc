@@ -1,11 +1,10 @@
 #include "cli/profile_session.h"
 
+#include <fcntl.h>
 #include <fmt/core.h>
 #include <poll.h>
 #include <sys/syscall.h>
 #include <unistd.h>
-
-#include <fcntl.h>
 
 #include <cerrno>
 #include <csignal>
@@ -57,8 +56,8 @@ Result<void> plan_memleak(const ProfileTarget& t, const TargetContext& ctx,
       auto bias = main && elf ? load_bias(*main, *elf) : std::nullopt;
       if (!bias)
         return fail(
-            "a position-independent Go program's heap sampler is found in its memory: give -p "
-            "PID once it runs");
+            "memleak -c cannot follow a position-independent Go program's heap: where its "
+            "runtime.MemProfileRate is depends on where it is loaded; start it, then give -p PID");
       addr += *bias;
     }
     settings.go_rate_address = addr;
