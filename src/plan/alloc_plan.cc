@@ -164,6 +164,14 @@ Result<AllocPlan> plan_allocators(ObjectCache& cache, const TargetContext& ctx) 
       plan.go_rate_address = *rate;
       plan.go_rate_pie = go->elf.is_pie();
       any_alloc = any_free = true;
+    } else if (!any_alloc && sample.size() == 1 && sweep.size() == 1) {
+      // Its functions are in .gopclntab, which stripping keeps; the rate's variable only in
+      // .symtab, without which each sampled block's weight is unknown.
+      return fail(
+          "{} is a stripped Go program: its heap sampler's rate (runtime.MemProfileRate) has no "
+          "symbol, and without it the blocks Go samples cannot be weighed; memleak needs a build "
+          "without -ldflags=-s",
+          file_name(go->ref.display_path));
     }
   }
   if (!any_alloc || !any_free) {

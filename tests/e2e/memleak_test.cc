@@ -185,6 +185,11 @@ TEST(memleak, bad_input_says_what_would_work) {
   EXPECT_EQ(bare.exit_code, 1) << bare.err;
   EXPECT_NE(bare.err.find("looked for malloc, calloc, realloc"), std::string::npos) << bare.err;
   EXPECT_NE(bare.err.find("in no_allocator"), std::string::npos) << bare.err;
+  // A stripped Go program: its sampler's functions are there, its rate's symbol is not.
+  auto stripped = uscope({"memleak", "-c", fixture("go/goleak_stripped") + " 1 64 1"});
+  EXPECT_EQ(stripped.exit_code, 1) << stripped.err;
+  EXPECT_NE(stripped.err.find("goleak_stripped is a stripped Go program"), std::string::npos)
+      << stripped.err;
 }
 
 }  // namespace
