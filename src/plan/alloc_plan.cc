@@ -44,6 +44,21 @@ uint64_t cookie_of(uint32_t fn, int32_t sp_delta) {
   return (static_cast<uint64_t>(static_cast<int64_t>(sp_delta)) << 8) | fn;
 }
 
+// The entry probe of allocator function `fn` at `f` in `o`, placed past what it may skip while
+// the registers it reads still hold the arguments; `placed` says where it went.
+AttachSite entry_site(PlannedObject& o, const FunctionSymbol& f, uint32_t fn,
+                      const SiteReads& reads, SitePlacement& placed) {
+  MatchedSite m = function_site(o, f, f.name);
+  placed = place_site(m, ProbeKind::Entry, reads, true);
+  AttachSite site;
+  site.path = o.ref.open_path;
+  site.display_path = o.ref.display_path;
+  site.offset = placed.offset;
+  site.cookie = cookie_of(fn, placed.sp_delta);
+  site.go_code = o.is_go;
+  return site;
+}
+
 }  // namespace
 
 std::span<const AllocatorFunction> allocator_functions() {
@@ -113,20 +128,14 @@ Result<AllocPlan> plan_allocators(ObjectCache& cache, const TargetContext& ctx) 
       plan.missing.emplace_back(f.name);
       continue;
     }
-    MatchedSite m = function_site(*where, *sym, std::string(f.name));
-    SitePlacement entry = place_site(m, ProbeKind::Entry, reads_of(f.fn), true);
-    AttachSite site;
-    site.path = where->ref.open_path;
-    site.display_path = where->ref.display_path;
-    site.offset = entry.offset;
-    site.cookie = cookie_of(f.fn, entry.sp_delta);
+    SitePlacement entry;
+    AttachSite site = entry_site(*where, *sym, f.fn, reads_of(f.fn), entry);
     plan.sites.push_back(site);
     if (!f.frees) {
       // The return probe takes the return address at the call's rsp: on the first instruction.
-      site.offset = m.offset;
+      site.offset = sym->offset;
       site.retprobe = true;
       site.cookie = f.fn;
-      site.go_code = where->is_go;
       plan.sites.push_back(site);
     }
     (f.frees ? any_free : any_alloc) = true;
@@ -135,29 +144,19 @@ Result<AllocPlan> plan_allocators(ObjectCache& cache, const TargetContext& ctx) 
                     entry.moved ? fmt::format(", probed at +{:#x}", entry.moved) : ""));
   }
   // Go's heap: the blocks Go's own sampler picks, and their frees as the sweeper finds them.
-  PlannedObject* go = nullptr;
+  const Candidate* program_object = nullptr;
   for (const auto& c : objects)
-    if (c.rank == 0 && c.object->is_go) go = c.object;
-  if (go) {
-    auto syms = cache.symbols(*go);
-    auto sample = syms ? functions_named(**syms, "runtime.mProf_Malloc")
-                       : std::vector<const FunctionSymbol*>{};
-    auto sweep = syms ? functions_named(**syms, "runtime.freeSpecial")
-                      : std::vector<const FunctionSymbol*>{};
+    if (c.rank == 0 && c.object->is_go) program_object = &c;
+  if (program_object) {
+    PlannedObject* go = program_object->object;
+    auto sample = functions_named(*program_object->symbols, "runtime.mProf_Malloc");
+    auto sweep = functions_named(*program_object->symbols, "runtime.freeSpecial");
     auto rate = symbol_address(*go, "runtime.MemProfileRate");
     if (sample.size() == 1 && sweep.size() == 1 && rate) {
       for (auto [f, fn] : {std::pair{sample[0], uint32_t{ALLOC_GO_SAMPLE}},
                            std::pair{sweep[0], uint32_t{ALLOC_GO_FREE_SPECIAL}}}) {
-        MatchedSite m = function_site(*go, *f, f->name);
-        SitePlacement entry =
-            place_site(m, ProbeKind::Entry, SiteReads{{"rax", "rbx"}, false}, true);
-        AttachSite site;
-        site.path = go->ref.open_path;
-        site.display_path = go->ref.display_path;
-        site.offset = entry.offset;
-        site.cookie = cookie_of(fn, entry.sp_delta);
-        site.go_code = true;
-        plan.sites.push_back(site);
+        SitePlacement entry;
+        plan.sites.push_back(entry_site(*go, *f, fn, SiteReads{{"rax", "rbx"}, false}, entry));
         plan.found.push_back(fmt::format("{} in {} (+{:#x}, Go's heap as Go samples it)", f->name,
                                          file_name(go->ref.display_path), f->offset));
       }
@@ -175,16 +174,12 @@ Result<AllocPlan> plan_allocators(ObjectCache& cache, const TargetContext& ctx) 
     }
   }
   if (!any_alloc || !any_free) {
-    std::string names;
-    for (const auto& f : allocator_functions())
-      names += fmt::format("{}{}", names.empty() ? "" : ", ", f.name);
-    std::string objects_text;
-    for (const auto& o : looked_in)
-      objects_text += fmt::format("{}{}", objects_text.empty() ? "" : ", ", o);
+    std::vector<std::string> names;
+    for (const auto& f : allocator_functions()) names.emplace_back(f.name);
     return fail(
         "no allocator uscope can follow: it looked for {} in {}, and found {}; a program with "
         "an allocator of its own (an arena, a pool) allocates through functions of other names",
-        names, objects_text.empty() ? "no readable object" : objects_text,
+        join(names), looked_in.empty() ? std::string("no readable object") : join(looked_in),
         plan.found.empty() ? "none" : fmt::format("only {}", plan.found.front()));
   }
   return plan;
