@@ -39,15 +39,14 @@ int64_t unix_now_ns() {
       .count();
 }
 
-Result<void> report(ProfileSession& s, MemleakReport& r, const MemleakOptions& o) {
+// One report of what is outstanding now; the profile it was made of.
+Result<Profile> report(ProfileSession& s, MemleakReport& r) {
   auto p = s.snapshot();
-  if (!p) return tl::unexpected(p.error());
+  if (!p) return p;
   auto counts = s.program().alloc_counts();
   if (!counts) return tl::unexpected(counts.error());
-  MemleakTotals totals{counts->calls,         counts->followed,      counts->frees,
-                       counts->frees_unknown, o.target.sample_bytes, counts->estimated};
-  r.write(*p, totals, unix_now_ns(), stdout);
-  return {};
+  r.write(*p, *counts, unix_now_ns(), stdout);
+  return p;
 }
 
 int run_memleak(const MemleakOptions& o) {
@@ -68,11 +67,13 @@ int run_memleak(const MemleakOptions& o) {
   if (auto r = s.start(); !r) return report_error(r.error().message);
 
   MemleakReport reporter(o.top);
-  auto why = s.run_refreshing([&] { return report(s, reporter, o); });
+  auto why = s.run_refreshing([&]() -> Result<void> {
+    if (auto p = report(s, reporter); !p) return tl::unexpected(p.error());
+    return {};
+  });
   if (!why) return report_error(why.error().message);
   fmt::print(stderr, "uscope: {}\n", s.stop_text(*why));
-  if (auto r = report(s, reporter, o); !r) return report_error(r.error().message);
-  auto profile = s.snapshot();
+  auto profile = report(s, reporter);
   if (!profile) return report_error(profile.error().message);
   if (format) {
     ProfileSinkOptions sink;

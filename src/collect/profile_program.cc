@@ -10,6 +10,7 @@
 
 #include "bpf/profile.h"
 #include "bpf/unwind.h"
+#include "collect/map_entries.h"
 #include "collect/percpu_sum.h"
 #include "profile.skel.h"
 
@@ -331,55 +332,35 @@ Result<void> ProfileProgram::read_samples(StackAggregator& out) {
   if (memleak_) {
     // Rows whose blocks were all freed are left out; a row below zero (a racing free's
     // subtraction read before its allocation's addition) as zero.
-    int live_fd = object_.map_fd("live");
-    alloc_row_key rkey{}, rnext{};
-    const void* rprev = nullptr;
-    while (bpf_map_get_next_key(live_fd, rprev, &rnext) == 0) {
-      rkey = rnext;
-      rprev = &rkey;
-      alloc_row row{};
-      if (bpf_map_lookup_elem(live_fd, &rkey, &row) != 0 || row.bytes <= 0 || row.blocks <= 0)
-        continue;
-      StackSample s;
-      s.pid = static_cast<pid_t>(rkey.pid);
-      s.comm.assign(row.comm, strnlen(row.comm, sizeof row.comm));
-      s.kernel_status = StackStatus::NotCollected;
-      s.user_status = status_of_id(rkey.user_stack_id);
-      s.count = static_cast<uint64_t>(row.bytes);
-      s.blocks = (static_cast<uint64_t>(row.blocks) + ALLOC_BLOCK_ONE / 2) / ALLOC_BLOCK_ONE;
-      s.user = user_stack(rkey.user_stack_id, rkey.user_stack, s.user_status, &s.user_end, 1);
-      out.add(std::move(s));
-    }
-    if (errno != ENOENT)
-      return fail_errno(errno, "cannot read memleak's outstanding blocks: {}",
-                        std::strerror(errno));
-    return {};
+    return for_each_map_entry<alloc_row_key, alloc_row>(
+        object_.map_fd("live"), "memleak's outstanding blocks",
+        [&](const alloc_row_key& rkey, const alloc_row& row) {
+          if (row.bytes <= 0 || row.blocks <= 0) return;
+          StackSample s;
+          s.pid = static_cast<pid_t>(rkey.pid);
+          s.comm.assign(row.comm, strnlen(row.comm, sizeof row.comm));
+          s.kernel_status = StackStatus::NotCollected;
+          s.user_status = status_of_id(rkey.user_stack_id);
+          s.count = static_cast<uint64_t>(row.bytes);
+          s.blocks = (static_cast<uint64_t>(row.blocks) + ALLOC_BLOCK_ONE / 2) / ALLOC_BLOCK_ONE;
+          s.user = user_stack(rkey.user_stack_id, rkey.user_stack, s.user_status, &s.user_end, 1);
+          out.add(std::move(s));
+        });
   }
-  profile_key key{}, next{};
-  const void* prev = nullptr;
-  while (bpf_map_get_next_key(counts_fd, prev, &next) == 0) {
-    key = next;
-    prev = &key;
-    uint64_t count = 0;
-    if (bpf_map_lookup_elem(counts_fd, &key, &count) != 0) continue;  // never deleted: races none
-    add(key, count);
-  }
-  if (errno != ENOENT)
-    return fail_errno(errno, "cannot read the profiler's counts: {}", std::strerror(errno));
+  // `counts` is never deleted from: the walk races no delete.
+  if (auto r = for_each_map_entry<profile_key, uint64_t>(counts_fd, "the profiler's counts", add);
+      !r)
+    return r;
   if (!off_cpu_) return {};
   // Threads waiting now: their wait so far, so that a thread blocked all along is in the profile.
-  // Entries come and go as threads run: one gone between two calls is skipped.
-  int start_fd = object_.map_fd("offcpu_start");
+  // Entries come and go as threads run: one gone between two calls is skipped, and a walk cut
+  // short by them is the read's, not an error.
   const uint64_t now = monotonic_ns();
-  uint32_t tid = 0, next_tid = 0;
-  const void* prev_tid = nullptr;
-  while (bpf_map_get_next_key(start_fd, prev_tid, &next_tid) == 0) {
-    tid = next_tid;
-    prev_tid = &tid;
-    profile_offcpu_start st{};
-    if (bpf_map_lookup_elem(start_fd, &tid, &st) != 0) continue;
-    if (now > st.since_ns && now - st.since_ns >= min_block_ns_) add(st.key, now - st.since_ns);
-  }
+  (void)for_each_map_entry<uint32_t, profile_offcpu_start>(
+      object_.map_fd("offcpu_start"), "the off-CPU waits",
+      [&](uint32_t, const profile_offcpu_start& st) {
+        if (now > st.since_ns && now - st.since_ns >= min_block_ns_) add(st.key, now - st.since_ns);
+      });
   return {};
 }
 
@@ -394,7 +375,7 @@ Result<std::vector<uint64_t>> ProfileProgram::counters() const {
   return out;
 }
 
-Result<ProfileProgram::AllocCounts> ProfileProgram::alloc_counts() const {
+Result<AllocCounts> ProfileProgram::alloc_counts() const {
   auto c = counters();
   if (!c) return tl::unexpected(c.error());
   return AllocCounts{(*c)[PC_ALLOC_CALLS], (*c)[PC_ALLOCS_TRACKED], (*c)[PC_FREES],

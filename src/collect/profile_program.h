@@ -23,6 +23,7 @@
 #include "collect/exit_maps.h"
 #include "collect/ring_reader.h"
 #include "collect/stack_samples.h"
+#include "model/alloc_counts.h"
 #include "util/result.h"
 
 namespace uscope {
@@ -94,13 +95,6 @@ class ProfileProgram {
   // Samples of covered processes so far (counted or lost).
   Result<uint64_t> samples_seen() const;
   // memleak: what the allocator's probes saw so far.
-  struct AllocCounts {
-    uint64_t calls = 0;          // allocator calls (nested ones not counted)
-    uint64_t followed = 0;       // blocks followed (every one, or the sampled ones)
-    uint64_t frees = 0;          // frees of a followed block
-    uint64_t frees_unknown = 0;  // frees of a block not followed (older, or not sampled)
-    uint64_t estimated = 0;      // blocks followed that stand for more (sampled, weighted)
-  };
   Result<AllocCounts> alloc_counts() const;
   // Every loss by cause, with its stable name ("user_stack_failed", "map_full", ...), including
   // stacks read_samples() found missing from the stack map since.

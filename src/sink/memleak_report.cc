@@ -15,7 +15,7 @@ namespace {
 
 struct LeakRow {
   const ProfileSample* sample = nullptr;
-  std::vector<std::string> labels;  // innermost first
+  std::vector<StackFrame> frames;  // root first, as root_first_frames() gives them
   std::string key;
   uint64_t bytes = 0, blocks = 0;
   uint64_t cut_blocks = 0;  // blocks of stacks cut short merged into this one
@@ -29,13 +29,15 @@ struct LeakRow {
 // blocks are counted there, and the report says how many were.
 void merge_cut_stacks(std::vector<LeakRow>& rows) {
   for (LeakRow& cut : rows) {
-    if (cut.sample->complete || cut.labels.empty()) continue;
+    if (cut.sample->complete || cut.frames.empty()) continue;
     LeakRow* into = nullptr;
     int matches = 0;
     for (LeakRow& whole : rows) {
+      // Innermost frames first: the cut stack's are the whole one's innermost.
       if (&whole == &cut || !whole.sample->complete || whole.sample->pid != cut.sample->pid ||
-          whole.labels.size() <= cut.labels.size() ||
-          !std::equal(cut.labels.begin(), cut.labels.end(), whole.labels.begin()))
+          whole.frames.size() <= cut.frames.size() ||
+          !std::equal(cut.frames.rbegin(), cut.frames.rend(), whole.frames.rbegin(),
+                      [](const StackFrame& a, const StackFrame& b) { return a.label == b.label; }))
         continue;
       into = &whole;
       ++matches;
@@ -55,10 +57,9 @@ std::string signed_grouped(int64_t n) {
 
 }  // namespace
 
-void MemleakReport::write(const Profile& profile, const MemleakTotals& totals, int64_t unix_ns,
+void MemleakReport::write(const Profile& profile, const AllocCounts& counts, int64_t unix_ns,
                           std::FILE* out) {
-  const bool first = last_.empty();
-  const char* about = totals.sample_bytes || totals.estimated ? "~" : "";
+  const char* about = profile.sample_bytes || counts.estimated ? "~" : "";
   std::vector<LeakRow> rows;
   std::map<std::string, std::pair<uint64_t, uint64_t>> now;
   uint64_t bytes = 0, blocks = 0;
@@ -66,8 +67,7 @@ void MemleakReport::write(const Profile& profile, const MemleakTotals& totals, i
     if (s.count == 0 && s.blocks == 0) continue;
     LeakRow r;
     r.sample = &s;
-    auto frames = root_first_frames(profile, s);
-    for (auto it = frames.rbegin(); it != frames.rend(); ++it) r.labels.push_back(it->label);
+    r.frames = root_first_frames(profile, s);
     r.bytes = s.count;
     r.blocks = s.blocks;
     bytes += s.count;
@@ -77,7 +77,7 @@ void MemleakReport::write(const Profile& profile, const MemleakTotals& totals, i
   merge_cut_stacks(rows);
   for (LeakRow& r : rows) {
     r.key = fmt::format("{}", r.sample->pid);
-    for (const auto& l : r.labels) r.key += ";" + l;
+    for (const auto& f : r.frames) r.key += ";" + f.label;
     now[r.key] = {r.bytes, r.blocks};
     auto it = last_.find(r.key);
     uint64_t before_bytes = it == last_.end() ? 0 : it->second.first;
@@ -94,18 +94,18 @@ void MemleakReport::write(const Profile& profile, const MemleakTotals& totals, i
   fmt::print(out, "[{}] {}{} bytes outstanding in {}{} block{} from {} stack{}",
              local_clock_text(unix_ns).substr(0, 8), about, grouped(bytes), about, grouped(blocks),
              blocks == 1 ? "" : "s", rows.size(), rows.size() == 1 ? "" : "s");
-  fmt::print(out, " ({} allocation{} followed, {} freed", grouped(totals.followed),
-             totals.followed == 1 ? "" : "s", grouped(totals.frees));
-  if (totals.sample_bytes)
+  fmt::print(out, " ({} allocation{} followed, {} freed", grouped(counts.followed),
+             counts.followed == 1 ? "" : "s", grouped(counts.frees));
+  if (profile.sample_bytes)
     fmt::print(out,
                "; sampled: one block per {} allocated on average, of {} calls, the sizes "
                "above estimated from them",
-               bytes_text(totals.sample_bytes), grouped(totals.calls));
-  else if (totals.estimated)
+               bytes_text(profile.sample_bytes), grouped(counts.calls));
+  else if (counts.estimated)
     fmt::print(out,
                "; {} of them sampled by the program's own sampler (Go's MemProfileRate), "
                "the sizes above estimated from them",
-               grouped(totals.estimated));
+               grouped(counts.estimated));
   fmt::print(out, ")\n");
   if (rows.empty()) {
     fmt::print(out, "  no block outstanding: every block followed was freed\n");
@@ -116,7 +116,7 @@ void MemleakReport::write(const Profile& profile, const MemleakTotals& totals, i
     const ProfileSample& s = *r.sample;
     fmt::print(out, "  {}{} bytes in {}{} block{}", about, grouped(r.bytes), about,
                grouped(r.blocks), r.blocks == 1 ? "" : "s");
-    if (!first)
+    if (!first_)
       fmt::print(out, " ({} bytes, {} blocks since the last report)", signed_grouped(r.grew_bytes),
                  signed_grouped(r.grew_blocks));
     fmt::print(out, " from {} ({}):\n", s.comm.empty() ? "?" : s.comm, s.pid);
@@ -125,9 +125,8 @@ void MemleakReport::write(const Profile& profile, const MemleakTotals& totals, i
                  "      ({} of the blocks with this stack cut short, as the unwinder loaded "
                  "its tables: counted here by their innermost frames)\n",
                  grouped(r.cut_blocks));
-    auto frames = root_first_frames(profile, s);
-    if (frames.empty()) fmt::print(out, "      [no stack]\n");
-    for (auto it = frames.rbegin(); it != frames.rend(); ++it) {
+    if (r.frames.empty()) fmt::print(out, "      [no stack]\n");
+    for (auto it = r.frames.rbegin(); it != r.frames.rend(); ++it) {
       const std::string module = module_of(profile, profile.locations[it->location]);
       fmt::print(out, "      {}{}\n", it->label,
                  module.empty() ? "" : fmt::format("  ({})", module));
@@ -145,7 +144,7 @@ void MemleakReport::write(const Profile& profile, const MemleakTotals& totals, i
   }
   std::fflush(out);
   last_ = std::move(now);
-  if (last_.empty()) last_.emplace("", std::pair<uint64_t, uint64_t>{});  // reported once
+  first_ = false;
 }
 
 }  // namespace uscope
