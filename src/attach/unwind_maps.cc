@@ -450,7 +450,10 @@ void UnwindMaps::load_v8(const Process& process) {
                    (*rt)->name(), (*rt)->constants, (*rt)->object_path));
 }
 
-Result<void> UnwindMaps::expect_exec(pid_t pid) {
+Result<void> UnwindMaps::expect_exec(pid_t pid, std::span<const std::string> files) {
+  for (const auto& path : files)
+    if (auto object = store_->open(path, path)) (void)table_of(**object, path);
+  if (!files.empty()) (void)vdso_table();
   unwind_proc state{};
   state.state = UNWIND_PROC_STALE;
   auto tgid = static_cast<uint32_t>(pid);

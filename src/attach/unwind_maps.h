@@ -19,6 +19,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -86,8 +87,10 @@ class UnwindMaps {
   void retry_runtimes();
 
   // A process about to exec (a -c command uscope forked): its exec asks for its tables at once,
-  // rather than at its first walk.
-  Result<void> expect_exec(pid_t pid);
+  // rather than at its first walk. The tables of `files` (discover/library_names.h's
+  // startup_files) and the vDSO's are loaded now: each costs the kernel an RCU grace period
+  // (~15 ms here) to put in, which after the exec would be that long of stacks cut short.
+  Result<void> expect_exec(pid_t pid, std::span<const std::string> files = {});
   // Drops what `pid` had (it exited).
   void forget(pid_t pid);
 

@@ -63,9 +63,8 @@ Result<void> AggregateJob::start() {
     auto u = UnwindMaps::create(ObjectStore::shared(), UnwindCache::open_default());
     if (!u) return tl::unexpected(u.error());
     unwind_ = std::move(*u);
-    pid_t pid = session_.watch_pid();
-    auto r = session_.launched() ? unwind_->expect_exec(pid) : unwind_->load_process(pid);
-    if (!r) return tl::unexpected(r.error());
+    if (auto r = session_.prepare_unwind(*unwind_, session_.watch_pid()); !r)
+      return tl::unexpected(r.error());
     follower_.emplace(*unwind_);
     if (auto l = follower_->listen_alone(); !l) return tl::unexpected(l.error());
     // A process that exits before its stacks are read (a -c command that exits at once) is

@@ -232,8 +232,7 @@ Result<std::unique_ptr<ProfileSession>> ProfileSession::open(const ProfileTarget
     if (auto r = s->follower_->listen(s->program_->ring()); !r) return tl::unexpected(r.error());
     // Tables before the first sample; processes met later (-a, children, a dlopen) ask.
     for (pid_t pid : settings.pids) {
-      auto r =
-          session_ref.launched() ? s->unwind_->expect_exec(pid) : s->unwind_->load_process(pid);
+      auto r = session_ref.prepare_unwind(*s->unwind_, pid);
       if (!r && t.verbose) fmt::print(stderr, "uscope: {}\n", r.error().message);
     }
   }
@@ -277,6 +276,7 @@ Result<void> ProfileSession::start() {
 EventLoop::Callbacks ProfileSession::callbacks() {
   EventLoop::Callbacks cb;
   cb.data_fd = program_->new_process_fd();
+  if (follower_) cb.data_poll = UnwindFollower::kServePeriod;  // a deferred reload comes due
   cb.drain = [this] {
     auto r = program_->consume(kRecordsPerDrain);
     if (!r) {

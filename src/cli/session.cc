@@ -9,6 +9,7 @@
 
 #include "attach/attach_race.h"
 #include "attach/bpf_features.h"
+#include "discover/library_names.h"
 #include "plan/probe_notes.h"
 
 namespace uscope::cli {
@@ -261,6 +262,12 @@ void report_unprobed(const TracePlan& plan, std::span<const UprobeLinks::Refused
   fmt::print(stderr,
              "uscope: {} function(s) matched by a glob not probed: the kernel cannot probe {}{}\n",
              n, n == 1 ? "its site" : "their sites", verbose ? "" : " (-v names them)");
+}
+
+Result<void> Session::prepare_unwind(UnwindMaps& maps, pid_t pid) const {
+  if (launched()) return maps.expect_exec(pid, startup_files(context_.main_executable));
+  if (pid > 0) return maps.load_process(pid);
+  return {};
 }
 
 }  // namespace uscope::cli

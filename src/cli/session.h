@@ -13,6 +13,7 @@
 #include <string>
 
 #include "attach/bpf_loader.h"
+#include "attach/unwind_maps.h"
 #include "attach/uprobe_links.h"
 #include "cli/output_options.h"
 #include "collect/event_decoder.h"
@@ -65,6 +66,9 @@ class Session {
   std::string started_as() const { return command_ ? command_->started_as() : ""; }
   // Which processes the BPF programs act on.
   TargetFilter target_filter() const { return {watch_pid(), launched()}; }
+  // The unwinder's tables for `pid` before its first walk: a -p target's loaded now; a -c
+  // command's made ready for its exec, with the files it starts with loaded in advance.
+  Result<void> prepare_unwind(UnwindMaps& maps, pid_t pid) const;
   // A failed attach, or what happened to the target in the meantime when that explains it.
   Error explain_attach_failure(const Error& failure, std::span<const AttachSite> sites) const;
   // Lets a launched command exec (no-op without -c).

@@ -40,11 +40,7 @@ Result<void> TraceJob::start() {
     if (!u) return tl::unexpected(u.error());
     unwind_ = std::move(*u);
     // A -p target's tables before its probes fire; a -c command's at its exec.
-    pid_t pid = session_.watch_pid();
-    auto r = session_.launched() ? unwind_->expect_exec(pid)
-             : pid > 0           ? unwind_->load_process(pid)
-                                 : Result<void>{};
-    if (!r) return r;
+    if (auto r = session_.prepare_unwind(*unwind_, session_.watch_pid()); !r) return r;
   }
   auto program = TraceProgram::load(plan_.recipes, session_.target_filter(), !so_.no_multi,
                                     o_.ring_bytes, 0, unwind_.get());

@@ -64,17 +64,26 @@ void UnwindFollower::serve() {
   }
   forget_.clear();
   auto now = std::chrono::steady_clock::now();
-  for (pid_t pid : load_) {
+  for (auto it = load_.begin(); it != load_.end();) {
+    pid_t pid = *it;
     auto at = loaded_at_.find(pid);
-    if (at != loaded_at_.end() && now - at->second < kReloadInterval && !execed_.contains(pid))
-      continue;  // the walker asks again while it still needs it
+    // Kept for a serve() after the interval, not dropped: the walker asks again only
+    // UNWIND_REQUEST_INTERVAL_NS later, and only while its stacks are cut.
+    if (at != loaded_at_.end() && now - at->second < kReloadInterval && !execed_.contains(pid)) {
+      ++it;
+      continue;
+    }
     // A process gone by now is forgotten by load_process itself.
     (void)maps_.load_process(pid);
-    loaded_at_[pid] = now;
+    // A load at an exec does not start the interval: ld.so maps the program's libraries right
+    // after it, and the walker's first request for them is served at once.
+    if (execed_.erase(pid))
+      loaded_at_.erase(pid);
+    else
+      loaded_at_[pid] = now;
     ++reloads_;
+    it = load_.erase(it);
   }
-  load_.clear();
-  execed_.clear();
   maps_.retry_runtimes();
 }
 

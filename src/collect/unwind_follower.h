@@ -32,8 +32,11 @@ class UnwindFollower {
   Result<void> listen(RingReader& reader);
   // Or through a reader of its own, read by serve(): for a command with no ring of its own.
   Result<void> listen_alone();
-  // Loads (or drops) what the requests read since the last call asked for.
+  // Loads (or drops) what the requests read since the last call asked for; a process loaded
+  // less than kReloadInterval ago stays pending until then: call serve() at least every
+  // kServePeriod.
   void serve();
+  static constexpr std::chrono::milliseconds kServePeriod{10};
 
   // Walks by how they ended and frames by how they were found, by stable name: "entry",
   // "truncated", "fp_chain_end", "unsupported_cfi", "read_failed", "bad_frame", "unloaded",

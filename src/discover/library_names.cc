@@ -10,6 +10,9 @@
 #include <cctype>
 #include <cerrno>
 #include <cstring>
+#include <deque>
+#include <filesystem>
+#include <set>
 #include <tuple>
 
 #include "discover/elf_file.h"
@@ -319,6 +322,39 @@ std::vector<std::string> linked_files(const std::string& program) {
   if (!cache) return files;
   for (const auto& lib : needed_libraries(*elf))
     if (auto path = resolve_library(lib, *cache)) files.push_back(*path);
+  return files;
+}
+
+std::vector<std::string> startup_files(const std::string& program) {
+  std::vector<std::string> files{program};
+  auto elf = ElfFile::open(program);
+  if (!elf) return files;
+  if (auto interp = elf->section(".interp"))
+    if (auto bytes = elf->section_data(*interp); bytes && !bytes->empty())
+      files.emplace_back(reinterpret_cast<const char*>(bytes->data()),
+                         strnlen(reinterpret_cast<const char*>(bytes->data()), bytes->size()));
+  auto cache = read_ld_so_cache();
+  if (!cache) return files;
+  // By the file's real path: libc names ld.so by /lib/x86_64-linux-gnu/, PT_INTERP by /lib64/.
+  auto real = [](const std::string& path) {
+    std::error_code ec;
+    auto p = std::filesystem::canonical(path, ec);
+    return ec ? path : p.string();
+  };
+  std::set<std::string> seen;
+  for (const auto& f : files) seen.insert(real(f));
+  std::deque<std::string> next{program};
+  while (!next.empty()) {
+    auto object = ElfFile::open(next.front());
+    next.pop_front();
+    if (!object) continue;
+    for (const auto& lib : needed_libraries(*object)) {
+      auto path = resolve_library(lib, *cache);
+      if (!path || !seen.insert(real(*path)).second) continue;
+      files.push_back(*path);
+      next.push_back(*path);
+    }
+  }
   return files;
 }
 

@@ -44,4 +44,9 @@ Result<const MappedObject*> resolve_library(std::string_view short_name, const P
 // links directly are the ones it calls by name).
 std::vector<std::string> linked_files(const std::string& program);
 
+// Every file ld.so maps to start `program`: the program, its interpreter (PT_INTERP), then the
+// libraries of DT_NEEDED with their own DT_NEEDED, breadth first, each once, resolved through
+// ld.so.cache. What a command's process will hold right after its start.
+std::vector<std::string> startup_files(const std::string& program);
+
 }  // namespace uscope

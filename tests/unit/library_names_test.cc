@@ -445,5 +445,36 @@ TEST(target, find_in_path_takes_the_first_executable_file) {
   fs::remove_all(dir);
 }
 
+// What ld.so maps to start a program, against ldd (ld.so itself, listing every object it loads):
+// this test's own program, which links elfutils and libstdc++ and through them libz, liblzma.
+TEST(library_names, startup_files_are_what_ldd_lists) {
+  namespace fs = std::filesystem;
+  std::string program = fs::canonical("/proc/self/exe").string();
+  std::set<std::string> from_ldd;
+  std::FILE* ldd = popen(("ldd " + program).c_str(), "r");
+  ASSERT_NE(ldd, nullptr);
+  char line[4096];
+  while (std::fgets(line, sizeof line, ldd)) {
+    std::string l(line);
+    auto arrow = l.find("=> ");
+    auto start = arrow != std::string::npos ? arrow + 3 : l.find('/');
+    if (start == std::string::npos || l[start] != '/') continue;  // linux-vdso.so.1: no file
+    from_ldd.insert(fs::canonical(l.substr(start, l.find(" (", start) - start)).string());
+  }
+  ASSERT_EQ(pclose(ldd), 0);
+  ASSERT_GE(from_ldd.size(), 5u);  // libdw, libelf, libstdc++, libc, ld.so at least
+
+  auto files = startup_files(program);
+  ASSERT_GE(files.size(), 2u);
+  EXPECT_EQ(files[0], program);
+  EXPECT_EQ(fs::canonical(files[1]), fs::canonical("/lib64/ld-linux-x86-64.so.2"));
+  std::set<std::string> ours;
+  for (size_t i = 1; i < files.size(); ++i) ours.insert(fs::canonical(files[i]).string());
+  EXPECT_EQ(ours, from_ldd);
+  EXPECT_EQ(ours.size(), files.size() - 1) << "a file listed twice";
+
+  EXPECT_EQ(startup_files("/nonexistent/prog"), std::vector<std::string>{"/nonexistent/prog"});
+}
+
 }  // namespace
 }  // namespace uscope
