@@ -139,10 +139,21 @@ struct {
   __type(value, struct profile_offcpu_start);
 } offcpu_start SEC(".maps");
 
-/* The record being built at a switch (too big for the BPF stack beside the unwinder's frames). */
+/* Goroutines parked now (struct profile_offcpu_start by struct go_parked_key), as threads in
+ * offcpu_start. A full map is counted (PC_GO_PARKED_FULL). */
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 1); /* resized before load for a Go program */
+  __uint(map_flags, BPF_F_NO_PREALLOC);
+  __type(key, struct go_parked_key);
+  __type(value, struct profile_offcpu_start);
+} go_parked SEC(".maps");
+
+/* The record being built at a switch (too big for the BPF stack beside the unwinder's frames);
+ * slot 1 at a goroutine's park: a uprobe's program may be preempted by the switch's. */
 struct {
   __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-  __uint(max_entries, 1);
+  __uint(max_entries, 2);
   __type(key, __u32);
   __type(value, struct profile_offcpu_start);
 } offcpu_scratch SEC(".maps");
@@ -403,6 +414,15 @@ static __always_inline void offcpu_leave(void* ctx, struct task_struct* prev, bo
   if (bpf_map_update_elem(&offcpu_start, &tid, st, BPF_ANY)) bump(PC_OFFCPU_START_FULL);
 }
 
+/* A wait ends now: its time goes to its row, or when shorter than --min-block to a counter. */
+static __always_inline void offcpu_count(const struct profile_offcpu_start* st, __u64 now) {
+  __u64 blocked = now - st->since_ns;
+  if (blocked >= offcpu_min_ns)
+    count_key(&st->key, blocked);
+  else
+    bump(PC_OFFCPU_SHORT);
+}
+
 /* A thread runs again: the time since it left goes to the row its leaving took. */
 static __always_inline void offcpu_return(struct task_struct* next, __u64 now) {
   __u32 tid = BPF_CORE_READ(next, pid);
@@ -421,11 +441,7 @@ static __always_inline void offcpu_return(struct task_struct* next, __u64 now) {
     }
     return;
   }
-  __u64 blocked = now - st->since_ns;
-  if (blocked >= offcpu_min_ns)
-    count_key(&st->key, blocked);
-  else
-    bump(PC_OFFCPU_SHORT);
+  offcpu_count(st, now);
   bpf_map_delete_elem(&offcpu_start, &tid);
 }
 
@@ -446,6 +462,48 @@ int BPF_PROG(offcpu_waking, struct task_struct* p) {
   scheduler_stacks(ctx, waker, tgid, &st->key.waker_user_stack_id, &st->key.waker_user_stack,
                    &st->key.waker_kernel_stack_id);
   if (tgid) announce(tgid, st->key.waker_comm);
+  return 0;
+}
+
+/* Go: a goroutine is not a thread. One parked on a channel, a lock or a timer leaves its thread
+ * to run others (or to sleep in the scheduler, runtime.park_m's stack); its own wait runs from
+ * runtime.gopark, on the goroutine's stack, until runtime.execute runs it again (after ready(),
+ * or netpoll's injectglist). Entry probes only: no return probe ever goes on Go code. */
+SEC("uprobe")
+int offcpu_go(struct pt_regs* ctx) {
+  __u32 tgid = bpf_get_current_pid_tgid() >> 32;
+  if (!covered(tgid)) return 0;
+  __u64 now = bpf_ktime_get_ns();
+  struct go_parked_key k = {.pid = tgid};
+  if (bpf_get_attach_cookie(ctx) == GO_SCHED_EXECUTE) {
+    k.g = ctx->ax;
+    struct profile_offcpu_start* st = bpf_map_lookup_elem(&go_parked, &k);
+    if (!st) return 0; /* not seen parking: new, preempted, yielded, or parked before the start */
+    offcpu_count(st, now);
+    bpf_map_delete_elem(&go_parked, &k);
+    return 0;
+  }
+  k.g = ctx->r14; /* Go's ABIInternal keeps the running g in r14 */
+  bump(PC_GO_PARKS);
+  __u32 slot = 1;
+  struct profile_offcpu_start* st = bpf_map_lookup_elem(&offcpu_scratch, &slot);
+  if (!st) return 0;
+  __builtin_memset(&st->key, 0, sizeof(st->key));
+  /* The process's, also with --threads: the wait is the goroutine's, not its thread's. */
+  st->key.pid = tgid;
+  struct task_struct* leader = BPF_CORE_READ(bpf_get_current_task_btf(), group_leader);
+  bpf_probe_read_kernel_str(st->key.comm, sizeof(st->key.comm), &leader->comm);
+  st->key.reason = OFFCPU_GO_PARK;
+  st->key.go_wait = ctx->cx & 0xff; /* waitReason, a uint8 */
+  st->key.user_stack_id = user_stacks ? store_user_stack(tgid, ctx->ip, ctx->sp, ctx->bp, ctx->r13,
+                                                         &st->key.user_stack)
+                                      : PROFILE_STACK_NONE;
+  st->key.kernel_stack_id = PROFILE_STACK_NONE;
+  st->key.waker_user_stack_id = PROFILE_STACK_NONE;
+  st->key.waker_kernel_stack_id = PROFILE_STACK_NONE;
+  st->since_ns = now;
+  announce(tgid, st->key.comm);
+  if (bpf_map_update_elem(&go_parked, &k, st, BPF_ANY)) bump(PC_GO_PARKED_FULL);
   return 0;
 }
 

@@ -30,6 +30,8 @@ enum offcpu_reason {
   OFFCPU_DISK,       /* uninterruptible outside those: a page fault's read, a filesystem */
   OFFCPU_CHILD,      /* wait4, waitid */
   OFFCPU_OTHER,      /* another system call, or a stop (SIGSTOP, ptrace) */
+  OFFCPU_GO_PARK,    /* a goroutine parked by Go's scheduler (runtime.gopark) until it runs
+                      * again (runtime.execute): why, in profile_key.go_wait */
   OFFCPU_NUM_REASONS
 };
 
@@ -48,7 +50,7 @@ struct profile_key {
   __u32 waker_tid;
   __s32 waker_user_stack_id;
   __s32 waker_kernel_stack_id;
-  __u32 reserved;
+  __u32 go_wait; /* OFFCPU_GO_PARK: gopark's waitReason (an index of runtime.waitReasonStrings) */
   __u64 waker_user_stack;
   char waker_comm[PROFILE_COMM_LEN];
 };
@@ -61,6 +63,17 @@ struct profile_offcpu_start {
   __u64 since_ns;
 };
 
+/* A goroutine parked now (the `go_parked` hash): its process and its g. */
+struct go_parked_key {
+  __u32 pid;
+  __u32 reserved;
+  __u64 g;
+};
+/* What a Go scheduler probe's bpf cookie says it is on. */
+enum go_sched_fn {
+  GO_SCHED_PARK = 0, /* runtime.gopark(unlockf, lock, reason, ...): g in r14, reason in cl */
+  GO_SCHED_EXECUTE,  /* runtime.execute(gp, inheritTime): gp in rax, about to run */
+};
 /* Per-CPU counters (the `counters` array), one slot each. */
 enum profile_counter {
   PC_SAMPLES = 0,       /* samples of a process the profile covers */
@@ -87,6 +100,8 @@ enum profile_counter {
   PC_FREES,             /* memleak: frees (and munmaps, reallocs) of a followed block */
   PC_FREES_UNKNOWN,     /* memleak: frees of a block not followed (allocated before the attach,
                          * or not sampled): not a loss */
+  PC_GO_PARKS,          /* off-CPU: goroutines parked (runtime.gopark) */
+  PC_GO_PARKED_FULL,    /* off-CPU: a goroutine's wait not counted: `go_parked` had no room */
   PROFILE_NUM_COUNTERS
 };
 

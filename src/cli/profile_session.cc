@@ -14,6 +14,7 @@
 #include "discover/object_store.h"
 #include "discover/unwind_cache.h"
 #include "plan/alloc_plan.h"
+#include "plan/go_park_plan.h"
 #include "sink/unwind_stats_output.h"
 #include "symbolize/profile_builder.h"
 
@@ -195,6 +196,15 @@ Result<std::unique_ptr<ProfileSession>> ProfileSession::open(const ProfileTarget
   settings.off_cpu = t.off_cpu || t.wall;
   settings.min_block_ns = static_cast<uint64_t>(t.min_block_us * 1000);
   settings.wakers = t.wakers;
+  // A Go program's goroutines: their parks in Go's scheduler, beside its threads' waits.
+  if (settings.off_cpu && (so.pid || session_ref.launched())) {
+    ObjectCache cache(session_ref.context());
+    auto go = plan_go_parks(cache);
+    if (!go) return tl::unexpected(go.error());
+    settings.go_park_sites = std::move(go->sites);
+    settings.go_wait_reasons = std::move(go->wait_reasons);
+    s->goroutines_ = !settings.go_park_sites.empty();
+  }
   if (t.memleak)
     if (auto r = plan_memleak(t, session_ref.context(), settings, s->allocators_); !r)
       return tl::unexpected(r.error());
@@ -259,9 +269,9 @@ Result<void> ProfileSession::start() {
                    : "");
   else if (target_.off_cpu)
     fmt::print(stderr,
-               "uscope: profiling {} off-CPU (the time its threads wait, by stack){}; "
+               "uscope: profiling {} off-CPU (the time its threads {}wait, by stack){}; "
                "Ctrl-C to stop\n",
-               describe_target(target_),
+               describe_target(target_), goroutines_ ? "and goroutines " : "",
                target_.min_block_us > 0
                    ? fmt::format(", waits of {} us or more", target_.min_block_us)
                    : "");

@@ -139,6 +139,7 @@ class ProfileSession {
   ProfileTarget target_;
   std::unique_ptr<Session> session_;
   std::vector<std::string> allocators_;
+  bool goroutines_ = false;  // off-CPU of a Go program: its goroutines' parks are followed
   ExitMaps* exit_maps_ = nullptr;  // owned by program_, whose object holds it
   std::unique_ptr<Symbolizer> symbolizer_;
   // Processes sampled so far; exits of processes not (yet) sampled are kept a while, in case

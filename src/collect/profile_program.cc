@@ -1,6 +1,7 @@
 #include "collect/profile_program.h"
 
 #include <bpf/bpf.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -23,6 +24,8 @@ constexpr uint32_t kStackSlotsProcess = 8192;
 constexpr uint32_t kStackSlotsHost = 16384;
 // Threads off their CPU at once that the off-CPU profile follows (~90 bytes each, as they block).
 constexpr uint32_t kOffCpuThreads = 65536;
+// Goroutines parked at once that the off-CPU profile of a Go program follows (~150 bytes each).
+constexpr uint32_t kGoParked = 1 << 18;
 // Blocks memleak follows at once (~100 bytes of kernel memory each, as they are allocated): bcc's
 // memleak keeps a million.
 constexpr uint32_t kMaxBlocks = 1 << 20;
@@ -113,6 +116,8 @@ Result<BpfObject> ProfileProgram::open_and_load(const ProfileSettings& settings,
         o.set_autoload("profile_sample", settings.on_cpu), o.set_autoload("alloc_enter", memleak),
         o.set_autoload("alloc_return", memleak), o.set_autoload("alloc_free", memleak),
         o.set_autoload("alloc_go", go_heap),
+        o.set_autoload("offcpu_go", !settings.go_park_sites.empty()),
+        o.set_max_entries("go_parked", settings.go_park_sites.empty() ? 1 : kGoParked),
         o.set_max_entries("allocs",
                           memleak ? (settings.max_blocks ? settings.max_blocks : kMaxBlocks) : 1),
         o.set_max_entries("live", memleak ? 2 * slots : 1),
@@ -152,6 +157,8 @@ Result<ProfileProgram> ProfileProgram::load(const ProfileSettings& settings,
   p.wakers_ = settings.wakers;
   p.memleak_ = !settings.alloc_sites.empty();
   p.alloc_sites_ = settings.alloc_sites;
+  p.go_park_sites_ = settings.go_park_sites;
+  p.go_wait_reasons_ = settings.go_wait_reasons;
   p.alloc_pid_ = settings.pids.size() == 1 ? settings.pids[0] : -1;
   BpfObject& o = p.object_;
   if (settings.pids.size() > 1) {
@@ -241,6 +248,15 @@ Result<void> ProfileProgram::start(uint64_t frequency_hz) {
     if (wakers_)
       if (auto r = attach(waking_link_, "offcpu_waking", "sched_waking"); !r) return r;
     if (auto r = attach(switch_link_, "offcpu_switch", "sched_switch"); !r) return r;
+    if (!go_park_sites_.empty()) {
+      // runtime.execute before runtime.gopark: a park is never recorded whose end goes unseen.
+      go_links_ = std::make_unique<UprobeLinks>(alloc_pid_);
+      std::vector<AttachSite> sites = go_park_sites_;
+      std::stable_sort(sites.begin(), sites.end(), [](const AttachSite& a, const AttachSite& b) {
+        return a.cookie == GO_SCHED_EXECUTE && b.cookie != GO_SCHED_EXECUTE;
+      });
+      if (auto r = go_links_->attach_each(object_.program("offcpu_go"), sites); !r) return r;
+    }
   }
   if (!on_cpu_) return {};
   if (off_cpu_) sample_ns_ = 1'000'000'000 / std::max<uint64_t>(frequency_hz, 1);
@@ -249,6 +265,7 @@ Result<void> ProfileProgram::start(uint64_t frequency_hz) {
 
 void ProfileProgram::stop() {
   if (alloc_links_) alloc_links_->detach_all();
+  if (go_links_) go_links_->detach_all();
   events_.detach_all();
   switch_link_.reset();
   waking_link_.reset();
@@ -314,6 +331,10 @@ Result<void> ProfileProgram::read_samples(StackAggregator& out) {
     s.kernel_status = status_of_id(key.kernel_stack_id);
     s.reason =
         static_cast<uint8_t>(key.reason < OFFCPU_NUM_REASONS ? key.reason : uint32_t{OFFCPU_OTHER});
+    if (key.reason == OFFCPU_GO_PARK)
+      s.wait = key.go_wait < go_wait_reasons_.size() && !go_wait_reasons_[key.go_wait].empty()
+                   ? go_wait_reasons_[key.go_wait]
+                   : fmt::format("wait reason {}", key.go_wait);
     s.count = key.reason == OFFCPU_ON_CPU && sample_ns_ ? count * sample_ns_ : count;
     const uint64_t lost = key.reason == OFFCPU_ON_CPU ? count : 1;
     s.user = user_stack(key.user_stack_id, key.user_stack, s.user_status, &s.user_end, lost);
@@ -356,11 +377,15 @@ Result<void> ProfileProgram::read_samples(StackAggregator& out) {
   // Entries come and go as threads run: one gone between two calls is skipped, and a walk cut
   // short by them is the read's, not an error.
   const uint64_t now = monotonic_ns();
-  (void)for_each_map_entry<uint32_t, profile_offcpu_start>(
-      object_.map_fd("offcpu_start"), "the off-CPU waits",
-      [&](uint32_t, const profile_offcpu_start& st) {
-        if (now > st.since_ns && now - st.since_ns >= min_block_ns_) add(st.key, now - st.since_ns);
-      });
+  auto waiting = [&](const auto&, const profile_offcpu_start& st) {
+    if (now > st.since_ns && now - st.since_ns >= min_block_ns_) add(st.key, now - st.since_ns);
+  };
+  (void)for_each_map_entry<uint32_t, profile_offcpu_start>(object_.map_fd("offcpu_start"),
+                                                           "the off-CPU waits", waiting);
+  // And goroutines parked now, likewise.
+  if (!go_park_sites_.empty())
+    (void)for_each_map_entry<go_parked_key, profile_offcpu_start>(object_.map_fd("go_parked"),
+                                                                  "the parked goroutines", waiting);
   return {};
 }
 
@@ -398,6 +423,7 @@ Result<std::vector<std::pair<std::string, uint64_t>>> ProfileProgram::losses() c
     out.emplace_back("off_cpu_short", (*c)[PC_OFFCPU_SHORT]);
     out.emplace_back("off_cpu_unseen", (*c)[PC_OFFCPU_UNSEEN]);
     out.emplace_back("off_cpu_unseen_ns", (*c)[PC_OFFCPU_UNSEEN_NS]);
+    if (!go_park_sites_.empty()) out.emplace_back("go_parked_full", (*c)[PC_GO_PARKED_FULL]);
   }
   out.emplace_back("process_record_short", new_processes_ ? new_processes_->short_records : 0);
   return out;

@@ -47,6 +47,10 @@ struct ProfileSettings {
   uint64_t sample_bytes = 0;     // memleak: follow a block per this many bytes on average; 0: all
   uint32_t max_blocks = 0;       // memleak: blocks followed at once; 0: the default
   uint64_t go_rate_address = 0;  // memleak of a Go program: where runtime.MemProfileRate is
+  // Off-CPU of a Go program: its goroutines' parks (plan/go_park_plan.h), and the text of each
+  // of its wait reasons, by number.
+  std::vector<AttachSite> go_park_sites;
+  std::vector<std::string> go_wait_reasons;
   // Slots of the stack map (~1 KiB each, preallocated); 0: by target (more for -a). A stack
   // whose hash bucket is taken is lost and counted, so a fuller map loses more.
   uint32_t stack_slots = 0;
@@ -123,6 +127,9 @@ class ProfileProgram {
   std::vector<AttachSite> alloc_sites_;
   pid_t alloc_pid_ = -1;                      // the process the allocator's probes are for
   std::unique_ptr<UprobeLinks> alloc_links_;  // memleak: detached before the object
+  std::vector<AttachSite> go_park_sites_;
+  std::vector<std::string> go_wait_reasons_;
+  std::unique_ptr<UprobeLinks> go_links_;  // off-CPU of a Go program: detached before the object
   bool on_cpu_ = true, off_cpu_ = false, wakers_ = false, memleak_ = false;
   uint64_t min_block_ns_ = 0;
   uint64_t sample_ns_ = 0;          // what one on-CPU sample stands for in a wall-clock profile

@@ -31,6 +31,9 @@ std::string key_of(const StackSample& s) {
   put(key, &s.kernel_status, 1);
   put(key, &s.user_end, sizeof s.user_end);
   put(key, &s.reason, 1);
+  uint32_t n = static_cast<uint32_t>(s.wait.size());
+  put(key, &n, sizeof n);
+  key += s.wait;
   put_stacks(key, s.comm, s.user, s.kernel);
   if (s.waker_tid != 0) {
     put(key, &s.waker_pid, sizeof s.waker_pid);

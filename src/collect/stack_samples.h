@@ -34,6 +34,8 @@ struct StackSample {
   int user_end = -1;
   // Off-CPU: why the thread waited (bpf/profile.h's enum offcpu_reason); 0: on-CPU.
   uint8_t reason = 0;
+  // OFFCPU_GO_PARK: why the goroutine parked, as its Go names it ("chan receive", "select").
+  std::string wait;
   // --wakers: the thread that ended the wait, and its stacks as it did (waker_tid 0: none seen;
   // -1: an interrupt on an idle CPU).
   pid_t waker_pid = 0;

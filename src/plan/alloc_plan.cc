@@ -48,14 +48,8 @@ uint64_t cookie_of(uint32_t fn, int32_t sp_delta) {
 // the registers it reads still hold the arguments; `placed` says where it went.
 AttachSite entry_site(PlannedObject& o, const FunctionSymbol& f, uint32_t fn,
                       const SiteReads& reads, SitePlacement& placed) {
-  MatchedSite m = function_site(o, f, f.name);
-  placed = place_site(m, ProbeKind::Entry, reads, true);
-  AttachSite site;
-  site.path = o.ref.open_path;
-  site.display_path = o.ref.display_path;
-  site.offset = placed.offset;
+  AttachSite site = entry_probe_site(o, f, reads, placed);
   site.cookie = cookie_of(fn, placed.sp_delta);
-  site.go_code = o.is_go;
   return site;
 }
 

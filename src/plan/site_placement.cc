@@ -174,6 +174,17 @@ SitePlacement place_site(const MatchedSite& m, ProbeKind kind, const SiteReads& 
   return place_site(m, kind, reads.registers, reads.memory, allow_move);
 }
 
+AttachSite entry_probe_site(PlannedObject& o, const FunctionSymbol& f, const SiteReads& reads,
+                            SitePlacement& placed) {
+  placed = place_site(function_site(o, f, f.name), ProbeKind::Entry, reads, true);
+  AttachSite site;
+  site.path = o.ref.open_path;
+  site.display_path = o.ref.display_path;
+  site.offset = placed.offset;
+  site.go_code = o.is_go;
+  return site;
+}
+
 SitePlacement listed_entry_site(PlannedObject& o, const FunctionSymbol& f) {
   static const SiteReads reads = all_argument_reads();  // the same for every function
   o.branch_scan.plans_all = true;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "discover/elf_file.h"
+#include "plan/attach_site.h"
 #include "plan/branch_candidates.h"
 #include "plan/calling_convention.h"
 #include "plan/probe_spec.h"
@@ -52,6 +53,11 @@ SitePlacement place_site(const MatchedSite& m, ProbeKind kind,
                          const std::vector<std::string>& reads, bool reads_memory, bool allow_move);
 SitePlacement place_site(const MatchedSite& m, ProbeKind kind, const SiteReads& reads,
                          bool allow_move);
+
+// An entry probe of a program reading `reads` on `f` in `o`, placed by place_site() (into the
+// prologue when it may); `placed` says where it went. The cookie is the caller's to set.
+AttachSite entry_probe_site(PlannedObject& o, const FunctionSymbol& f, const SiteReads& reads,
+                            SitePlacement& placed);
 
 // `list`'s sites, placed as `trace` places them: where a p: probe of `f` reading every argument
 // and memory attaches (all_argument_reads()), and where a u: probe of one USDT location does.

@@ -127,6 +127,8 @@ const char* offcpu_reason_text(uint8_t reason) {
       return "uninterruptible (disk, page fault)";
     case OFFCPU_CHILD:
       return "child wait";
+    case OFFCPU_GO_PARK:
+      return "goroutine";
     default:
       return "other";
   }
@@ -322,9 +324,11 @@ Profile build_profile(std::span<const StackSample> samples, Symbolizer& user,
               : fmt::format("[woken by {}-{}/{}]", s.waker_comm.empty() ? "?" : s.waker_comm,
                             s.waker_pid, s.waker_tid)));
     }
+    // A goroutine's wait says why as Go does: "[off-CPU: goroutine chan receive]".
     if (s.reason != OFFCPU_ON_CPU)
-      out.locations.push_back(
-          interner.marker_location(fmt::format("[off-CPU: {}]", offcpu_reason_text(s.reason))));
+      out.locations.push_back(interner.marker_location(
+          s.wait.empty() ? fmt::format("[off-CPU: {}]", offcpu_reason_text(s.reason))
+                         : fmt::format("[off-CPU: {} {}]", offcpu_reason_text(s.reason), s.wait)));
     if (has_frames(s.kernel_status))
       for (uint64_t a : s.kernel) out.locations.push_back(interner.kernel_location(a, kernel));
     if (has_frames(s.user_status)) {

@@ -39,25 +39,38 @@ struct Profiled {
   std::string err;
 };
 
-// Starts the fixture, profiles it by PID with `args` until it exits, and reads both.
-Profiled profile_waits(std::vector<std::string> args, int rounds) {
+// Profiles `program` (a fixture that times its own waits) with `args` until it exits, and reads
+// both: by PID, started first and let go (SIGUSR1) once the profile runs; or under -c, started by
+// uscope with "now" (no waiting: the profile begins at its exec).
+enum class Start { ByPid, Launched };
+Profiled profile_waits(std::vector<std::string> args, int rounds, Start start = Start::ByPid,
+                       const std::string& program = "native/offcpu_waits") {
   Profiled p;
-  UscopeChild target({fixture("native/offcpu_waits"), std::to_string(rounds)}, true);
-  EXPECT_TRUE(wait_until([&] { return target.out().find("ready") != std::string::npos; }));
   const std::string out = temp_path("offcpu.folded");
   args.insert(args.begin(), "profile");
-  args.insert(args.end(), {"-p", std::to_string(target.pid()), "-o", out});
-  UscopeChild profiler(args);
-  EXPECT_TRUE(wait_until([&] {
-    return profiler.err().find("Ctrl-C to stop") != std::string::npos;
-  })) << profiler.err();
-  target.signal(SIGUSR1);
-  EXPECT_EQ(target.wait(120), 0);
-  EXPECT_EQ(profiler.wait(60), 0) << profiler.err();
-  p.err = profiler.err();
+  if (start == Start::Launched) {
+    args.insert(args.end(),
+                {"-c", fixture(program) + " " + std::to_string(rounds) + " now", "-o", out});
+    auto r = uscope(args, 120);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    p.err = r.err;
+    p.fixture = fixture_totals(r.out);
+  } else {
+    UscopeChild target({fixture(program), std::to_string(rounds)}, true);
+    EXPECT_TRUE(wait_until([&] { return target.out().find("ready") != std::string::npos; }));
+    args.insert(args.end(), {"-p", std::to_string(target.pid()), "-o", out});
+    UscopeChild profiler(args);
+    EXPECT_TRUE(wait_until([&] {
+      return profiler.err().find("Ctrl-C to stop") != std::string::npos;
+    })) << profiler.err();
+    target.signal(SIGUSR1);
+    EXPECT_EQ(target.wait(120), 0);
+    EXPECT_EQ(profiler.wait(60), 0) << profiler.err();
+    p.err = profiler.err();
+    p.fixture = fixture_totals(target.out());
+  }
   p.lines = parse_folded(file_text(out));
   std::remove(out.c_str());
-  p.fixture = fixture_totals(target.out());
   return p;
 }
 
@@ -75,10 +88,9 @@ double ns_with(const std::vector<FoldedLine>& lines, std::vector<std::string> pa
   return us * 1000;
 }
 
-TEST(offcpu, sleep_and_lock_waits_are_named_with_the_fixtures_durations) {
-  USCOPE_REQUIRE_ROOT();
-  auto p = profile_waits({"--off-cpu"}, 25);
-  ASSERT_EQ(p.fixture.size(), 3u);
+// The sleeper's and the waiter's time, under their functions and reasons, as their clocks say.
+void expect_sleep_and_lock(Profiled& p) {
+  ASSERT_EQ(p.fixture.size(), 3u) << p.err;
   const double sleep_ns = p.fixture["sleep_ns"], lock_ns = p.fixture["lock_wait_ns"];
   ASSERT_GT(sleep_ns, 25 * 10e6 * 0.99);  // 25 naps of 10 ms
   // The sleep: under its function, with its reason as the leaf, in the kernel's nanosleep.
@@ -98,6 +110,52 @@ TEST(offcpu, sleep_and_lock_waits_are_named_with_the_fixtures_durations) {
   EXPECT_NE(p.err.find(" off-CPU from 1 process"), std::string::npos) << p.err;
 }
 
+TEST(offcpu, sleep_and_lock_waits_are_named_with_the_fixtures_durations) {
+  USCOPE_REQUIRE_ROOT();
+  auto p = profile_waits({"--off-cpu"}, 25);
+  expect_sleep_and_lock(p);
+}
+
+// The same with the fixture started by uscope: its threads' waits from its exec on.
+TEST(offcpu, sleep_and_lock_waits_of_a_command_from_its_start) {
+  USCOPE_REQUIRE_ROOT();
+  auto p = profile_waits({"--off-cpu"}, 25, Start::Launched);
+  expect_sleep_and_lock(p);
+}
+
+// A Go program's goroutines: each wait under its function with Go's own reason (its
+// runtime.waitReasonStrings: "chan receive", "semacquire", "sleep") as the leaf, for as long as
+// the goroutine's clock says; not a thread asleep in runtime.park_m.
+void expect_goroutine_waits(Profiled& p) {
+  ASSERT_EQ(p.fixture.size(), 2u) << p.err;
+  const double chan_ns = p.fixture["chan_wait_ns"], lock_ns = p.fixture["lock_wait_ns"];
+  ASSERT_GT(chan_ns, 25 * 10e6 * 0.99);  // 25 receives of a value sent 10 ms later
+  const double chan_seen = ns_with(
+      p.lines, {";main.receiveInKnownPlace;", ";runtime.gopark;[off-CPU: goroutine chan receive]"});
+  EXPECT_NEAR(chan_seen, chan_ns, 0.1 * chan_ns) << p.err;
+  const double lock_seen = ns_with(
+      p.lines, {";main.lockInKnownPlace;sync.(*Mutex).Lock;", "[off-CPU: goroutine semacquire]"});
+  EXPECT_NEAR(lock_seen, lock_ns, 0.1 * lock_ns) << p.err;
+  // The holder and the sender sleep in time.Sleep: parked asleep, 20 and 10 ms a round.
+  EXPECT_GT(ns_with(p.lines, {";main.holdTheLock;time.Sleep;", "[off-CPU: goroutine sleep]"}),
+            25 * 20e6 * 0.9);
+  EXPECT_GT(ns_with(p.lines, {";main.sendLater;time.Sleep;", "[off-CPU: goroutine sleep]"}),
+            25 * 10e6 * 0.9);
+  EXPECT_NE(p.err.find("the time its threads and goroutines wait"), std::string::npos) << p.err;
+}
+
+TEST(offcpu, goroutines_parked_show_gos_reason_and_the_fixtures_durations) {
+  USCOPE_REQUIRE_ROOT();
+  auto p = profile_waits({"--off-cpu"}, 25, Start::ByPid, "go/gowaits");
+  expect_goroutine_waits(p);
+}
+
+TEST(offcpu, goroutines_of_a_command_from_its_start) {
+  USCOPE_REQUIRE_ROOT();
+  auto p = profile_waits({"--off-cpu"}, 25, Start::Launched, "go/gowaits");
+  expect_goroutine_waits(p);
+}
+
 // --wall --threads: each thread's picture adds up to its wall time; the spinner's is on-CPU (or
 // waiting for a CPU, with both cores busy), the sleeper's asleep.
 TEST(offcpu, wall_splits_a_spinning_thread_from_a_sleeping_one) {
@@ -111,8 +169,11 @@ TEST(offcpu, wall_splits_a_spinning_thread_from_a_sleeping_one) {
   EXPECT_NEAR(sleeper, p.fixture["sleep_ns"], 0.1 * p.fixture["sleep_ns"]) << p.err;
   EXPECT_NEAR(spinner, spin_ns, 0.1 * spin_ns) << p.err;
   EXPECT_GT(ns_with(p.lines, {";[off-CPU: sleep]"}, "sleeper-"), 0.9 * sleeper);
-  const double spinner_waits = ns_with(p.lines, {";[off-CPU: "}, "spinner-");
-  const double spinner_queued = ns_with(p.lines, {";[off-CPU: run queue]"}, "spinner-");
+  // While it spins (its start and exit may wait on the process's locks, under load).
+  const double spinner_waits =
+      ns_with(p.lines, {";spin_in_known_place;", ";[off-CPU: "}, "spinner-");
+  const double spinner_queued =
+      ns_with(p.lines, {";spin_in_known_place;", ";[off-CPU: run queue]"}, "spinner-");
   EXPECT_EQ(spinner_waits, spinner_queued) << "the spinner only ever waits for a CPU";
   EXPECT_GT(ns_with(p.lines, {";spin_in_known_place;"}, "spinner-"), 0.9 * spinner);
   EXPECT_NE(p.err.find("of wall-clock time"), std::string::npos) << p.err;
