@@ -82,6 +82,8 @@ std::string loss_text(std::string_view cause, uint64_t n) {
       {"off_cpu_threads_full", "wait", "waits", "thread table full: not counted"},
       {"off_cpu_unseen", "wait", "waits", "began before the profile: not counted"},
       {"off_cpu_short", "wait", "waits", "shorter than --min-block: left out"},
+      {"go_parked_full", "goroutine wait", "goroutine waits",
+       "parked-goroutine table full: not counted"},
       {"alloc_blocks_full", "block", "blocks", "block table full: not followed"},
       {"alloc_rows_full", "block", "blocks", "stack table full: not followed"},
       {"alloc_thread_lost", "allocator call", "allocator calls",
