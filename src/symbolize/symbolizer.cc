@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <optional>
 #include <utility>
 
@@ -40,8 +41,11 @@ struct Symbolizer::ProcessState {
   // Its Python interpreter, looked for at its first interpreter frame.
   bool python_looked = false;
   std::optional<PythonRuntime> python{};
-  // Its JVM's layout, looked for at its first Java frame.
-  bool hotspot_looked = false;
+  // Its JVM's layout, looked for at its first Java frame, and again (its maps read afresh) while
+  // not found: a stack announced early in the JVM's start may come before libjvm.so was in the
+  // maps read, or before its code heaps were made.
+  int hotspot_looks = 0;
+  std::chrono::steady_clock::time_point hotspot_next_look{};
   std::optional<HotspotCodeLayout> hotspot{};
   uint64_t hotspot_code_start = 0;  // bpf/hotspot.h's hs_proc.code_start
   // Its V8, likewise.
@@ -50,6 +54,11 @@ struct Symbolizer::ProcessState {
 };
 
 namespace {
+
+// How often, and how many times, a JVM whose layout was not found is looked at again (5 s: a
+// JVM's start).
+constexpr auto kHotspotLookInterval = std::chrono::milliseconds(100);
+constexpr int kHotspotLooks = 50;
 
 // True if `start` and `addr` lie in the same allocated section. Files without section headers
 // (some stripped ones) give no bound, and the nearest symbol is the best guess there.
@@ -531,8 +540,12 @@ Frame Symbolizer::tagged_frame(pid_t pid, ProcessState* state, uint64_t value) {
 
 const HotspotCodeLayout* Symbolizer::hotspot_layout(pid_t pid, ProcessState* state) {
   if (state == nullptr) return nullptr;
-  if (!state->hotspot_looked && !state->exited) {
-    state->hotspot_looked = true;
+  const auto now = std::chrono::steady_clock::now();
+  if (!state->hotspot && !state->exited && state->hotspot_looks < kHotspotLooks &&
+      now >= state->hotspot_next_look) {
+    if (state->hotspot_looks++ > 0)
+      if (auto p = open_process(pid); p && !p->mappings().empty()) state->maps = std::move(*p);
+    state->hotspot_next_look = now + kHotspotLookInterval;
     auto rt = options_.hotspot ? options_.hotspot(state->maps) : default_hotspot_vm(state->maps);
     if (rt) {
       TargetMemory mem = process_target_memory(pid);
