@@ -50,8 +50,7 @@ std::vector<std::string> go_wait_reasons(const GoReadAt& read, uint64_t table, u
   if (!bytes || bytes->size() != n * kGoStringSize) return out;
   for (uint64_t i = 0; i < n; ++i) {
     GoString s = go_string_at(bytes->data() + i * kGoStringSize);
-    auto text = s.len == 0 ? std::optional<std::string>("") : text_of(read, s);
-    out.push_back(text ? *text : fmt::format("wait reason {}", i));
+    out.push_back(s.len == 0 ? "" : text_of(read, s).value_or(""));
   }
   return out;
 }

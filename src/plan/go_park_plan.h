@@ -20,9 +20,10 @@ namespace uscope {
 
 struct GoParkPlan {
   std::vector<AttachSite> sites;  // empty: not a Go program
-  // By waitReason: "chan receive", "select", "sleep"; "wait reason 14" where the table is not
-  // readable (a position-independent program's pointers are relocations); none when it is not
-  // found (by its symbol, or in a stripped program by its first entries).
+  // By waitReason: "chan receive", "select", "sleep"; "" where an entry does not read (a
+  // position-independent program's pointers are relocations); none when the table is not found
+  // (by its symbol, or in a stripped program by its first entries). Unnamed ones are shown by
+  // number (collect/profile_program.cc).
   std::vector<std::string> wait_reasons;
 };
 
@@ -33,7 +34,7 @@ Result<GoParkPlan> plan_go_parks(ObjectCache& cache);
 // Hand-written, as no library reads Go's data. `read` serves a program's bytes at link-time
 // addresses (ElfFile::allocated_bytes).
 // The entries of a [...]string at [table, table + size), Go strings ({data, len}); one that does
-// not read is named by its number. At most 256 (a waitReason is a uint8).
+// not read is "". At most 256 (a waitReason is a uint8).
 std::vector<std::string> go_wait_reasons(const GoReadAt& read, uint64_t table, uint64_t size);
 // Where runtime.waitReasonStrings is in `data` (the .data section, at `data_addr`) when no symbol
 // says: the array of Go strings whose entries 1 and 2 read "GC assist marking" and "IO wait" (so
