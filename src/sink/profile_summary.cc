@@ -76,6 +76,8 @@ std::string loss_text(std::string_view cause, uint64_t n) {
        "an interpreted frame unreadable: cut short there"},
       {"java_code_gone", "Java frame", "Java frames",
        "the nmethod that ran flushed and its memory reused before it was read: unnamed"},
+      {"python_code_gone", "Python code object", "Python code objects",
+       "freed before it was read, as a module's body is once run: unnamed"},
       {"java_method_reused", "Java method", "Java methods",
        "their memory reused by another after their class was unloaded: interpreted frames "
        "unnamed"},

@@ -24,7 +24,8 @@ enum class FrameMiss {
   InterpreterUnreadable,  // an interpreter's frame (bpf/python.h) whose code object could not be
                           // read or made no sense (freed since, or the offsets do not fit)
   CodeGone,  // a Java frame (bpf/hotspot.h) whose code (nmethod, Method) the runtime freed, and
-             // its memory reused, before the frame was read
+             // its memory reused, before the frame was read; a Python frame whose code object
+             // did not read while its process lived (a module's body, freed once run)
 };
 
 struct NormalizedAddress {

@@ -19,6 +19,7 @@
 #include <cerrno>
 #include <chrono>
 #include <optional>
+#include <set>
 #include <utility>
 
 #include <fmt/format.h>
@@ -41,6 +42,9 @@ struct Symbolizer::ProcessState {
   // Its Python interpreter, looked for at its first interpreter frame.
   bool python_looked = false;
   std::optional<PythonRuntime> python{};
+  // Code objects of its stacks that did not read while it lived (read_runtime_code): freed
+  // before then (a module's body, an exec()'d string, run once), not a process gone.
+  std::set<uint64_t> python_unread{};
   // Its JVM's layout, looked for at its first Java frame, and again (its maps read afresh) while
   // not found: a stack announced early in the JVM's start may come before libjvm.so was in the
   // maps read, or before its code heaps were made.
@@ -171,7 +175,7 @@ const char* to_string(FrameMiss miss) {
     case FrameMiss::InterpreterUnreadable:
       return "interpreter frame unreadable";
     case FrameMiss::CodeGone:
-      return "code unloaded and its memory reused before it was named";
+      return "code freed or unloaded before it was named";
   }
   return "?";
 }
@@ -488,6 +492,7 @@ std::vector<std::pair<std::string, uint64_t>> Symbolizer::losses() const {
   std::vector<std::pair<std::string, uint64_t>> out;
   if (uint64_t n = java_codes_.code_gone()) out.emplace_back("java_code_gone", n);
   if (uint64_t n = java_codes_.methods_reused()) out.emplace_back("java_method_reused", n);
+  if (python_code_gone_) out.emplace_back("python_code_gone", python_code_gone_);
   return out;
 }
 
@@ -512,8 +517,9 @@ Frame Symbolizer::python_frame(pid_t pid, ProcessState* state, uint64_t value) {
     }
   }
   if (c == nullptr) {
-    f.miss = state == nullptr || state->exited ? FrameMiss::ProcessGone
-                                               : FrameMiss::InterpreterUnreadable;
+    f.miss = state != nullptr && state->python_unread.contains(code) ? FrameMiss::CodeGone
+             : state == nullptr || state->exited                     ? FrameMiss::ProcessGone
+                                                 : FrameMiss::InterpreterUnreadable;
     return f;
   }
   f.function = c->qualname;
@@ -661,7 +667,9 @@ void Symbolizer::read_runtime_code(pid_t pid, std::span<const uint64_t> addresse
     }
     const PythonRuntime* rt = python_runtime(state);
     if (rt == nullptr) continue;
-    (void)python_codes_.get(*rt, process_target_memory(pid), PY_FRAME_CODE(a));
+    if (!python_codes_.get(*rt, process_target_memory(pid), PY_FRAME_CODE(a)) &&
+        state->python_unread.insert(PY_FRAME_CODE(a)).second)
+      ++python_code_gone_;
   }
 }
 

@@ -220,6 +220,7 @@ class Symbolizer {
   std::unordered_map<pid_t, std::string> started_as_;
   std::deque<pid_t> exited_;  // adopted, oldest first
   PythonCodeCache python_codes_;
+  uint64_t python_code_gone_ = 0;  // code objects of announced stacks freed before they were read
   HotspotCodeCache java_codes_;
   V8FunctionCache v8_functions_;
 };
