@@ -322,9 +322,6 @@ int profile_sample(struct bpf_perf_event_data* ctx) {
 
 /* ---- Off-CPU ---- */
 
-#define TASK_INTERRUPTIBLE 0x1
-#define TASK_UNINTERRUPTIBLE 0x2
-#define TASK_STOPPED_OR_TRACED 0x0c /* __TASK_STOPPED | __TASK_TRACED */
 #define TASK_DEAD 0x80
 /* bpf_get_stackid() at the switch: the program's own frame and bpf_trace_run4() first. */
 #define OFFCPU_SKIP_FRAMES 2
@@ -342,56 +339,12 @@ static __always_inline void scheduler_stacks(void* ctx, struct task_struct* task
                                PC_KERNEL_COLLIDED);
 }
 
-/* Why `task` leaves its CPU: its state then and the system call it is in (x86-64 numbers). */
+/* Why `task` leaves its CPU: its state then and the system call it is in. */
 static __always_inline __u32 offcpu_reason(struct task_struct* task, bool preempt,
                                            unsigned int state) {
-  if (preempt || state == 0) return OFFCPU_RUN_QUEUE;
-  if (state & TASK_STOPPED_OR_TRACED) return OFFCPU_OTHER;
+  if (preempt) return OFFCPU_RUN_QUEUE;
   struct pt_regs* regs = (struct pt_regs*)bpf_task_pt_regs(task);
-  long nr = regs ? (long)BPF_CORE_READ(regs, orig_ax) : -1;
-  switch (nr) {
-    case 202: /* futex */
-    case 449: /* futex_waitv */
-      return OFFCPU_LOCK;
-    case 34:  /* pause */
-    case 35:  /* nanosleep */
-    case 230: /* clock_nanosleep */
-      return OFFCPU_SLEEP;
-    case 0:   /* read */
-    case 1:   /* write */
-    case 7:   /* poll */
-    case 17:  /* pread64 */
-    case 18:  /* pwrite64 */
-    case 19:  /* readv */
-    case 20:  /* writev */
-    case 23:  /* select */
-    case 40:  /* sendfile */
-    case 42:  /* connect */
-    case 43:  /* accept */
-    case 44:  /* sendto */
-    case 45:  /* recvfrom */
-    case 46:  /* sendmsg */
-    case 47:  /* recvmsg */
-    case 74:  /* fsync */
-    case 75:  /* fdatasync */
-    case 208: /* io_getevents */
-    case 232: /* epoll_wait */
-    case 270: /* pselect6 */
-    case 271: /* ppoll */
-    case 281: /* epoll_pwait */
-    case 288: /* accept4 */
-    case 295: /* preadv */
-    case 296: /* pwritev */
-    case 299: /* recvmmsg */
-    case 307: /* sendmmsg */
-    case 426: /* io_uring_enter */
-    case 441: /* epoll_pwait2 */
-      return OFFCPU_IO;
-    case 61:  /* wait4 */
-    case 247: /* waitid */
-      return OFFCPU_CHILD;
-  }
-  return state & TASK_UNINTERRUPTIBLE ? OFFCPU_DISK : OFFCPU_OTHER;
+  return offcpu_reason_of(state, regs ? (long)BPF_CORE_READ(regs, orig_ax) : -1);
 }
 
 /* A covered thread leaves its CPU: its stacks now (it is the current task), and since when. */
@@ -430,8 +383,8 @@ static __always_inline void offcpu_return(struct task_struct* next, __u64 now) {
   struct profile_offcpu_start* st = bpf_map_lookup_elem(&offcpu_start, &tid);
   if (!st) {
     __u32 tgid = BPF_CORE_READ(next, tgid);
-    /* Off its CPU since before the profile began: its stacks were not taken then. (A thread
-     * started since runs here for the first time.) */
+    /* Off its CPU since before the profile began, and not put in by user space: its stacks were
+     * not taken then. (A thread started since runs here for the first time.) */
     if (covered(tgid) && offcpu_since_ns && now > offcpu_since_ns &&
         BPF_CORE_READ(next, start_time) < offcpu_since_ns) {
       bump(PC_OFFCPU_UNSEEN);
@@ -495,9 +448,9 @@ int offcpu_go(struct pt_regs* ctx) {
   bpf_probe_read_kernel_str(st->key.comm, sizeof(st->key.comm), &leader->comm);
   st->key.reason = OFFCPU_GO_PARK;
   st->key.go_wait = ctx->cx & 0xff; /* waitReason, a uint8 */
-  st->key.user_stack_id = user_stacks ? store_user_stack(tgid, ctx->ip, ctx->sp, ctx->bp, ctx->r13,
-                                                         &st->key.user_stack)
-                                      : PROFILE_STACK_NONE;
+  st->key.user_stack_id =
+      user_stacks ? store_user_stack(tgid, ctx->ip, ctx->sp, ctx->bp, ctx->r13, &st->key.user_stack)
+                  : PROFILE_STACK_NONE;
   st->key.kernel_stack_id = PROFILE_STACK_NONE;
   st->key.waker_user_stack_id = PROFILE_STACK_NONE;
   st->key.waker_kernel_stack_id = PROFILE_STACK_NONE;

@@ -18,6 +18,9 @@
                                    */
 #define PROFILE_STACK_COLLIDED -3 /* its bucket in the stack map held another stack */
 #define PROFILE_STACK_HASHED -4   /* a user stack: in `ustacks` under profile_key.user_stack */
+/* Off-CPU: a wait begun before the profile, whose stacks user space read as the profile started
+ * and keeps, under profile_key.user_stack (collect/begun_waits.h). */
+#define PROFILE_STACK_SEEDED -5
 
 /* Why a thread was off its CPU, from the scheduler's view of it as it left (its state, whether it
  * was preempted) and the system call it was in: OFFCPU_ON_CPU is a CPU sample. */
@@ -34,6 +37,62 @@ enum offcpu_reason {
                       * again (runtime.execute): why, in profile_key.go_wait */
   OFFCPU_NUM_REASONS
 };
+
+/* The kernel's task states that tell why a thread waits (task->__state). */
+#define OFFCPU_TASK_INTERRUPTIBLE 0x1
+#define OFFCPU_TASK_UNINTERRUPTIBLE 0x2
+#define OFFCPU_TASK_STOPPED_OR_TRACED 0x0c /* __TASK_STOPPED | __TASK_TRACED */
+
+/* Why a thread that left its CPU in `state` (not preempted) waits, by the system call it is in
+ * (`syscall`: its orig_ax, x86-64 numbers; -1 none): the BPF side at a switch, user space for a
+ * thread already waiting as the profile starts. */
+static inline __u32 offcpu_reason_of(unsigned int state, long syscall) {
+  if (state == 0) return OFFCPU_RUN_QUEUE;
+  if (state & OFFCPU_TASK_STOPPED_OR_TRACED) return OFFCPU_OTHER;
+  switch (syscall) {
+    case 202: /* futex */
+    case 449: /* futex_waitv */
+      return OFFCPU_LOCK;
+    case 34:  /* pause */
+    case 35:  /* nanosleep */
+    case 230: /* clock_nanosleep */
+      return OFFCPU_SLEEP;
+    case 0:   /* read */
+    case 1:   /* write */
+    case 7:   /* poll */
+    case 17:  /* pread64 */
+    case 18:  /* pwrite64 */
+    case 19:  /* readv */
+    case 20:  /* writev */
+    case 23:  /* select */
+    case 40:  /* sendfile */
+    case 42:  /* connect */
+    case 43:  /* accept */
+    case 44:  /* sendto */
+    case 45:  /* recvfrom */
+    case 46:  /* sendmsg */
+    case 47:  /* recvmsg */
+    case 74:  /* fsync */
+    case 75:  /* fdatasync */
+    case 208: /* io_getevents */
+    case 232: /* epoll_wait */
+    case 270: /* pselect6 */
+    case 271: /* ppoll */
+    case 281: /* epoll_pwait */
+    case 288: /* accept4 */
+    case 295: /* preadv */
+    case 296: /* pwritev */
+    case 299: /* recvmmsg */
+    case 307: /* sendmmsg */
+    case 426: /* io_uring_enter */
+    case 441: /* epoll_pwait2 */
+      return OFFCPU_IO;
+    case 61:  /* wait4 */
+    case 247: /* waitid */
+      return OFFCPU_CHILD;
+  }
+  return state & OFFCPU_TASK_UNINTERRUPTIBLE ? OFFCPU_DISK : OFFCPU_OTHER;
+}
 
 /* One row of the `counts` hash: samples (or off-CPU nanoseconds) with this process, thread, pair
  * of stacks and reason. */
@@ -57,7 +116,8 @@ struct profile_key {
 
 /* A thread off its CPU now (the `offcpu_start` hash, by thread id): its row, and since when
  * (bpf_ktime_get_ns). Counted when it next runs, or by user space at a read while it still waits.
- */
+ * A thread already waiting as the profile starts is put in by user space, since the start, with
+ * the stacks it read then (PROFILE_STACK_SEEDED). */
 struct profile_offcpu_start {
   struct profile_key key;
   __u64 since_ns;

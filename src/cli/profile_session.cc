@@ -199,10 +199,14 @@ Result<std::unique_ptr<ProfileSession>> ProfileSession::open(const ProfileTarget
   // A Go program's goroutines: their parks in Go's scheduler, beside its threads' waits.
   if (settings.off_cpu && (so.pid || session_ref.launched())) {
     ObjectCache cache(session_ref.context());
-    auto go = plan_go_parks(cache);
+    auto go = plan_go_parks(cache, session_ref.context().process);
     if (!go) return tl::unexpected(go.error());
     settings.go_park_sites = std::move(go->sites);
     settings.go_wait_reasons = std::move(go->wait_reasons);
+    settings.go_parked = go->parked;
+    if (!go->no_parked.empty() && !settings.go_park_sites.empty())
+      fmt::print(stderr, "uscope: goroutines parked before the profile are not counted: {}\n",
+                 go->no_parked);
     s->goroutines_ = !settings.go_park_sites.empty();
   }
   if (t.memleak)
@@ -259,6 +263,22 @@ Result<void> ProfileSession::start() {
                        .count();
   start_ = std::chrono::steady_clock::now();
   if (auto r = session_->start(); !r) return r;
+  // Threads of the given processes already waiting, goroutines parked: their waits count from
+  // now, with the stacks they wait in, read now.
+  if (auto begun = program_->follow_begun_waits(); !begun) {
+    fmt::print(stderr, "uscope: {}: those waits are counted apart, as begun before the profile\n",
+               begun.error().message);
+  } else {
+    if (!begun->no_goroutines.empty())
+      fmt::print(stderr, "uscope: goroutines parked before now are not counted: {}\n",
+                 begun->no_goroutines);
+    if (target_.verbose)
+      fmt::print(stderr,
+                 "uscope: already waiting: {} thread{}, {} goroutine{}: counted from now, where "
+                 "they wait\n",
+                 begun->threads, begun->threads == 1 ? "" : "s", begun->goroutines,
+                 begun->goroutines == 1 ? "" : "s");
+  }
   if (target_.memleak)
     fmt::print(stderr,
                "uscope: following the blocks {} allocates and frees ({} functions{}), by stack; "

@@ -16,7 +16,7 @@ namespace uscope {
 namespace {
 
 // runtime2.go: the status values of a g, and the bit a GC scan adds to them.
-constexpr uint32_t kGidle = 0, kGdead = 6, kGscan = 0x1000;
+constexpr uint32_t kGidle = 0, kGwaiting = 4, kGdead = 6, kGscan = 0x1000;
 
 // process_vm_readv with one iovec per g, at most IOV_MAX at a time: one system call per 1024
 // goroutines, where read_process_memory() would make one per field. A g whose bytes cannot be read
@@ -32,10 +32,14 @@ void tally_goroutine(uint32_t status, uint64_t startpc, const GoroutineLayout& l
   (layout.system_starts.count(startpc - bias) ? count.system : count.user) += 1;
 }
 
-Result<GoroutineCount> count_goroutines(pid_t pid, const GoroutineLayout& layout, uint64_t bias) {
+namespace {
+
+// Each g of runtime.allgs (the slice header at `allgs`, at run time) read from `lo` to `hi` (offsets
+// in a g), handed to `fn` with its address and those bytes (from `lo`).
+Result<void> for_each_g(pid_t pid, uint64_t allgs, uint64_t lo, uint64_t hi,
+                        const std::function<void(uint64_t g, const uint8_t* bytes)>& fn) {
   uint64_t header[2] = {0, 0};  // array pointer, length
-  auto got = read_process_memory(pid, layout.allgs + bias,
-                                 {reinterpret_cast<uint8_t*>(header), sizeof header});
+  auto got = read_process_memory(pid, allgs, {reinterpret_cast<uint8_t*>(header), sizeof header});
   if (!got) return tl::unexpected(got.error());
   if (*got != sizeof header) return fail("cannot read runtime.allgs of process {}", pid);
   const uint64_t n = header[1];
@@ -48,13 +52,9 @@ Result<GoroutineCount> count_goroutines(pid_t pid, const GoroutineLayout& layout
     if (!read) return tl::unexpected(read.error());
     if (*read != n * 8) return fail("cannot read the {} goroutines of process {}", n, pid);
   }
-  // Each g's bytes from the lower of the two fields to the end of the higher.
-  const uint64_t lo = std::min(layout.status_offset, layout.startpc_offset);
-  const uint64_t hi = std::max(layout.status_offset + 4, layout.startpc_offset + 8);
   const uint64_t span = hi - lo;
   std::vector<uint8_t> bytes(std::min<uint64_t>(n, kBatch) * span);
   std::vector<iovec> local, remote;
-  GoroutineCount count;
   for (uint64_t first = 0; first < n; first += kBatch) {
     const uint64_t m = std::min<uint64_t>(kBatch, n - first);
     local.clear();
@@ -70,17 +70,69 @@ Result<GoroutineCount> count_goroutines(pid_t pid, const GoroutineLayout& layout
       if (r < 0 && errno != EFAULT)
         return fail("cannot read the goroutines of process {}: {}", pid, std::strerror(errno));
       uint64_t whole = r > 0 ? static_cast<uint64_t>(r) / span : 0;
-      for (uint64_t i = done; i < done + whole; ++i) {
-        uint32_t status;
-        uint64_t startpc;
-        std::memcpy(&status, bytes.data() + i * span + (layout.status_offset - lo), 4);
-        std::memcpy(&startpc, bytes.data() + i * span + (layout.startpc_offset - lo), 8);
-        tally_goroutine(status, startpc, layout, bias, count);
-      }
+      for (uint64_t i = done; i < done + whole; ++i) fn(gs[first + i], bytes.data() + i * span);
       done += whole + 1;  // past the g that stopped the read (or the last one read)
     }
   }
+  return {};
+}
+
+template <typename T>
+T field_at(const uint8_t* bytes, uint64_t offset, uint64_t lo) {
+  T v;
+  std::memcpy(&v, bytes + (offset - lo), sizeof v);
+  return v;
+}
+
+// A parked g's fields, as offsets from the lowest to the end of the highest.
+std::pair<uint64_t, uint64_t> parked_span(const ParkedGoroutineLayout& l) {
+  const uint64_t lo = std::min({l.status, l.waitreason, l.sched_sp, l.sched_pc, l.sched_bp});
+  const uint64_t hi = std::max({l.status + 4, l.waitreason + 1, l.sched_sp + 8, l.sched_pc + 8,
+                                l.sched_bp + 8});
+  return {lo, hi};
+}
+
+ParkedGoroutine parked_of(uint64_t g, const uint8_t* bytes, const ParkedGoroutineLayout& l,
+                          uint64_t lo) {
+  return {g, field_at<uint8_t>(bytes, l.waitreason, lo), field_at<uint64_t>(bytes, l.sched_pc, lo),
+          field_at<uint64_t>(bytes, l.sched_sp, lo), field_at<uint64_t>(bytes, l.sched_bp, lo)};
+}
+
+}  // namespace
+
+Result<GoroutineCount> count_goroutines(pid_t pid, const GoroutineLayout& layout, uint64_t bias) {
+  // Each g's bytes from the lower of the two fields to the end of the higher.
+  const uint64_t lo = std::min(layout.status_offset, layout.startpc_offset);
+  const uint64_t hi = std::max(layout.status_offset + 4, layout.startpc_offset + 8);
+  GoroutineCount count;
+  auto r = for_each_g(pid, layout.allgs + bias, lo, hi, [&](uint64_t, const uint8_t* bytes) {
+    tally_goroutine(field_at<uint32_t>(bytes, layout.status_offset, lo),
+                    field_at<uint64_t>(bytes, layout.startpc_offset, lo), layout, bias, count);
+  });
+  if (!r) return tl::unexpected(r.error());
   return count;
+}
+
+Result<std::vector<ParkedGoroutine>> parked_goroutines(pid_t pid,
+                                                       const ParkedGoroutineLayout& layout) {
+  const auto [lo, hi] = parked_span(layout);
+  std::vector<ParkedGoroutine> out;
+  auto r = for_each_g(pid, layout.allgs, lo, hi, [&](uint64_t g, const uint8_t* bytes) {
+    if ((field_at<uint32_t>(bytes, layout.status, lo) & ~kGscan) == kGwaiting)
+      out.push_back(parked_of(g, bytes, layout, lo));
+  });
+  if (!r) return tl::unexpected(r.error());
+  return out;
+}
+
+bool still_parked(pid_t pid, const ParkedGoroutineLayout& layout, const ParkedGoroutine& was) {
+  const auto [lo, hi] = parked_span(layout);
+  std::vector<uint8_t> bytes(hi - lo);
+  auto got = read_process_memory(pid, was.g + lo, {bytes.data(), bytes.size()});
+  if (!got || *got != bytes.size()) return false;
+  if ((field_at<uint32_t>(bytes.data(), layout.status, lo) & ~kGscan) != kGwaiting) return false;
+  const ParkedGoroutine now = parked_of(was.g, bytes.data(), layout, lo);
+  return now.pc == was.pc && now.sp == was.sp && now.wait == was.wait;
 }
 
 }  // namespace uscope

@@ -11,6 +11,7 @@
 
 #include "bpf/profile.h"
 #include "bpf/unwind.h"
+#include "collect/begun_waits.h"
 #include "collect/map_entries.h"
 #include "collect/percpu_sum.h"
 #include "profile.skel.h"
@@ -75,6 +76,7 @@ StackStatus status_of_id(int32_t id) {
     case PROFILE_STACK_COLLIDED:
       return StackStatus::Collided;
     case PROFILE_STACK_HASHED:
+    case PROFILE_STACK_SEEDED:
       return StackStatus::Ok;
     default:
       return id < 0 ? StackStatus::Failed : StackStatus::Ok;
@@ -160,6 +162,12 @@ Result<ProfileProgram> ProfileProgram::load(const ProfileSettings& settings,
   p.go_park_sites_ = settings.go_park_sites;
   p.go_wait_reasons_ = settings.go_wait_reasons;
   p.alloc_pid_ = settings.pids.size() == 1 ? settings.pids[0] : -1;
+  p.pids_ = settings.pids;
+  p.only_after_exec_ = settings.only_after_exec;
+  p.per_thread_ = settings.per_thread;
+  p.user_stacks_ = settings.user_stacks;
+  p.kernel_stacks_ = settings.kernel_stacks;
+  p.go_parked_ = settings.go_parked;
   BpfObject& o = p.object_;
   if (settings.pids.size() > 1) {
     uint8_t one = 1;
@@ -263,6 +271,75 @@ Result<void> ProfileProgram::start(uint64_t frequency_hz) {
   return events_.attach_cpu_clock(object_.program("profile_sample"), frequency_hz);
 }
 
+Result<ProfileProgram::BegunFollowed> ProfileProgram::follow_begun_waits() {
+  BegunFollowed followed;
+  if (!off_cpu_ || only_after_exec_) return followed;
+  const uint64_t since = object_.skeleton<profile>()->bss->offcpu_since_ns;
+  // A wait put in with the stacks read, under a new token; whether it stayed (its thread or
+  // goroutine not run since its read: its entry is not the switch program's already, and is
+  // taken out again when it ran in between, since that wait has ended).
+  auto follow = [&](int fd, const auto& key, profile_offcpu_start& st, UserWalk& user,
+                    std::vector<uint64_t>& kernel, const auto& still, pid_t pid) {
+    const uint64_t token = begun_.size() + 1;
+    st.key.user_stack_id = user_stacks_ ? PROFILE_STACK_SEEDED : PROFILE_STACK_NONE;
+    st.key.user_stack = token;
+    st.since_ns = since;
+    if (bpf_map_update_elem(fd, &key, &st, BPF_NOEXIST)) return false;
+    if (!still()) {
+      profile_offcpu_start now{};
+      if (bpf_map_lookup_elem(fd, &key, &now) == 0 && now.key.user_stack == token &&
+          now.since_ns == since)
+        bpf_map_delete_elem(fd, &key);
+      return false;
+    }
+    if (new_processes_->on_stack && !user.frames.empty())
+      new_processes_->on_stack(pid, user.frames);
+    begun_[token] = {std::move(user.frames), user.end, std::move(kernel)};
+    return true;
+  };
+  for (pid_t pid : pids_) {
+    const ParkedGoroutineLayout* go =
+        go_parked_ && !go_park_sites_.empty() && pid == alloc_pid_ ? &*go_parked_ : nullptr;
+    auto begun = read_begun_waits(pid, user_stacks_, go);
+    if (!begun)
+      return with_context(fmt::format("the waits of process {} begun before", pid), begun.error());
+    if (new_processes_->handler) new_processes_->handler(pid, begun->comm);
+    auto comm_of = [](profile_key& key, const std::string& comm) {
+      std::memcpy(key.comm, comm.data(), std::min(comm.size(), sizeof key.comm - 1));
+    };
+    for (BegunWait& w : begun->waits) {
+      const auto tid = static_cast<uint32_t>(w.tid);
+      profile_offcpu_start st{};
+      st.key.pid = static_cast<uint32_t>(pid);
+      if (per_thread_) st.key.tid = tid;
+      comm_of(st.key, per_thread_ ? w.comm : begun->comm);
+      st.key.reason = w.reason;
+      st.key.kernel_stack_id = kernel_stacks_ ? PROFILE_STACK_SEEDED : PROFILE_STACK_NONE;
+      if (follow(object_.map_fd("offcpu_start"), tid, st, w.user, w.kernel,
+                 [&] { return still_waiting(pid, w.tid, w.switches); }, pid))
+        ++followed.threads;
+    }
+    for (BegunGoroutine& g : begun->goroutines) {
+      // As the gopark probe has them: the process's, no kernel stack, Go's reason.
+      const go_parked_key key{static_cast<uint32_t>(pid), 0, g.parked.g};
+      profile_offcpu_start st{};
+      st.key.pid = static_cast<uint32_t>(pid);
+      comm_of(st.key, begun->comm);
+      st.key.reason = OFFCPU_GO_PARK;
+      st.key.go_wait = g.parked.wait;
+      st.key.kernel_stack_id = PROFILE_STACK_NONE;
+      st.key.waker_user_stack_id = PROFILE_STACK_NONE;
+      st.key.waker_kernel_stack_id = PROFILE_STACK_NONE;
+      std::vector<uint64_t> no_kernel;
+      if (follow(object_.map_fd("go_parked"), key, st, g.user, no_kernel,
+                 [&] { return still_parked(pid, *go, g.parked); }, pid))
+        ++followed.goroutines;
+    }
+    if (go && !begun->no_goroutines.empty()) followed.no_goroutines = begun->no_goroutines;
+  }
+  return followed;
+}
+
 void ProfileProgram::stop() {
   if (alloc_links_) alloc_links_->detach_all();
   if (go_links_) go_links_->detach_all();
@@ -276,9 +353,25 @@ Result<void> ProfileProgram::read_samples(StackAggregator& out) {
   int user_fd = object_.map_fd("ustacks");
   // A user stack by its hash, with how its walk ended; read once per call.
   std::unordered_map<uint64_t, std::optional<unwind_stack>> user_stacks;
+  // A wait begun before the profile: the stacks follow_begun_waits() read.
+  auto begun_stack = [&](uint64_t token, bool user, StackStatus& status,
+                         int* end) -> std::vector<uint64_t> {
+    auto it = begun_.find(token);
+    const std::vector<uint64_t>* frames = it == begun_.end() ? nullptr
+                                          : user             ? &it->second.user
+                                                             : &it->second.kernel;
+    if (!frames || frames->empty()) {
+      status = StackStatus::Failed;
+      return {};
+    }
+    if (user && end) *end = it->second.user_end;
+    if (user && it->second.user_end == UNWIND_END_TRUNCATED) status = StackStatus::Truncated;
+    return *frames;
+  };
   // `lost`: what a stack that cannot be read costs the profile (samples; one per off-CPU row).
   auto user_stack = [&](int32_t id, uint64_t hash, StackStatus& status, int* end,
                         uint64_t lost) -> std::vector<uint64_t> {
+    if (id == PROFILE_STACK_SEEDED) return begun_stack(hash, true, status, end);
     if (id != PROFILE_STACK_HASHED) return {};
     auto it = user_stacks.find(hash);
     if (it == user_stacks.end()) {
@@ -338,7 +431,9 @@ Result<void> ProfileProgram::read_samples(StackAggregator& out) {
     s.count = key.reason == OFFCPU_ON_CPU && sample_ns_ ? count * sample_ns_ : count;
     const uint64_t lost = key.reason == OFFCPU_ON_CPU ? count : 1;
     s.user = user_stack(key.user_stack_id, key.user_stack, s.user_status, &s.user_end, lost);
-    s.kernel = stack(key.kernel_stack_id, s.kernel_status, lost);
+    s.kernel = key.kernel_stack_id == PROFILE_STACK_SEEDED
+                   ? begun_stack(key.user_stack, false, s.kernel_status, nullptr)
+                   : stack(key.kernel_stack_id, s.kernel_status, lost);
     if (key.waker_tid != 0) {
       s.waker_pid = static_cast<pid_t>(key.waker_pid);
       s.waker_tid = key.waker_tid == UINT32_MAX ? -1 : static_cast<pid_t>(key.waker_tid);

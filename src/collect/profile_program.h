@@ -13,6 +13,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -24,6 +25,7 @@
 #include "collect/ring_reader.h"
 #include "collect/stack_samples.h"
 #include "model/alloc_counts.h"
+#include "plan/go_park_plan.h"
 #include "util/result.h"
 
 namespace uscope {
@@ -51,6 +53,8 @@ struct ProfileSettings {
   // of its wait reasons, by number.
   std::vector<AttachSite> go_park_sites;
   std::vector<std::string> go_wait_reasons;
+  // And where its goroutines parked before the profile are (a running process's).
+  std::optional<ParkedGoroutineLayout> go_parked;
   // Slots of the stack map (~1 KiB each, preallocated); 0: by target (more for -a). A stack
   // whose hash bucket is taken is lost and counted, so a fuller map loses more.
   uint32_t stack_slots = 0;
@@ -76,6 +80,15 @@ class ProfileProgram {
 
   // Starts sampling at `frequency_hz` on every online CPU, and with off_cpu, following switches.
   Result<void> start(uint64_t frequency_hz);
+  // Off-CPU of given processes (not a command it started), after start(): the threads already
+  // waiting, and a Go program's goroutines parked, whose waits then count from the start under
+  // the stacks they are read with now (collect/begun_waits.h). Without it their waits are not
+  // counted (threads: counted apart, as off_cpu_unseen).
+  struct BegunFollowed {
+    size_t threads = 0, goroutines = 0;
+    std::string no_goroutines;  // why goroutines parked before were not read
+  };
+  Result<BegunFollowed> follow_begun_waits();
   // Stops sampling; the maps keep what was counted.
   void stop();
   size_t cpus_sampled() const { return events_.size(); }
@@ -134,6 +147,17 @@ class ProfileProgram {
   uint64_t min_block_ns_ = 0;
   uint64_t sample_ns_ = 0;          // what one on-CPU sample stands for in a wall-clock profile
   uint64_t unreadable_stacks_ = 0;  // ids in `counts` the stack map no longer held
+  // follow_begun_waits(): what it needs, and the stacks of the waits it put in, by their token
+  // (profile_key.user_stack of a PROFILE_STACK_SEEDED row), numbered from 1.
+  std::vector<pid_t> pids_;
+  bool only_after_exec_ = false, per_thread_ = false, user_stacks_ = true, kernel_stacks_ = true;
+  std::optional<ParkedGoroutineLayout> go_parked_;
+  struct BegunStacks {
+    std::vector<uint64_t> user;
+    int user_end = 0;
+    std::vector<uint64_t> kernel;
+  };
+  std::unordered_map<uint64_t, BegunStacks> begun_;
 };
 
 }  // namespace uscope

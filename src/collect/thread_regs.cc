@@ -60,6 +60,10 @@ Result<std::vector<ThreadRegs>> read_thread_regs(pid_t pid) {
     t.bp = r.bp;
     t.r13 = r.r13;
     t.fsbase = r.fsbase;
+    t.syscall = r.syscall;
+    t.switches = r.switches;
+    t.kernel.assign(r.kernel_stack,
+                    r.kernel_stack + std::min<uint32_t>(r.kernel_frames, TASK_REGS_KERNEL_FRAMES));
     out.push_back(std::move(t));
   }
   std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.tid < b.tid; });

@@ -72,6 +72,12 @@ constexpr TableField kGo119Fields[] = {
     // uscope stat's census of live goroutines (runtime2.go of go1.19).
     {"runtime.g", "atomicstatus", 144, "uint32", GoKind::Uint32},
     {"runtime.g", "startpc", 312, "uintptr", GoKind::Uintptr},
+    // The off-CPU profile's goroutines parked before it: why, and where (their saved registers).
+    {"runtime.g", "waitreason", 176, "runtime.waitReason", GoKind::Uint8},
+    {"runtime.g", "sched", 56, "runtime.gobuf", GoKind::Struct},
+    {"runtime.gobuf", "sp", 0, "uintptr", GoKind::Uintptr},
+    {"runtime.gobuf", "pc", 8, "uintptr", GoKind::Uintptr},
+    {"runtime.gobuf", "bp", 48, "uintptr", GoKind::Uintptr},
 };
 
 uint64_t table_size(GoKind kind) {
@@ -80,6 +86,10 @@ uint64_t table_size(GoKind kind) {
       return 16;
     case GoKind::Uint32:
       return 4;
+    case GoKind::Uint8:
+      return 1;
+    case GoKind::Struct:
+      return 56;  // the table's one struct field: runtime.gobuf
     default:
       return 8;
   }

@@ -8,6 +8,8 @@
 #include <tuple>
 
 #include "bpf/profile.h"
+#include "discover/process.h"
+#include "plan/go_stat_plan.h"
 #include "plan/site_placement.h"
 #include "util/names.h"
 
@@ -76,7 +78,37 @@ std::optional<std::pair<uint64_t, uint64_t>> find_go_wait_reasons(std::span<cons
   return std::nullopt;
 }
 
-Result<GoParkPlan> plan_go_parks(ObjectCache& cache) {
+namespace {
+
+Result<ParkedGoroutineLayout> parked_layout(ObjectCache& cache, PlannedObject& go,
+                                            const Process& process) {
+  const MappedObject* main = process.main_object();
+  std::optional<uint64_t> bias = main ? load_bias(*main, go.elf) : std::nullopt;
+  if (!bias) return fail("its load address in process {} is not known", process.pid());
+  auto census = goroutine_layout(cache, go);  // runtime.allgs, and atomicstatus
+  if (!census) return tl::unexpected(census.error());
+  auto types = go_types_of(go);
+  if (!types) return tl::unexpected(types.error());
+  ParkedGoroutineLayout l;
+  l.allgs = census->allgs + *bias;
+  l.status = census->status_offset;
+  auto sched = (*types)->field("runtime.g", "sched");
+  if (!sched) return tl::unexpected(sched.error());
+  for (auto [field, at] : {std::pair{"sp", &l.sched_sp}, std::pair{"pc", &l.sched_pc},
+                           std::pair{"bp", &l.sched_bp}}) {
+    auto f = (*types)->field("runtime.gobuf", field);
+    if (!f) return tl::unexpected(f.error());
+    *at = sched->offset + f->offset;
+  }
+  auto reason = (*types)->field("runtime.g", "waitreason");
+  if (!reason) return tl::unexpected(reason.error());
+  l.waitreason = reason->offset;
+  return l;
+}
+
+}  // namespace
+
+Result<GoParkPlan> plan_go_parks(ObjectCache& cache, const Process* process) {
   GoParkPlan plan;
   auto program = cache.get("");
   if (!program || !(*program)->is_go) return plan;
@@ -117,6 +149,12 @@ Result<GoParkPlan> plan_go_parks(ObjectCache& cache) {
     if (auto bytes = go.elf.section_data(*data))
       table = find_go_wait_reasons(*bytes, data->addr, read);
   if (table) plan.wait_reasons = go_wait_reasons(read, table->first, table->second);
+  if (process) {
+    if (auto l = parked_layout(cache, go, *process))
+      plan.parked = *l;
+    else
+      plan.no_parked = l.error().message;
+  }
   return plan;
 }
 

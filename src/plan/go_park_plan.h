@@ -12,11 +12,20 @@
 #include <vector>
 
 #include "discover/go_buildinfo.h"
+#include "discover/process.h"
 #include "plan/attach_site.h"
 #include "plan/site_match.h"
 #include "util/result.h"
 
 namespace uscope {
+
+// Where the goroutines parked before the profile started are (runtime.allgs), and what of each g
+// says it is parked, why, and where (runtime2.go's atomicstatus, waitreason and sched, its saved
+// registers): offsets in a runtime.g, from GoTypes (DWARF, type descriptors, uscope's table).
+struct ParkedGoroutineLayout {
+  uint64_t allgs = 0;  // runtime.allgs (a []*g slice header), at run time (the load bias added)
+  uint64_t status = 0, waitreason = 0, sched_sp = 0, sched_pc = 0, sched_bp = 0;
+};
 
 struct GoParkPlan {
   std::vector<AttachSite> sites;  // empty: not a Go program
@@ -25,11 +34,14 @@ struct GoParkPlan {
   // (by its symbol, or in a stripped program by its first entries). Unnamed ones are shown by
   // number (collect/profile_program.cc).
   std::vector<std::string> wait_reasons;
+  // With a running process: its goroutines parked now, read as the profile starts; or why not.
+  std::optional<ParkedGoroutineLayout> parked;
+  std::string no_parked;
 };
 
-// The plan for the target's main program (`cache` opens it). Fails on a Go program built before
-// Go's register ABI, or whose scheduler functions are missing.
-Result<GoParkPlan> plan_go_parks(ObjectCache& cache);
+// The plan for the target's main program (`cache` opens it), with `process` when it runs already.
+// Fails on a Go program built before Go's register ABI, or whose scheduler functions are missing.
+Result<GoParkPlan> plan_go_parks(ObjectCache& cache, const Process* process = nullptr);
 
 // Hand-written, as no library reads Go's data. `read` serves a program's bytes at link-time
 // addresses (ElfFile::allocated_bytes).

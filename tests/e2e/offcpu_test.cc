@@ -89,8 +89,20 @@ double ns_with(const std::vector<FoldedLine>& lines, std::vector<std::string> pa
 }
 
 // The sleeper's and the waiter's time, under their functions and reasons, as their clocks say.
+// The idler's wait began before the profile (by PID: before the tracer started): under its
+// function, for at least its part after SIGUSR1 (the profile ran by then) and at most the whole,
+// with its kernel frames, from the stacks read as the profile started. (Under -c it begins within
+// a millisecond of the exec, where a stack can still be cut while tables load: not checked there.)
+void expect_idle_wait(Profiled& p, const std::string& comm = "") {
+  const double idle_seen = ns_with(p.lines, {";idle_in_known_place;", ";[off-CPU: I/O]"}, comm);
+  EXPECT_GE(idle_seen, 0.99 * p.fixture["idle_after_go_ns"]) << p.err;
+  EXPECT_LE(idle_seen, p.fixture["idle_ns"]) << p.err;
+  EXPECT_EQ(ns_with(p.lines, {";idle_in_known_place;", "_[k];[off-CPU: I/O]"}, comm), idle_seen);
+  EXPECT_EQ(ns_with(p.lines, {";idle_in_known_place;"}, comm), idle_seen);
+}
+
 void expect_sleep_and_lock(Profiled& p) {
-  ASSERT_EQ(p.fixture.size(), 3u) << p.err;
+  ASSERT_EQ(p.fixture.size(), 5u) << p.err;
   const double sleep_ns = p.fixture["sleep_ns"], lock_ns = p.fixture["lock_wait_ns"];
   ASSERT_GT(sleep_ns, 25 * 10e6 * 0.99);  // 25 naps of 10 ms
   // The sleep: under its function, with its reason as the leaf, in the kernel's nanosleep.
@@ -114,6 +126,7 @@ TEST(offcpu, sleep_and_lock_waits_are_named_with_the_fixtures_durations) {
   USCOPE_REQUIRE_ROOT();
   auto p = profile_waits({"--off-cpu"}, 25);
   expect_sleep_and_lock(p);
+  expect_idle_wait(p);
 }
 
 // The same with the fixture started by uscope: its threads' waits from its exec on.
@@ -127,7 +140,7 @@ TEST(offcpu, sleep_and_lock_waits_of_a_command_from_its_start) {
 // runtime.waitReasonStrings: "chan receive", "semacquire", "sleep") as the leaf, for as long as
 // the goroutine's clock says; not a thread asleep in runtime.park_m.
 void expect_goroutine_waits(Profiled& p) {
-  ASSERT_EQ(p.fixture.size(), 2u) << p.err;
+  ASSERT_EQ(p.fixture.size(), 4u) << p.err;
   const double chan_ns = p.fixture["chan_wait_ns"], lock_ns = p.fixture["lock_wait_ns"];
   ASSERT_GT(chan_ns, 25 * 10e6 * 0.99);  // 25 receives of a value sent 10 ms later
   const double chan_seen = ns_with(
@@ -141,6 +154,12 @@ void expect_goroutine_waits(Profiled& p) {
             25 * 20e6 * 0.9);
   EXPECT_GT(ns_with(p.lines, {";main.sendLater;time.Sleep;", "[off-CPU: goroutine sleep]"}),
             25 * 10e6 * 0.9);
+  // The idler, parked since before the profile (by PID: read as it started), until the end.
+  const double idle_seen = ns_with(
+      p.lines, {";main.idleInKnownPlace;", ";runtime.gopark;[off-CPU: goroutine chan receive]"});
+  EXPECT_GE(idle_seen, 0.99 * p.fixture["idle_after_go_ns"]) << p.err;
+  EXPECT_LE(idle_seen, p.fixture["idle_ns"]) << p.err;
+  EXPECT_EQ(ns_with(p.lines, {";main.idleInKnownPlace;"}), idle_seen);
   EXPECT_NE(p.err.find("the time its threads and goroutines wait"), std::string::npos) << p.err;
 }
 
@@ -161,7 +180,7 @@ TEST(offcpu, goroutines_of_a_command_from_its_start) {
 TEST(offcpu, wall_splits_a_spinning_thread_from_a_sleeping_one) {
   USCOPE_REQUIRE_ROOT();
   auto p = profile_waits({"--wall", "--threads", "-F", "499"}, 25);
-  ASSERT_EQ(p.fixture.size(), 3u);
+  ASSERT_EQ(p.fixture.size(), 5u);
   const double spin_ns = p.fixture["spin_ns"];
   auto thread_total = [&](const std::string& comm) { return ns_with(p.lines, {}, comm); };
   const double sleeper = thread_total("sleeper-"), spinner = thread_total("spinner-");
@@ -176,6 +195,10 @@ TEST(offcpu, wall_splits_a_spinning_thread_from_a_sleeping_one) {
       ns_with(p.lines, {";spin_in_known_place;", ";[off-CPU: run queue]"}, "spinner-");
   EXPECT_EQ(spinner_waits, spinner_queued) << "the spinner only ever waits for a CPU";
   EXPECT_GT(ns_with(p.lines, {";spin_in_known_place;"}, "spinner-"), 0.9 * spinner);
+  // The idler, blocked since before the profile: its whole time there, waiting.
+  const double idler = thread_total("idler-");
+  EXPECT_GT(ns_with(p.lines, {";idle_in_known_place;", ";[off-CPU: I/O]"}, "idler-"), 0.99 * idler);
+  expect_idle_wait(p, "idler-");
   EXPECT_NE(p.err.find("of wall-clock time"), std::string::npos) << p.err;
 }
 
@@ -184,7 +207,7 @@ TEST(offcpu, wall_splits_a_spinning_thread_from_a_sleeping_one) {
 TEST(offcpu, wakers_name_the_thread_that_let_the_lock_go) {
   USCOPE_REQUIRE_ROOT();
   auto p = profile_waits({"--off-cpu", "--wakers"}, 25);
-  ASSERT_EQ(p.fixture.size(), 3u);
+  ASSERT_EQ(p.fixture.size(), 5u);
   const double lock_ns = p.fixture["lock_wait_ns"];
   const double by_holder =
       ns_with(p.lines, {";wait_for_the_lock;", ";[off-CPU: lock];[woken by holder-", "_[k];",

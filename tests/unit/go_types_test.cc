@@ -97,14 +97,16 @@ TEST(go_types, table_matches_go1_19_dwarf) {
   size_t listed = 0;
   for (const char* type :
        {"net/http.Request", "net/url.URL", "net/http.Response", "net/http.response",
-        "net/http.http2responseWriter", "net/http.http2responseWriterState", "runtime.g"})
+        "net/http.http2responseWriter", "net/http.http2responseWriterState", "runtime.g",
+        "runtime.gobuf"})
     for (const auto& f : go_table_fields(*with_dwarf.info, type)) {
       auto d = with_dwarf.types->field(type, f.name);
       ASSERT_TRUE(d.has_value()) << type << "." << f.name;
       EXPECT_EQ(d->offset, f.offset) << type << "." << f.name;
       ++listed;
     }
-  EXPECT_EQ(listed, std::size(kFields) + 2);  // and runtime.g's atomicstatus and startpc
+  // And runtime.g's atomicstatus, startpc, waitreason and sched, and runtime.gobuf's sp, pc, bp.
+  EXPECT_EQ(listed, std::size(kFields) + 7);
 }
 
 // The offsets the Go toolchain itself gives (unsafe.Offsetof and reflect in a program it built),
