@@ -265,6 +265,7 @@ Result<void> ProfileSession::start() {
   if (auto r = session_->start(); !r) return r;
   // Threads of the given processes already waiting, goroutines parked: their waits count from
   // now, with the stacks they wait in, read now.
+  const auto follow_start = std::chrono::steady_clock::now();
   if (auto begun = program_->follow_begun_waits(); !begun) {
     fmt::print(stderr, "uscope: {}: those waits are counted apart, as begun before the profile\n",
                begun.error().message);
@@ -272,12 +273,15 @@ Result<void> ProfileSession::start() {
     if (!begun->no_goroutines.empty())
       fmt::print(stderr, "uscope: goroutines parked before now are not counted: {}\n",
                  begun->no_goroutines);
-    if (target_.verbose)
-      fmt::print(stderr,
-                 "uscope: already waiting: {} thread{}, {} goroutine{}: counted from now, where "
-                 "they wait\n",
-                 begun->threads, begun->threads == 1 ? "" : "s", begun->goroutines,
-                 begun->goroutines == 1 ? "" : "s");
+    if (target_.verbose && (target_.off_cpu || target_.wall))
+      fmt::print(
+          stderr,
+          "uscope: already waiting: {} thread{}, {} goroutine{}: counted from now, where "
+          "they wait (read in {:.1f} ms)\n",
+          begun->threads, begun->threads == 1 ? "" : "s", begun->goroutines,
+          begun->goroutines == 1 ? "" : "s",
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - follow_start)
+              .count());
   }
   if (target_.memleak)
     fmt::print(stderr,
