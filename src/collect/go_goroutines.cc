@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <vector>
 
 #include <fmt/format.h>
@@ -34,8 +35,8 @@ void tally_goroutine(uint32_t status, uint64_t startpc, const GoroutineLayout& l
 
 namespace {
 
-// Each g of runtime.allgs (the slice header at `allgs`, at run time) read from `lo` to `hi` (offsets
-// in a g), handed to `fn` with its address and those bytes (from `lo`).
+// Each g of runtime.allgs (the slice header at `allgs`, at run time) read from `lo` to `hi`
+// (offsets in a g), handed to `fn` with its address and those bytes (from `lo`).
 Result<void> for_each_g(pid_t pid, uint64_t allgs, uint64_t lo, uint64_t hi,
                         const std::function<void(uint64_t g, const uint8_t* bytes)>& fn) {
   uint64_t header[2] = {0, 0};  // array pointer, length
@@ -87,15 +88,18 @@ T field_at(const uint8_t* bytes, uint64_t offset, uint64_t lo) {
 // A parked g's fields, as offsets from the lowest to the end of the highest.
 std::pair<uint64_t, uint64_t> parked_span(const ParkedGoroutineLayout& l) {
   const uint64_t lo = std::min({l.status, l.waitreason, l.sched_sp, l.sched_pc, l.sched_bp});
-  const uint64_t hi = std::max({l.status + 4, l.waitreason + 1, l.sched_sp + 8, l.sched_pc + 8,
-                                l.sched_bp + 8});
+  const uint64_t hi =
+      std::max({l.status + 4, l.waitreason + 1, l.sched_sp + 8, l.sched_pc + 8, l.sched_bp + 8});
   return {lo, hi};
 }
 
-ParkedGoroutine parked_of(uint64_t g, const uint8_t* bytes, const ParkedGoroutineLayout& l,
-                          uint64_t lo) {
-  return {g, field_at<uint8_t>(bytes, l.waitreason, lo), field_at<uint64_t>(bytes, l.sched_pc, lo),
-          field_at<uint64_t>(bytes, l.sched_sp, lo), field_at<uint64_t>(bytes, l.sched_bp, lo)};
+// The g at `g` (its bytes from `lo`) when it is parked (_Gwaiting, a GC scan or not).
+std::optional<ParkedGoroutine> parked_of(uint64_t g, const uint8_t* bytes,
+                                         const ParkedGoroutineLayout& l, uint64_t lo) {
+  if ((field_at<uint32_t>(bytes, l.status, lo) & ~kGscan) != kGwaiting) return std::nullopt;
+  return ParkedGoroutine{
+      g, field_at<uint8_t>(bytes, l.waitreason, lo), field_at<uint64_t>(bytes, l.sched_pc, lo),
+      field_at<uint64_t>(bytes, l.sched_sp, lo), field_at<uint64_t>(bytes, l.sched_bp, lo)};
 }
 
 }  // namespace
@@ -118,8 +122,7 @@ Result<std::vector<ParkedGoroutine>> parked_goroutines(pid_t pid,
   const auto [lo, hi] = parked_span(layout);
   std::vector<ParkedGoroutine> out;
   auto r = for_each_g(pid, layout.allgs, lo, hi, [&](uint64_t g, const uint8_t* bytes) {
-    if ((field_at<uint32_t>(bytes, layout.status, lo) & ~kGscan) == kGwaiting)
-      out.push_back(parked_of(g, bytes, layout, lo));
+    if (auto parked = parked_of(g, bytes, layout, lo)) out.push_back(*parked);
   });
   if (!r) return tl::unexpected(r.error());
   return out;
@@ -130,9 +133,8 @@ bool still_parked(pid_t pid, const ParkedGoroutineLayout& layout, const ParkedGo
   std::vector<uint8_t> bytes(hi - lo);
   auto got = read_process_memory(pid, was.g + lo, {bytes.data(), bytes.size()});
   if (!got || *got != bytes.size()) return false;
-  if ((field_at<uint32_t>(bytes.data(), layout.status, lo) & ~kGscan) != kGwaiting) return false;
-  const ParkedGoroutine now = parked_of(was.g, bytes.data(), layout, lo);
-  return now.pc == was.pc && now.sp == was.sp && now.wait == was.wait;
+  const auto now = parked_of(was.g, bytes.data(), layout, lo);
+  return now && now->pc == was.pc && now->sp == was.sp && now->wait == was.wait;
 }
 
 }  // namespace uscope

@@ -297,6 +297,9 @@ Result<ProfileProgram::BegunFollowed> ProfileProgram::follow_begun_waits() {
     begun_[token] = {std::move(user.frames), user.end, std::move(kernel)};
     return true;
   };
+  auto comm_of = [](profile_key& key, const std::string& comm) {
+    std::memcpy(key.comm, comm.data(), std::min(comm.size(), sizeof key.comm - 1));
+  };
   for (pid_t pid : pids_) {
     const ParkedGoroutineLayout* go =
         go_parked_ && !go_park_sites_.empty() && pid == alloc_pid_ ? &*go_parked_ : nullptr;
@@ -304,9 +307,6 @@ Result<ProfileProgram::BegunFollowed> ProfileProgram::follow_begun_waits() {
     if (!begun)
       return with_context(fmt::format("the waits of process {} begun before", pid), begun.error());
     if (new_processes_->handler) new_processes_->handler(pid, begun->comm);
-    auto comm_of = [](profile_key& key, const std::string& comm) {
-      std::memcpy(key.comm, comm.data(), std::min(comm.size(), sizeof key.comm - 1));
-    };
     for (BegunWait& w : begun->waits) {
       const auto tid = static_cast<uint32_t>(w.tid);
       profile_offcpu_start st{};
@@ -315,8 +315,9 @@ Result<ProfileProgram::BegunFollowed> ProfileProgram::follow_begun_waits() {
       comm_of(st.key, per_thread_ ? w.comm : begun->comm);
       st.key.reason = w.reason;
       st.key.kernel_stack_id = kernel_stacks_ ? PROFILE_STACK_SEEDED : PROFILE_STACK_NONE;
-      if (follow(object_.map_fd("offcpu_start"), tid, st, w.user, w.kernel,
-                 [&] { return still_waiting(pid, w.tid, w.switches); }, pid))
+      if (follow(
+              object_.map_fd("offcpu_start"), tid, st, w.user, w.kernel,
+              [&] { return still_waiting(pid, w.tid, w.switches); }, pid))
         ++followed.threads;
     }
     for (BegunGoroutine& g : begun->goroutines) {
@@ -331,8 +332,9 @@ Result<ProfileProgram::BegunFollowed> ProfileProgram::follow_begun_waits() {
       st.key.waker_user_stack_id = PROFILE_STACK_NONE;
       st.key.waker_kernel_stack_id = PROFILE_STACK_NONE;
       std::vector<uint64_t> no_kernel;
-      if (follow(object_.map_fd("go_parked"), key, st, g.user, no_kernel,
-                 [&] { return still_parked(pid, *go, g.parked); }, pid))
+      if (follow(
+              object_.map_fd("go_parked"), key, st, g.user, no_kernel,
+              [&] { return still_parked(pid, *go, g.parked); }, pid))
         ++followed.goroutines;
     }
     if (go && !begun->no_goroutines.empty()) followed.no_goroutines = begun->no_goroutines;
